@@ -1,0 +1,47 @@
+/**
+ * Every rule violation in the system is one of these codes. Each surface maps a code to
+ * its own vocabulary in exactly one place: HTTP statuses in api/errors.ts, exit codes in
+ * cli/errors.ts. Nothing else inspects messages.
+ */
+export type ErrorCode =
+  | 'validation' // 400: input breaks a rule (bad ref name, empty title, head == base)
+  | 'unauthorized' // 401: no or unknown credential
+  | 'forbidden' // 403: credential valid but not allowed here
+  | 'not_found' // 404
+  | 'conflict' // 409: state does not allow the command (merge a closed CR ...)
+  | 'merge_failed' // 409: the merge has conflicts
+  | 'head_modified' // 409: expected_head_sha no longer matches
+  | 'concurrency' // 409: optimistic concurrency on a stream, or a moved ref
+  | 'payload_too_large' // 413
+  | 'rate_limited' // 429
+  | 'unavailable'; // 503: a dependency (repo, runtime) cannot be reached
+
+export interface ErrorIssue {
+  path: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  readonly code: ErrorCode;
+  /** Short machine-stable reason, used as the contract's `error` field. */
+  readonly reason: string;
+  /** Extra fields that help the caller (e.g. `conflicts`, `issues`). */
+  readonly details: Record<string, unknown>;
+
+  constructor(code: ErrorCode, reason: string, message: string, details: Record<string, unknown> = {}) {
+    super(message);
+    this.name = 'DomainError';
+    this.code = code;
+    this.reason = reason;
+    this.details = details;
+  }
+}
+
+export const validationError = (message: string, issues: ErrorIssue[] = []): DomainError =>
+  new DomainError('validation', 'Validation failed', message, issues.length ? { issues } : {});
+
+export const notFound = (what: string): DomainError => new DomainError('not_found', 'Not found', `${what} not found.`);
+
+export const conflict = (message: string): DomainError => new DomainError('conflict', 'Conflict', message);
+
+export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;

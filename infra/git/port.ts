@@ -1,0 +1,126 @@
+/**
+ * The git port: everything the CR API and the workers ask of a repository.
+ *
+ * Two layers:
+ *  - `GitEngine` works on a local bare repository by commit ids. Two implementations
+ *    (merge-ort through the git CLI, libgit2 through nodegit) pass one conformance suite.
+ *  - `ProjectRepo` is a project's repository as the rest of the system sees it: it reads
+ *    branch tips live from the real remote, keeps a bare mirror for objects, and moves the
+ *    base branch on the remote only by compare-and-swap (push with lease).
+ *
+ * Errors are `DomainError`s (domain/errors.ts) or the typed git errors in ./errors.ts;
+ * nothing here parses git's human-readable messages.
+ */
+
+export type FileStatus = 'added' | 'modified' | 'deleted';
+
+export interface DiffFile {
+  path: string;
+  status: FileStatus;
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+/** Three-dot diff base...head: changes on head since the merge base. */
+export interface DiffResult {
+  base_sha: string;
+  head_sha: string;
+  merge_base: string | null;
+  files: DiffFile[];
+  additions: number;
+  deletions: number;
+  patch: string;
+}
+
+/** Field names are the spec's merge-preview table, exactly. */
+export interface MergePreview {
+  base_sha: string;
+  head_sha: string;
+  merge_base: string | null;
+  is_up_to_date: boolean;
+  can_merge: boolean;
+  can_fast_forward: boolean;
+  conflicts: string[];
+}
+
+export interface Identity {
+  name: string;
+  email: string;
+}
+
+export interface MergeCommitRequest {
+  base_sha: string;
+  head_sha: string;
+  message: string;
+  author: Identity;
+  /** Commit time, so retries and tests can be deterministic. Defaults to now. */
+  date?: Date;
+}
+
+export type MergeKind = 'fast-forward' | 'merge-commit';
+
+export interface MergeResult {
+  kind: MergeKind;
+  /** Base tip before the merge. */
+  base_sha: string;
+  /** Head tip that was merged. */
+  head_sha: string;
+  /** The new base tip: equals head_sha for a fast-forward. */
+  merge_commit_sha: string;
+}
+
+/** Works on one local (bare) repository, by commit ids. */
+export interface GitEngine {
+  readonly name: 'git' | 'libgit2';
+  /** Commit id of `refs/heads/<branch>`, or null when the branch does not exist. */
+  resolveBranch(repoPath: string, branch: string): Promise<string | null>;
+  mergeBase(repoPath: string, a: string, b: string): Promise<string | null>;
+  isAncestor(repoPath: string, ancestor: string, descendant: string): Promise<boolean>;
+  diff(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult>;
+  preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview>;
+  /**
+   * Computes the merge of head into base without touching any ref: the fast-forward
+   * target, or a new merge commit (parents base, head). Throws a `merge_failed`
+   * DomainError with `details.conflicts` when the merge conflicts; never writes a commit
+   * then. Throws `validation` for unrelated histories.
+   */
+  createMerge(repoPath: string, req: MergeCommitRequest): Promise<MergeResult>;
+  /** Moves `refs/heads/<branch>` from `expectedOld` (null: must not exist) to `next`, atomically. */
+  updateBranch(repoPath: string, branch: string, next: string, expectedOld: string | null): Promise<void>;
+}
+
+export interface MergeRequest {
+  base_ref: string;
+  head_ref: string;
+  message: string;
+  /** When given and the live head differs: `head_modified` error. */
+  expected_head_sha?: string;
+}
+
+/** A project's repository as the API and the workers see it. */
+export interface ProjectRepo {
+  /**
+   * Live tips of the named branches, one round trip to the remote for all of them.
+   * A missing branch maps to null. An unreachable remote throws `unavailable`.
+   */
+  readTips(branches: string[]): Promise<Record<string, string | null>>;
+  /** Live three-dot diff between two branches (missing branch: `not_found`). */
+  diffBranches(baseRef: string, headRef: string): Promise<DiffResult>;
+  /** Three-dot diff between two recorded commits (merged CRs). */
+  diffCommits(baseSha: string, headSha: string): Promise<DiffResult>;
+  preview(baseRef: string, headRef: string): Promise<MergePreview>;
+  /**
+   * Merges head into base on the remote: fast-forward when head is strictly ahead, else
+   * a merge commit by the system identity; the base moves only if it still has the tip
+   * the merge was computed from (else `concurrency`). Invalidates the mirror.
+   */
+  merge(req: MergeRequest): Promise<MergeResult>;
+  /** Creates `branch` at the tip of `fromRef` on the remote (session branches). */
+  createBranch(branch: string, fromRef: string): Promise<string>;
+}
+
+/** The fixed identity that authors merge commits. */
+export const SYSTEM_IDENTITY: Identity = { name: 'svc', email: 'noreply@svc.local' };
+
+export const defaultMergeMessage = (number: number, title: string): string => `Merge CR #${number}: ${title}`;
