@@ -49,8 +49,8 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const quick = args.includes('--quick');
   const wanted = args.filter((a) => !a.startsWith('--'));
-  const names = wanted.length ? wanted : Object.keys(suites);
   const suites = await discoverSuites();
+  const names = wanted.length ? wanted : Object.keys(suites);
   const rows: BenchRow[] = [];
   for (const name of names) {
     const load = suites[name];
