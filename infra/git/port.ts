@@ -98,6 +98,24 @@ export interface MergeRequest {
   expected_head_sha?: string;
 }
 
+export interface MergeHooks {
+  /**
+   * Called with the computed result after the merge commit exists in the mirror and
+   * before the base moves on the remote. The merge worker records its intent here, so a
+   * crash between the ref update and the event append is recognised on retry.
+   */
+  beforePublish?(result: MergeResult): Promise<void>;
+}
+
+/** Where a project's repository lives and how to reach it. */
+export interface RepoLocation {
+  projectId: string;
+  /** Any git URL: file://, https://, ssh://. Never carries credentials. */
+  url: string;
+  /** For https remotes; handed to git through a credential helper, never argv or config. */
+  credentials?: { username: string; password: string };
+}
+
 /** A project's repository as the API and the workers see it. */
 export interface ProjectRepo {
   /**
@@ -115,7 +133,7 @@ export interface ProjectRepo {
    * a merge commit by the system identity; the base moves only if it still has the tip
    * the merge was computed from (else `concurrency`). Invalidates the mirror.
    */
-  merge(req: MergeRequest): Promise<MergeResult>;
+  merge(req: MergeRequest, hooks?: MergeHooks): Promise<MergeResult>;
   /** Creates `branch` at the tip of `fromRef` on the remote (session branches). */
   createBranch(branch: string, fromRef: string): Promise<string>;
 }
