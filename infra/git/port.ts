@@ -58,7 +58,13 @@ export interface MergeCommitRequest {
   date?: Date;
 }
 
-export type MergeKind = 'fast-forward' | 'merge-commit';
+/**
+ * - `fast-forward`: head is strictly ahead of base; the base moves to head.
+ * - `merge-commit`: a new commit with parents (base, head).
+ * - `up-to-date`: head is already contained in base (e.g. pushed there directly); nothing
+ *   moves and `merge_commit_sha` is the base tip, which already holds the head's work.
+ */
+export type MergeKind = 'fast-forward' | 'merge-commit' | 'up-to-date';
 
 export interface MergeResult {
   kind: MergeKind;
@@ -66,7 +72,7 @@ export interface MergeResult {
   base_sha: string;
   /** Head tip that was merged. */
   head_sha: string;
-  /** The new base tip: equals head_sha for a fast-forward. */
+  /** The new base tip: equals head_sha for a fast-forward, base_sha when up to date. */
   merge_commit_sha: string;
 }
 

@@ -1,0 +1,263 @@
+import type { DiffFile, DiffResult, FileStatus, GitEngine, MergeCommitRequest, MergePreview, MergeResult } from './port.js';
+import { assertBranchName, assertSha } from './refs.js';
+import { runGit, splitNul, type GitResult } from './run.js';
+import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './errors.js';
+
+/**
+ * The default engine: git's own merge-ort through plumbing (merge-tree --write-tree,
+ * commit-tree, update-ref) on a bare repository. No worktree, no index, so the verdict
+ * is exactly what `git merge` gives a user locally.
+ */
+export class OrtEngine implements GitEngine {
+  readonly name = 'git' as const;
+
+  async resolveBranch(repoPath: string, branch: string): Promise<string | null> {
+    assertBranchName(branch);
+    // rev-parse in git 2.39 echoes --end-of-options; the validated full refname cannot be an option.
+    const r = await runGit(['rev-parse', '--verify', '--quiet', `refs/heads/${branch}^{commit}`], {
+      cwd: repoPath,
+      okCodes: [0, 1],
+    });
+    return r.code === 0 ? r.stdout.toString('utf8').trim() : null;
+  }
+
+  async mergeBase(repoPath: string, a: string, b: string): Promise<string | null> {
+    assertSha(a, 'base_sha');
+    assertSha(b, 'head_sha');
+    const r = await runGit(['merge-base', '--end-of-options', a, b], { cwd: repoPath, okCodes: [0, 1] });
+    return r.code === 0 ? r.stdout.toString('utf8').trim() : null;
+  }
+
+  async isAncestor(repoPath: string, ancestor: string, descendant: string): Promise<boolean> {
+    assertSha(ancestor, 'ancestor');
+    assertSha(descendant, 'descendant');
+    const r = await runGit(['merge-base', '--is-ancestor', '--end-of-options', ancestor, descendant], {
+      cwd: repoPath,
+      okCodes: [0, 1],
+    });
+    return r.code === 0;
+  }
+
+  async diff(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult> {
+    assertSha(baseSha, 'base_sha');
+    assertSha(headSha, 'head_sha');
+    // merge-base and the three diffs run side by side: `base...head` makes git find the
+    // same merge base itself, so the whole diff costs one round of processes.
+    const range = `${baseSha}...${headSha}`;
+    const [mb, numstat, status, patch] = await Promise.all([
+      this.mergeBase(repoPath, baseSha, headSha),
+      diffCmd(repoPath, ['--numstat', '-z'], range),
+      diffCmd(repoPath, ['--name-status', '-z'], range),
+      diffCmd(repoPath, ['--patch'], range),
+    ]);
+    if (mb === null) {
+      // No merge base: everything on head is new, so diff from the empty tree.
+      const empty = await emptyTree(repoPath);
+      const [n, s, p] = await Promise.all([
+        diffCmd(repoPath, ['--numstat', '-z'], empty, headSha),
+        diffCmd(repoPath, ['--name-status', '-z'], empty, headSha),
+        diffCmd(repoPath, ['--patch'], empty, headSha),
+      ]);
+      return buildDiff(baseSha, headSha, null, n!, s!, p!);
+    }
+    return buildDiff(baseSha, headSha, mb, numstat!, status!, patch!);
+  }
+
+  async preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
+    assertSha(baseSha, 'base_sha');
+    assertSha(headSha, 'head_sha');
+    // merge-tree runs beside merge-base: for the common "needs a real merge" case the
+    // preview costs one merge-tree's time; its result is dropped when no merge is needed.
+    const [mb, tree] = await Promise.all([
+      this.mergeBase(repoPath, baseSha, headSha),
+      mergeTree(repoPath, baseSha, headSha).catch((e: unknown) => e),
+    ]);
+    const classified = classify(baseSha, headSha, mb);
+    if (classified.kind !== 'three-way') return previewFor(baseSha, headSha, mb, classified.kind, []);
+    if (tree instanceof Error) throw tree;
+    const t = tree as MergeTreeResult;
+    return previewFor(baseSha, headSha, mb, t.clean ? 'clean' : 'conflicted', t.conflicts);
+  }
+
+  async createMerge(repoPath: string, req: MergeCommitRequest): Promise<MergeResult> {
+    const base = assertSha(req.base_sha, 'base_sha');
+    const head = assertSha(req.head_sha, 'head_sha');
+    const mb = await this.mergeBase(repoPath, base, head);
+    const c = classify(base, head, mb);
+    switch (c.kind) {
+      case 'unrelated':
+        throw unrelatedHistories();
+      case 'up-to-date':
+        return { kind: 'up-to-date', base_sha: base, head_sha: head, merge_commit_sha: base };
+      case 'fast-forward':
+        return { kind: 'fast-forward', base_sha: base, head_sha: head, merge_commit_sha: head };
+      case 'three-way': {
+        const t = await mergeTree(repoPath, base, head);
+        if (!t.clean) throw mergeFailed(t.conflicts);
+        const message = req.message.endsWith('\n') ? req.message : `${req.message}\n`;
+        const r = await runGit(['commit-tree', t.tree, '-p', base, '-p', head, '-F', '-'], {
+          cwd: repoPath,
+          input: message,
+          env: identityEnv(req),
+        });
+        return { kind: 'merge-commit', base_sha: base, head_sha: head, merge_commit_sha: r.stdout.toString('utf8').trim() };
+      }
+      default:
+        return assertNever(c.kind);
+    }
+  }
+
+  async updateBranch(repoPath: string, branch: string, next: string, expectedOld: string | null): Promise<void> {
+    assertBranchName(branch);
+    assertSha(next, 'next');
+    if (expectedOld !== null) assertSha(expectedOld, 'expected_old');
+    const ref = `refs/heads/${branch}`;
+    const old = expectedOld ?? '0'.repeat(next.length);
+    try {
+      await runGit(['update-ref', '-m', 'svc: update branch', '--end-of-options', ref, next, old], { cwd: repoPath });
+    } catch (e) {
+      // update-ref's exit code does not say why; the ref's current value does.
+      if (isGitCommandError(e) && (await this.resolveBranch(repoPath, branch)) !== expectedOld) throw refMoved(ref);
+      throw e;
+    }
+  }
+}
+
+export type MergeShape = 'unrelated' | 'up-to-date' | 'fast-forward' | 'three-way';
+
+/**
+ * From the merge base alone: head is contained in base exactly when it is their merge
+ * base, and base is strictly behind head exactly when base is the merge base (and differs).
+ */
+export function classify(base: string, head: string, mb: string | null): { kind: MergeShape } {
+  if (mb === null) return { kind: 'unrelated' };
+  if (mb === head) return { kind: 'up-to-date' };
+  if (mb === base) return { kind: 'fast-forward' };
+  return { kind: 'three-way' };
+}
+
+export function previewFor(
+  base: string,
+  head: string,
+  mb: string | null,
+  outcome: Exclude<MergeShape, 'three-way'> | 'clean' | 'conflicted',
+  conflicts: string[],
+): MergePreview {
+  return {
+    base_sha: base,
+    head_sha: head,
+    merge_base: mb,
+    is_up_to_date: outcome === 'up-to-date',
+    can_merge: outcome !== 'unrelated' && outcome !== 'conflicted',
+    can_fast_forward: outcome === 'fast-forward',
+    conflicts: outcome === 'conflicted' ? conflicts : [],
+  };
+}
+
+interface MergeTreeResult {
+  clean: boolean;
+  tree: string;
+  conflicts: string[];
+}
+
+async function mergeTree(repoPath: string, base: string, head: string): Promise<MergeTreeResult> {
+  const r = await runGit(['merge-tree', '--write-tree', '-z', '--name-only', '--end-of-options', base, head], {
+    cwd: repoPath,
+    okCodes: [0, 1],
+  });
+  return parseMergeTree(r);
+}
+
+/**
+ * `merge-tree --write-tree -z --name-only` prints `<tree>\0`, then (when conflicted) one
+ * `<path>\0` per conflicted file, an empty field, and the informational messages as
+ * `<n>\0<path>\0...<type>\0<message>\0`. Exit 1 is a conflict even when no file is
+ * listed; the paths named by the messages are reported then.
+ */
+export function parseMergeTree(r: GitResult): MergeTreeResult {
+  const fields = r.stdout.toString('utf8').split('\0');
+  const tree = fields[0] ?? '';
+  if (r.code === 0) return { clean: true, tree, conflicts: [] };
+  const conflicts: string[] = [];
+  let i = 1;
+  for (; i < fields.length && fields[i] !== ''; i++) conflicts.push(fields[i]!);
+  if (conflicts.length === 0) {
+    for (i++; i < fields.length; ) {
+      const n = Number(fields[i]);
+      if (!Number.isInteger(n) || n < 0) break;
+      conflicts.push(...fields.slice(i + 1, i + 1 + n));
+      i += n + 3; // count, n paths, type, message
+    }
+  }
+  return { clean: false, tree, conflicts: [...new Set(conflicts)] };
+}
+
+const DIFF_FLAGS = ['--no-renames', '--no-ext-diff', '--no-textconv', '--no-color', '--ignore-submodules=none'];
+
+async function diffCmd(repoPath: string, format: string[], ...revs: string[]): Promise<Buffer | null> {
+  // With unrelated histories `a...b` has no merge base and git fails: that is decided
+  // by the merge-base call running beside this one, so a failure here is only used then.
+  try {
+    const r = await runGit(['diff', ...DIFF_FLAGS, ...format, '--end-of-options', ...revs, '--'], { cwd: repoPath });
+    return r.stdout;
+  } catch (e) {
+    if (revs.length === 1 && isGitCommandError(e) && e.exitCode === 128) return null;
+    throw e;
+  }
+}
+
+async function emptyTree(repoPath: string): Promise<string> {
+  const r = await runGit(['hash-object', '-t', 'tree', '-w', '--stdin'], { cwd: repoPath, input: '' });
+  return r.stdout.toString('utf8').trim();
+}
+
+const STATUS: Record<string, FileStatus> = { A: 'added', D: 'deleted', M: 'modified', T: 'modified' };
+
+export function buildDiff(
+  baseSha: string,
+  headSha: string,
+  mb: string | null,
+  numstat: Buffer,
+  nameStatus: Buffer,
+  patch: Buffer,
+): DiffResult {
+  const stats = new Map<string, { additions: number; deletions: number; binary: boolean }>();
+  for (const rec of splitNul(numstat)) {
+    const [a, d, ...rest] = rec.split('\t');
+    const path = rest.join('\t');
+    const binary = a === '-' && d === '-';
+    stats.set(path, { additions: binary ? 0 : Number(a), deletions: binary ? 0 : Number(d), binary });
+  }
+  const fields = splitNul(nameStatus);
+  const files: DiffFile[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const path = fields[i + 1]!;
+    const s = stats.get(path) ?? { additions: 0, deletions: 0, binary: false };
+    files.push({ path, status: STATUS[fields[i]!.charAt(0)] ?? 'modified', ...s });
+  }
+  return {
+    base_sha: baseSha,
+    head_sha: headSha,
+    merge_base: mb,
+    files,
+    additions: files.reduce((n, f) => n + f.additions, 0),
+    deletions: files.reduce((n, f) => n + f.deletions, 0),
+    patch: patch.toString('utf8'),
+  };
+}
+
+export function identityEnv(req: MergeCommitRequest): Record<string, string> {
+  const when = `@${Math.floor((req.date ?? new Date()).getTime() / 1000)} +0000`;
+  return {
+    GIT_AUTHOR_NAME: req.author.name,
+    GIT_AUTHOR_EMAIL: req.author.email,
+    GIT_AUTHOR_DATE: when,
+    GIT_COMMITTER_NAME: req.author.name,
+    GIT_COMMITTER_EMAIL: req.author.email,
+    GIT_COMMITTER_DATE: when,
+  };
+}
+
+function assertNever(x: never): never {
+  throw new Error(`unexpected merge shape ${String(x)}`);
+}

@@ -1,0 +1,82 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { DomainError } from '../../domain/errors.js';
+import { runGit } from './run.js';
+
+/**
+ * Bookkeeping for the bare mirrors of one process: which fetch is in flight for a
+ * mirror (so concurrent requests share it) and whether the mirror was invalidated by a
+ * merge since its last completed fetch. Pass one registry to every `openProjectRepo` of
+ * a process; the default one is process-wide because a mirror directory is too.
+ */
+export class MirrorRegistry {
+  private readonly states = new Map<string, MirrorState>();
+
+  state(mirrorPath: string): MirrorState {
+    let s = this.states.get(mirrorPath);
+    if (!s) {
+      s = new MirrorState(mirrorPath);
+      this.states.set(mirrorPath, s);
+    }
+    return s;
+  }
+}
+
+export const processMirrors = new MirrorRegistry();
+
+export class MirrorState {
+  private created: Promise<void> | null = null;
+  private inflight: Promise<void> | null = null;
+  private invalidations = 0;
+  private freshAsOf = 0;
+  /** Number of fetches started, for tests and logs. */
+  fetches = 0;
+
+  constructor(readonly path: string) {}
+
+  /** Creates the bare mirror once; later calls are free. */
+  ensureCreated(): Promise<void> {
+    this.created ??= (async () => {
+      await mkdir(path.dirname(this.path), { recursive: true });
+      // No template: a mirror never runs hooks. `git init` on an existing repo is a no-op.
+      await runGit(['init', '--bare', '--quiet', '--template=', '--', this.path]);
+    })().catch((e: unknown) => {
+      this.created = null;
+      throw e;
+    });
+    return this.created;
+  }
+
+  get stale(): boolean {
+    return this.freshAsOf < this.invalidations;
+  }
+
+  invalidate(): void {
+    this.invalidations++;
+  }
+
+  /** Joins the fetch in flight, or starts one. */
+  fetch(doFetch: () => Promise<void>): Promise<void> {
+    if (this.inflight) return this.inflight;
+    const generation = this.invalidations;
+    this.fetches++;
+    const p = doFetch()
+      .then(() => {
+        this.freshAsOf = Math.max(this.freshAsOf, generation);
+      })
+      .finally(() => {
+        if (this.inflight === p) this.inflight = null;
+      });
+    this.inflight = p;
+    return p;
+  }
+}
+
+const PROJECT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function mirrorPathFor(mirrorsDir: string, projectId: string): string {
+  if (!PROJECT_ID.test(projectId) || projectId.includes('..')) {
+    throw new DomainError('validation', 'Validation failed', 'Invalid project id for a repository mirror.');
+  }
+  return path.join(path.resolve(mirrorsDir), `${projectId}.git`);
+}

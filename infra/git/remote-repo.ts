@@ -1,0 +1,251 @@
+import { DomainError, notFound } from '../../domain/errors.js';
+import type { Logger } from '../logger.js';
+import type {
+  DiffResult,
+  GitEngine,
+  MergeHooks,
+  MergePreview,
+  MergeRequest,
+  MergeResult,
+  ProjectRepo,
+  RepoLocation,
+} from './port.js';
+import { SYSTEM_IDENTITY } from './port.js';
+import { assertBranchName, assertSha } from './refs.js';
+import { runGit, type GitRunOptions } from './run.js';
+import { gitAuth, type GitAuth } from './credentials.js';
+import { assertRemoteUrl } from './remote-url.js';
+import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
+import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
+
+export interface OpenProjectRepoOptions {
+  location: RepoLocation;
+  /** Directory holding one bare mirror per project: `<mirrorsDir>/<projectId>.git`. */
+  mirrorsDir: string;
+  engine: GitEngine;
+  logger?: Logger;
+  /** Shares in-flight fetches between repos of one process; defaults to the process-wide one. */
+  mirrors?: MirrorRegistry;
+  /** Limit for each network git call. */
+  networkTimeoutMs?: number;
+}
+
+/**
+ * The `remote` backend: any git URL. Tips are read live (one `ls-remote` per call),
+ * objects come into a bare mirror only when an operation needs them, and the remote's
+ * base branch moves only by a push with lease.
+ */
+export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
+  return new RemoteProjectRepo(opts);
+}
+
+class RemoteProjectRepo implements ProjectRepo {
+  private readonly url: string;
+  private readonly auth: GitAuth;
+  private readonly mirror: MirrorState;
+  private readonly engine: GitEngine;
+  private readonly log: Logger | undefined;
+  private readonly timeoutMs: number;
+
+  constructor(opts: OpenProjectRepoOptions) {
+    this.url = assertRemoteUrl(opts.location.url);
+    this.auth = gitAuth(opts.location);
+    this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
+    this.engine = opts.engine;
+    this.log = opts.logger?.child({ component: 'git-remote', project_id: opts.location.projectId });
+    this.timeoutMs = opts.networkTimeoutMs ?? 120_000;
+  }
+
+  async readTips(branches: string[]): Promise<Record<string, string | null>> {
+    const names = [...new Set(branches.map((b) => assertBranchName(b)))];
+    const tips: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, null]));
+    if (names.length === 0) return tips;
+    const r = await this.network(['ls-remote', '--end-of-options', this.url, ...names.map((n) => `refs/heads/${n}`)]);
+    // `<sha>\t<ref>\n` per line; ls-remote matches patterns by tail, so keep exact names only.
+    for (const line of r.toString('utf8').split('\n')) {
+      const tab = line.indexOf('\t');
+      if (tab < 0) continue;
+      const ref = line.slice(tab + 1);
+      const name = ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null;
+      if (name !== null && name in tips) tips[name] = line.slice(0, tab);
+    }
+    return tips;
+  }
+
+  async diffBranches(baseRef: string, headRef: string): Promise<DiffResult> {
+    const { base, head } = await this.liveTips(baseRef, headRef);
+    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    return this.engine.diff(this.mirror.path, base, head);
+  }
+
+  async diffCommits(baseSha: string, headSha: string): Promise<DiffResult> {
+    assertSha(baseSha, 'base_sha');
+    assertSha(headSha, 'head_sha');
+    await this.ensureCommits([baseSha, headSha], () => notFound('Commit'));
+    return this.engine.diff(this.mirror.path, baseSha, headSha);
+  }
+
+  async preview(baseRef: string, headRef: string): Promise<MergePreview> {
+    const { base, head } = await this.liveTips(baseRef, headRef);
+    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    return this.engine.preview(this.mirror.path, base, head);
+  }
+
+  async merge(req: MergeRequest, hooks: MergeHooks = {}): Promise<MergeResult> {
+    const baseRef = assertBranchName(req.base_ref, 'base_ref');
+    const headRef = assertBranchName(req.head_ref, 'head_ref');
+    if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
+    const { base, head } = await this.liveTips(baseRef, headRef);
+    if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) {
+      throw headModified(req.expected_head_sha, head);
+    }
+    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    const result = await this.engine.createMerge(this.mirror.path, {
+      base_sha: base,
+      head_sha: head,
+      message: req.message,
+      author: SYSTEM_IDENTITY,
+    });
+    await hooks.beforePublish?.(result);
+    if (result.kind !== 'up-to-date') {
+      await this.pushWithLease(baseRef, result.merge_commit_sha, base);
+      this.mirror.invalidate();
+    }
+    this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha }, 'merged');
+    return result;
+  }
+
+  async createBranch(branch: string, fromRef: string): Promise<string> {
+    assertBranchName(branch, 'branch');
+    assertBranchName(fromRef, 'base_ref');
+    const tips = await this.readTips([fromRef, branch]);
+    const from = tips[fromRef] ?? null;
+    if (from === null) throw notFound(`Branch '${fromRef}'`);
+    if (tips[branch] !== null) {
+      throw new DomainError('conflict', 'Conflict', `Branch '${branch}' already exists.`);
+    }
+    await this.ensureCommits([from], () => refMoved(`refs/heads/${fromRef}`));
+    await this.pushWithLease(branch, from, null);
+    return from;
+  }
+
+  private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
+    assertBranchName(baseRef, 'base_ref');
+    assertBranchName(headRef, 'head_ref');
+    const tips = await this.readTips([baseRef, headRef]);
+    const base = tips[baseRef] ?? null;
+    const head = tips[headRef] ?? null;
+    if (base === null) throw notFound(`Branch '${baseRef}'`);
+    if (head === null) throw notFound(`Branch '${headRef}'`);
+    return { base, head };
+  }
+
+  /**
+   * Makes the commits available in the mirror: no fetch when they are there already and
+   * no merge invalidated the mirror since; otherwise join the fetch in flight or start
+   * one. A joined fetch may predate the tips we read, hence a second round.
+   */
+  private async ensureCommits(shas: string[], missing: () => Error): Promise<void> {
+    await this.mirror.ensureCreated();
+    for (let round = 0; round < 2; round++) {
+      if (!this.mirror.stale && (await this.hasCommits(shas))) return;
+      await this.mirror.fetch(() => this.fetchAll());
+    }
+    if (!(await this.hasCommits(shas))) throw missing();
+  }
+
+  private async hasCommits(shas: string[]): Promise<boolean> {
+    const found = await Promise.all(
+      shas.map(async (sha) => {
+        const r = await runGit(['cat-file', '-e', `${sha}^{commit}`], { cwd: this.mirror.path, okCodes: [0, 1, 128] });
+        return r.code === 0;
+      }),
+    );
+    return found.every(Boolean);
+  }
+
+  private async fetchAll(): Promise<void> {
+    const started = Date.now();
+    await this.network([
+      'fetch',
+      '--quiet',
+      '--no-tags',
+      '--prune',
+      '--no-write-fetch-head',
+      '--no-auto-gc',
+      '--no-recurse-submodules',
+      '--end-of-options',
+      this.url,
+      '+refs/heads/*:refs/heads/*',
+    ]);
+    this.log?.debug({ ms: Date.now() - started }, 'mirror fetched');
+  }
+
+  /**
+   * Moves `refs/heads/<branch>` on the remote from `expectedOld` (null: must not exist)
+   * to `next`. The outcome comes from the exit code and the porcelain status flag.
+   */
+  private async pushWithLease(branch: string, next: string, expectedOld: string | null): Promise<void> {
+    const ref = `refs/heads/${branch}`;
+    let out: Buffer;
+    let code: number;
+    try {
+      const r = await this.git(
+        [
+          'push',
+          '--porcelain',
+          '--no-verify',
+          '--no-recurse-submodules',
+          `--force-with-lease=${ref}:${expectedOld ?? ''}`,
+          '--end-of-options',
+          this.url,
+          `${next}:${ref}`,
+        ],
+        { okCodes: [0, 1] },
+      );
+      out = r.stdout;
+      code = r.code;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    const flag = porcelainFlag(out, ref);
+    if (code === 0 && flag !== null && flag !== '!') return;
+    if (flag === '!') throw refMoved(ref);
+    throw this.unavailable(new GitCommandError(['push'], code, null, ''));
+  }
+
+  private async network(args: string[]): Promise<Buffer> {
+    try {
+      return (await this.git(args)).stdout;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+  }
+
+  private git(args: string[], extra: GitRunOptions = {}) {
+    return this.mirror.ensureCreated().then(() =>
+      runGit([...this.auth.configArgs, ...args], {
+        cwd: this.mirror.path,
+        env: this.auth.env,
+        secrets: this.auth.secrets,
+        timeoutMs: this.timeoutMs,
+        ...extra,
+      }),
+    );
+  }
+
+  private unavailable(e: unknown): Error {
+    if (!isGitCommandError(e)) return e instanceof Error ? e : new Error(String(e));
+    this.log?.warn({ exit_code: e.exitCode, stderr: e.stderr }, 'remote repository unreachable');
+    return repoUnavailable(e);
+  }
+}
+
+/** `git push --porcelain` prints `<flag>\t<src>:<dst>\t<summary>` per ref. */
+function porcelainFlag(stdout: Buffer, ref: string): string | null {
+  for (const line of stdout.toString('utf8').split('\n')) {
+    const parts = line.split('\t');
+    if (parts.length >= 2 && parts[1]!.endsWith(`:${ref}`)) return parts[0]!;
+  }
+  return null;
+}
