@@ -1,6 +1,38 @@
 /**
- * Mocha global fixtures, loaded in the main process before any worker starts.
- * (Filled in with the shared embedded PostgreSQL cluster by the foundation work.)
+ * Mocha global fixtures, run once in the main process before any parallel worker starts:
+ * one embedded PostgreSQL cluster for the whole run, and a template database with every
+ * migration applied. Each test file clones the template (test/support/db.ts), so files
+ * run in parallel without sharing rows.
  */
-export async function mochaGlobalSetup(): Promise<void> {}
-export async function mochaGlobalTeardown(): Promise<void> {}
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../infra/db/embedded.js';
+import { createDb } from '../../infra/db/db.js';
+import { migrate } from '../../infra/db/migrate.js';
+
+export const TEMPLATE_DB = 'svc_test_template';
+
+let cluster: EmbeddedPostgres | undefined;
+let dir: string | undefined;
+
+export async function mochaGlobalSetup(): Promise<void> {
+  if (process.env.SVC_TEST_PG_URL) return; // an outer runner provides the cluster
+  dir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-pg-'));
+  await chmod(dir, 0o755); // the postmaster runs as `postgres` and must traverse it
+  cluster = await startEmbeddedPostgres(dir);
+  const admin = new pg.Client(cluster.url());
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${TEMPLATE_DB}`);
+  await admin.end();
+  const db = createDb(cluster.url(TEMPLATE_DB), { max: 1 });
+  await migrate(db);
+  await db.close();
+  process.env.SVC_TEST_PG_URL = cluster.url();
+}
+
+export async function mochaGlobalTeardown(): Promise<void> {
+  await cluster?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,101 @@
+import { DomainError, notFound, validationError, type ErrorIssue } from '../errors.js';
+import type { ChangeRequestCommand } from './commands.js';
+import type { ChangeRequestEvent } from './events.js';
+import type { ChangeRequest, CrState } from './state.js';
+
+/**
+ * The spec's CR state table as a function: given the current state and a command, the
+ * events to append, or a typed error. Pure.
+ */
+export function decide(command: ChangeRequestCommand, state: CrState): ChangeRequestEvent[] {
+  const at = command.meta.now.toISOString();
+  const actor = command.meta.actor;
+  switch (command.type) {
+    case 'OpenChangeRequest': {
+      if (state !== null) throw new DomainError('conflict', 'Conflict', 'This change request already exists.');
+      const d = command.data;
+      const issues = openIssues(d);
+      if (issues.length) throw validationError(issues.map((i) => i.message).join(' '), issues);
+      return [
+        {
+          type: 'ChangeRequestOpened',
+          data: { ...d, title: d.title.trim(), created_by: actor, created_at: at },
+        },
+      ];
+    }
+    case 'RefreshChangeRequest': {
+      const cr = existing(state);
+      // Only open CRs follow their branches; merged and closed ones keep what they recorded.
+      if (cr.status !== 'open') return [];
+      const { head_commit_sha, base_commit_sha } = command.data;
+      if (head_commit_sha === cr.head_commit_sha && base_commit_sha === cr.base_commit_sha) return [];
+      return [{ type: 'ChangeRequestRefreshed', data: { head_commit_sha, base_commit_sha, refreshed_at: at } }];
+    }
+    case 'EditChangeRequest': {
+      const cr = existing(state);
+      const { title, description } = command.data;
+      if (title !== undefined && title.trim() === '') {
+        throw validationError('title must not be empty.', [{ path: 'title', message: 'must not be empty' }]);
+      }
+      const changes = {
+        ...(title !== undefined && title.trim() !== cr.title ? { title: title.trim() } : {}),
+        ...(description !== undefined && description !== cr.description ? { description } : {}),
+      };
+      if (Object.keys(changes).length === 0) return [];
+      return [{ type: 'ChangeRequestEdited', data: { ...changes, edited_by: actor, edited_at: at } }];
+    }
+    case 'MergeChangeRequest': {
+      const cr = existing(state);
+      requireOpen(cr, 'merge');
+      return [{ type: 'ChangeRequestMerged', data: { ...command.data, merged_by: actor, merged_at: at } }];
+    }
+    case 'CloseChangeRequest': {
+      const cr = existing(state);
+      requireOpen(cr, 'close');
+      return [{ type: 'ChangeRequestClosed', data: { closed_by: actor, closed_at: at } }];
+    }
+    case 'ReopenChangeRequest': {
+      const cr = existing(state);
+      if (cr.status !== 'closed') {
+        throw new DomainError(
+          'conflict',
+          'Conflict',
+          cr.status === 'merged'
+            ? `Change request #${cr.number} is merged; merged is final.`
+            : `Change request #${cr.number} is open; only a closed change request can be reopened.`,
+          { status: cr.status },
+        );
+      }
+      return [{ type: 'ChangeRequestReopened', data: { reopened_by: actor, reopened_at: at } }];
+    }
+    default: {
+      const unhandled: never = command;
+      throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);
+    }
+  }
+}
+
+function existing(state: CrState): ChangeRequest {
+  if (state === null) throw notFound('Change request');
+  return state;
+}
+
+function requireOpen(cr: ChangeRequest, verb: 'merge' | 'close'): void {
+  if (cr.status === 'open') return;
+  const why = cr.status === 'merged' ? 'is merged; merged is final' : 'is closed; reopen it first';
+  throw new DomainError('conflict', 'Conflict', `Cannot ${verb} change request #${cr.number}: it ${why}.`, {
+    status: cr.status,
+  });
+}
+
+/** Validation of a new CR (400s). Ref-name syntax is checked before this, at the edge. */
+export function openIssues(d: { title: string; head_ref: string; base_ref: string }): ErrorIssue[] {
+  const issues: ErrorIssue[] = [];
+  if (d.title.trim() === '') issues.push({ path: 'title', message: 'title must not be empty.' });
+  if (d.head_ref === '') issues.push({ path: 'head_ref', message: 'head_ref is required.' });
+  if (d.base_ref === '') issues.push({ path: 'base_ref', message: 'base_ref must not be empty.' });
+  if (d.head_ref !== '' && d.head_ref === d.base_ref) {
+    issues.push({ path: 'head_ref', message: `head_ref must differ from base_ref (both are '${d.base_ref}').` });
+  }
+  return issues;
+}

@@ -1,0 +1,81 @@
+import { z } from 'zod';
+
+/**
+ * The CR stream's events. Types are versioned by name: a change of shape is a new type
+ * (or an upcaster in `parseEvent`), never an edit of stored rows. Times are ISO strings
+ * taken from the command's clock, so replaying the log gives the same rows.
+ */
+const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/);
+const uuid = z.uuid();
+const time = z.iso.datetime({ offset: true });
+
+export const ChangeRequestOpened = z.object({
+  cr_id: uuid,
+  account_id: uuid,
+  project_id: uuid,
+  number: z.number().int().positive(),
+  title: z.string().min(1),
+  description: z.string(),
+  base_ref: z.string().min(1),
+  head_ref: z.string().min(1),
+  head_commit_sha: sha.nullable(),
+  base_commit_sha: sha.nullable(),
+  origin_session_id: z.string().nullable(),
+  created_by: uuid,
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: time,
+});
+
+export const ChangeRequestRefreshed = z.object({
+  head_commit_sha: sha.nullable(),
+  base_commit_sha: sha.nullable(),
+  refreshed_at: time,
+});
+
+export const ChangeRequestEdited = z.object({
+  title: z.string().min(1).optional(),
+  description: z.string().optional(),
+  edited_by: uuid,
+  edited_at: time,
+});
+
+export const ChangeRequestMerged = z.object({
+  merged_by: uuid,
+  merged_at: time,
+  strategy: z.enum(['fast-forward', 'merge-commit']),
+  base_commit_sha: sha,
+  head_commit_sha: sha,
+  merge_commit_sha: sha,
+});
+
+export const ChangeRequestClosed = z.object({ closed_by: uuid, closed_at: time });
+export const ChangeRequestReopened = z.object({ reopened_by: uuid, reopened_at: time });
+
+export const changeRequestEventSchemas = {
+  ChangeRequestOpened,
+  ChangeRequestRefreshed,
+  ChangeRequestEdited,
+  ChangeRequestMerged,
+  ChangeRequestClosed,
+  ChangeRequestReopened,
+} as const;
+
+type Schemas = typeof changeRequestEventSchemas;
+export type ChangeRequestEventType = keyof Schemas;
+
+/** A discriminated union: `{type, data}` for every CR event type. */
+export type ChangeRequestEvent = {
+  [K in ChangeRequestEventType]: { type: K; data: z.infer<Schemas[K]> };
+}[ChangeRequestEventType];
+
+export const isChangeRequestEventType = (t: string): t is ChangeRequestEventType => t in changeRequestEventSchemas;
+
+/** Validates a stored event on the way in from the log (the place for upcasters). */
+export function parseChangeRequestEvent(e: { type: string; data: unknown }): ChangeRequestEvent {
+  if (!isChangeRequestEventType(e.type)) throw new Error(`unknown change-request event type: ${e.type}`);
+  const data = changeRequestEventSchemas[e.type].parse(e.data);
+  return { type: e.type, data } as ChangeRequestEvent;
+}
+
+export const STREAM_TYPE = 'change_request';
+export const streamIdOf = (crId: string): string => `cr-${crId}`;

@@ -1,0 +1,57 @@
+import type { ChangeRequestEvent } from './events.js';
+import type { CrState } from './state.js';
+
+/** Folds one event into the state. Pure; total over the event union. */
+export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
+  if (event.type === 'ChangeRequestOpened') {
+    const d = event.data;
+    return {
+      ...d,
+      status: 'open',
+      merged_at: null,
+      merged_by: null,
+      merge_commit_sha: null,
+      closed_at: null,
+      closed_by: null,
+      updated_at: d.created_at,
+    };
+  }
+  if (state === null) return null; // events before Opened cannot exist; ignore defensively
+  switch (event.type) {
+    case 'ChangeRequestRefreshed':
+      return {
+        ...state,
+        head_commit_sha: event.data.head_commit_sha,
+        base_commit_sha: event.data.base_commit_sha,
+        updated_at: event.data.refreshed_at,
+      };
+    case 'ChangeRequestEdited':
+      return {
+        ...state,
+        ...(event.data.title !== undefined ? { title: event.data.title } : {}),
+        ...(event.data.description !== undefined ? { description: event.data.description } : {}),
+        updated_at: event.data.edited_at,
+      };
+    case 'ChangeRequestMerged':
+      return {
+        ...state,
+        status: 'merged',
+        merged_at: event.data.merged_at,
+        merged_by: event.data.merged_by,
+        merge_commit_sha: event.data.merge_commit_sha,
+        base_commit_sha: event.data.base_commit_sha,
+        head_commit_sha: event.data.head_commit_sha,
+        updated_at: event.data.merged_at,
+      };
+    case 'ChangeRequestClosed':
+      return { ...state, status: 'closed', closed_at: event.data.closed_at, closed_by: event.data.closed_by, updated_at: event.data.closed_at };
+    case 'ChangeRequestReopened':
+      return { ...state, status: 'open', closed_at: null, closed_by: null, updated_at: event.data.reopened_at };
+    default: {
+      const unhandled: never = event;
+      throw new Error(`unhandled event ${(unhandled as { type: string }).type}`);
+    }
+  }
+}
+
+export const fold = (events: ChangeRequestEvent[], from: CrState = null): CrState => events.reduce(evolve, from);

@@ -1,0 +1,44 @@
+import path from 'node:path';
+import { z } from 'zod';
+
+/**
+ * Server configuration, from the environment only, validated once at start-up. A bad
+ * value stops the process with one line per problem, naming the variable.
+ */
+const schema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  SVC_DATA_DIR: z.string().min(1).default('./.svc-data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  SVC_GIT_ENGINE: z.enum(['git', 'libgit2']).default('git'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Public base URL of this server, used in links (CR URLs, dashboard). */
+  SVC_PUBLIC_URL: z.string().url().optional(),
+  /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
+  SVC_SECRET_KEY: z.string().optional(),
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+});
+
+export type Env = z.infer<typeof schema>;
+
+export interface Config extends Env {
+  dataDir: string;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
+  }
+  return { ...parsed.data, dataDir: path.resolve(parsed.data.SVC_DATA_DIR) };
+}

@@ -1,0 +1,93 @@
+import pg from 'pg';
+import type { Logger } from '../logger.js';
+
+/**
+ * The one narrow database interface. Every statement is a `Query` built by a function in
+ * `sql/queries/`; callers never hold SQL strings, and every value is a bound parameter.
+ */
+export interface Query {
+  text: string;
+  values: unknown[];
+}
+
+export interface Executor {
+  rows<R = Record<string, unknown>>(q: Query): Promise<R[]>;
+  one<R = Record<string, unknown>>(q: Query): Promise<R | undefined>;
+  /** Number of rows the statement touched. */
+  run(q: Query): Promise<number>;
+}
+
+export type Isolation = 'read committed' | 'repeatable read' | 'serializable';
+
+export interface Db extends Executor {
+  transaction<T>(fn: (tx: Executor) => Promise<T>, opts?: { isolation?: Isolation }): Promise<T>;
+  /** A dedicated connection (LISTEN, long-lived cursors). Release it when done. */
+  connect(): Promise<pg.PoolClient>;
+  readonly pool: pg.Pool;
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+// bigint (int8) columns come back as strings by default; positions fit in a JS number.
+pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
+
+/** Adapts a pool or a checked-out client (inside a transaction it controls) to `Executor`. */
+export function executor(client: pg.Pool | pg.PoolClient): Executor {
+  return {
+    async rows<R>(q: Query) {
+      return (await client.query(q.text, q.values)).rows as R[];
+    },
+    async one<R>(q: Query) {
+      return (await client.query(q.text, q.values)).rows[0] as R | undefined;
+    },
+    async run(q: Query) {
+      return (await client.query(q.text, q.values)).rowCount ?? 0;
+    },
+  };
+}
+
+export function createDb(url: string, opts: { max?: number; logger?: Logger; applicationName?: string } = {}): Db {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.max ?? 10,
+    application_name: opts.applicationName ?? 'svc',
+    idleTimeoutMillis: 30_000,
+  });
+  // An idle client losing its connection (server restart) must not crash the process.
+  pool.on('error', (err) => opts.logger?.warn({ err: err.message }, 'idle database connection failed'));
+  const base = executor(pool);
+  return {
+    ...base,
+    pool,
+    url,
+    connect: () => pool.connect(),
+    async transaction<T>(fn: (tx: Executor) => Promise<T>, o: { isolation?: Isolation } = {}) {
+      const client = await pool.connect();
+      try {
+        await client.query(o.isolation ? `BEGIN ISOLATION LEVEL ${isolationSql[o.isolation]}` : 'BEGIN');
+        const result = await fn(executor(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    close: () => pool.end(),
+  };
+}
+
+const isolationSql: Record<Isolation, string> = {
+  'read committed': 'READ COMMITTED',
+  'repeatable read': 'REPEATABLE READ',
+  serializable: 'SERIALIZABLE',
+};
+
+/** SQLSTATE of a pg error, if it is one. */
+export function pgCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof (err as { code: unknown }).code === 'string'
+    ? (err as { code: string }).code
+    : undefined;
+}

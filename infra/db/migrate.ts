@@ -1,0 +1,64 @@
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Db } from './db.js';
+import { migrationsDir } from '../paths.js';
+import { migrationQueries as q } from '../../sql/queries/migrations.js';
+import type { Logger } from '../logger.js';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** `sql/NNN_name.sql`, in version order. */
+export async function loadMigrations(dir = migrationsDir): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (f) => ({
+      version: Number(f.slice(0, 3)),
+      name: f.slice(4, -4),
+      sql: await readFile(path.join(dir, f), 'utf8'),
+    })),
+  );
+}
+
+/**
+ * Applies every migration not yet recorded, each in its own transaction, under a
+ * session-level advisory lock so concurrent starters apply each migration exactly once.
+ * Returns the versions applied by this call.
+ */
+export async function migrate(db: Db, opts: { logger?: Logger; dir?: string } = {}): Promise<number[]> {
+  const migrations = await loadMigrations(opts.dir);
+  const client = await db.connect();
+  const applied: number[] = [];
+  try {
+    await client.query(q.lock().text, q.lock().values);
+    try {
+      await client.query(q.createTable().text);
+      const done = new Set(
+        (await client.query<{ version: number }>(q.applied().text)).rows.map((r) => Number(r.version)),
+      );
+      for (const m of migrations) {
+        if (done.has(m.version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(m.sql);
+          const rec = q.record(m.version, m.name);
+          await client.query(rec.text, rec.values);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => {});
+          throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`);
+        }
+        applied.push(m.version);
+        opts.logger?.info({ version: m.version, name: m.name }, 'applied migration');
+      }
+    } finally {
+      await client.query(q.unlock().text, q.unlock().values);
+    }
+  } finally {
+    client.release();
+  }
+  return applied;
+}

@@ -1,0 +1,88 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** Every column of `change_requests`, in table order. */
+export const CR_COLUMNS = [
+  'cr_id', 'account_id', 'project_id', 'number', 'title', 'description', 'base_ref', 'head_ref', 'status',
+  'head_commit_sha', 'base_commit_sha', 'origin_session_id', 'created_by', 'merged_at', 'merged_by',
+  'merge_commit_sha', 'closed_at', 'closed_by', 'metadata', 'created_at', 'updated_at', 'stream_version',
+] as const;
+
+/** The tables a CR row can be written to: the live projection or a rebuild's scratch copy. */
+type CrTable = 'change_requests' | 'cr_rebuilt';
+
+const setAll = CR_COLUMNS.filter((c) => c !== 'cr_id')
+  .map((c) => `${c} = EXCLUDED.${c}`)
+  .join(', ');
+
+/**
+ * Rows arrive as JSON and are typed by the table's own row type. A row whose project is
+ * gone is not written (the project's deletion cascaded it away), and an origin session
+ * that no longer exists is written as null, exactly as the foreign keys would have left it.
+ */
+const guardedRows = (source: string) => `
+  SELECT r.cr_id, r.account_id, r.project_id, r.number, r.title, r.description, r.base_ref, r.head_ref,
+    r.status, r.head_commit_sha, r.base_commit_sha,
+    CASE WHEN EXISTS (SELECT 1 FROM project_sessions s WHERE s.session_id = r.origin_session_id)
+      THEN r.origin_session_id END,
+    r.created_by, r.merged_at, r.merged_by, r.merge_commit_sha, r.closed_at, r.closed_by, r.metadata,
+    r.created_at, r.updated_at, r.stream_version
+  FROM ${source} r
+  WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)`;
+
+export const crQueries = {
+  upsert: (row: object): Query => ({
+    text: `INSERT INTO change_requests
+      ${guardedRows('jsonb_populate_record(null::change_requests, $1::jsonb)')}
+      ON CONFLICT (cr_id) DO UPDATE SET ${setAll}`,
+    values: [JSON.stringify(row)],
+  }),
+
+  insertMany: (table: CrTable, rows: object[]): Query => ({
+    text: `INSERT INTO ${table} ${guardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
+    values: [JSON.stringify(rows)],
+  }),
+
+  byId: (projectId: string, crId: string): Query => ({
+    text: 'SELECT * FROM change_requests WHERE project_id = $1 AND cr_id = $2',
+    values: [projectId, crId],
+  }),
+
+  byNumber: (projectId: string, number: number): Query => ({
+    text: 'SELECT * FROM change_requests WHERE project_id = $1 AND number = $2',
+    values: [projectId, number],
+  }),
+
+  /** Newest first. `status` null: all. */
+  list: (projectId: string, status: string | null, limit: number): Query => ({
+    text: `SELECT * FROM change_requests
+      WHERE project_id = $1 AND ($2::cr_status IS NULL OR status = $2::cr_status)
+      ORDER BY number DESC LIMIT $3`,
+    values: [projectId, status, limit],
+  }),
+
+  /** Allocates the next per-project number; the row lock holds until the transaction ends. */
+  nextNumber: (projectId: string): Query => ({
+    text: `INSERT INTO project_counters (project_id, last_cr_number) VALUES ($1, 1)
+      ON CONFLICT (project_id) DO UPDATE SET last_cr_number = project_counters.last_cr_number + 1
+      RETURNING last_cr_number AS number`,
+    values: [projectId],
+  }),
+
+  createScratch: (): Query => ({
+    text: 'CREATE TEMP TABLE cr_rebuilt (LIKE change_requests INCLUDING DEFAULTS) ON COMMIT DROP',
+    values: [],
+  }),
+
+  /** Rows that differ between the live table and the rebuilt one, from both sides. */
+  diffScratch: (limit: number): Query => ({
+    text: `(SELECT 'live_only' AS side, l.cr_id FROM (TABLE change_requests EXCEPT TABLE cr_rebuilt) l)
+      UNION ALL
+      (SELECT 'rebuilt_only' AS side, r.cr_id FROM (TABLE cr_rebuilt EXCEPT TABLE change_requests) r)
+      LIMIT $1`,
+    values: [limit],
+  }),
+
+  deleteAll: (): Query => ({ text: 'DELETE FROM change_requests', values: [] }),
+  copyScratchToLive: (): Query => ({ text: 'INSERT INTO change_requests TABLE cr_rebuilt', values: [] }),
+  count: (): Query => ({ text: 'SELECT count(*)::int AS n FROM change_requests', values: [] }),
+};

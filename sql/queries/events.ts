@@ -1,0 +1,82 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** Columns every read returns, in the shape of `StoredEvent`. */
+const cols = `global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
+  event_id, type, data, metadata, project_id, recorded_at`;
+
+export const eventQueries = {
+  /**
+   * Moves the stream from `expected` to `expected + n` and inserts the events, in one
+   * statement. Returns no rows when the stream is not at `expected` (0: must not exist).
+   */
+  append: (p: {
+    streamId: string;
+    streamType: string;
+    projectId: string | null;
+    expected: number;
+    eventIds: string[];
+    types: string[];
+    data: unknown[];
+    metadata: unknown;
+  }): Query => ({
+    text: `WITH s AS (
+        INSERT INTO streams (stream_id, stream_type, project_id, version)
+        VALUES ($1, $2, $3, $4::bigint + cardinality($5::uuid[]))
+        ON CONFLICT (stream_id) DO UPDATE
+          SET version = streams.version + cardinality($5::uuid[]), updated_at = now()
+          WHERE streams.version = $4::bigint
+        RETURNING version)
+      INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
+      SELECT $1, $4::bigint + e.ord, e.event_id, e.type, e.data, $8::jsonb, $3
+      FROM s, unnest($5::uuid[], $6::text[], $7::jsonb[]) WITH ORDINALITY AS e(event_id, type, data, ord)
+      ORDER BY e.ord
+      RETURNING ${cols}`,
+    values: [
+      p.streamId,
+      p.streamType,
+      p.projectId,
+      p.expected,
+      p.eventIds,
+      p.types,
+      p.data.map((d) => JSON.stringify(d)),
+      JSON.stringify(p.metadata),
+    ],
+  }),
+
+  byEventIds: (ids: string[]): Query => ({
+    text: `SELECT ${cols} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, stream_position`,
+    values: [ids],
+  }),
+
+  streamVersion: (streamId: string): Query => ({
+    text: 'SELECT version FROM streams WHERE stream_id = $1',
+    values: [streamId],
+  }),
+
+  readStream: (streamId: string, upTo: Date | null): Query => ({
+    text: `SELECT ${cols} FROM events
+      WHERE stream_id = $1 AND ($2::timestamptz IS NULL OR recorded_at <= $2)
+      ORDER BY stream_position`,
+    values: [streamId, upTo],
+  }),
+
+  /**
+   * Global read in commit-safe order: only transactions older than the oldest one still
+   * running are visible, so a reader that has passed a position never misses an event.
+   */
+  readAll: (after: { txid: string; position: number }, limit: number, projectId: string | null): Query => ({
+    text: `SELECT ${cols} FROM events
+      WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
+        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        AND ($4::uuid IS NULL OR project_id = $4::uuid)
+      ORDER BY transaction_id, global_position
+      LIMIT $3`,
+    values: [after.txid, after.position, limit, projectId],
+  }),
+
+  /** The checkpoint of one event, to resume a global read after it. */
+  checkpointOf: (globalPosition: number): Query => ({
+    text: 'SELECT transaction_id::text AS txid, global_position AS position FROM events WHERE global_position = $1',
+    values: [globalPosition],
+  }),
+};

@@ -1,0 +1,21 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** An arbitrary constant: the advisory lock every migrating process takes. */
+const MIGRATION_LOCK = 7_301_447_112;
+
+export const migrationQueries = {
+  lock: (): Query => ({ text: 'SELECT pg_advisory_lock($1)', values: [MIGRATION_LOCK] }),
+  unlock: (): Query => ({ text: 'SELECT pg_advisory_unlock($1)', values: [MIGRATION_LOCK] }),
+  createTable: (): Query => ({
+    text: `CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now())`,
+    values: [],
+  }),
+  applied: (): Query => ({ text: 'SELECT version FROM schema_migrations ORDER BY version', values: [] }),
+  record: (version: number, name: string): Query => ({
+    text: 'INSERT INTO schema_migrations (version, name) VALUES ($1, $2)',
+    values: [version, name],
+  }),
+};

@@ -1,0 +1,18 @@
+import type { Query } from '../../infra/db/db.js';
+
+export const projectionQueries = {
+  /**
+   * Every committed event visible to this transaction, in global order. Unlike the
+   * subscriber read this is not gated on running transactions: a rebuild must see exactly
+   * what the live tables in the same snapshot reflect.
+   */
+  pageOfLog: (after: { txid: string; position: number }, limit: number): Query => ({
+    text: `SELECT global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
+        event_id, type, data, metadata, project_id, recorded_at
+      FROM events e JOIN streams s USING (stream_id)
+      WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint) AND s.stream_type = ANY($3::text[])
+      ORDER BY e.transaction_id, e.global_position
+      LIMIT $4`,
+    values: [after.txid, after.position, ['change_request'], limit],
+  }),
+};
