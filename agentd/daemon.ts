@@ -1,0 +1,184 @@
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import type { Logger } from '../infra/logger.js';
+import { DEFAULT_AGENT_CONFIG_DIR, loadAgentConfigDir } from './agent-config-dir.js';
+import { displayRepoUrl, type AgentdConfig } from './config.js';
+import type { ControlDeps } from './control-routes.js';
+import { Health } from './health.js';
+import { LoopbackProxy } from './proxy.js';
+import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
+import { RuntimeClient } from './runtime-client.js';
+import { RuntimeEnv } from './runtime-env.js';
+import { createDaemonServer } from './server.js';
+import { RuntimeSupervisor } from './supervisor.js';
+
+/**
+ * The daemon, assembled: listener first (health answers while the repo clones), then
+ * clone, config dir, runtime, and the bootstrap prompt. `stop()` undoes all of it.
+ */
+export interface Daemon {
+  port: number;
+  booted: Promise<void>;
+  stop(): Promise<void>;
+  /** Synchronous last resort on process exit: kill the runtime's process group. */
+  killNow(): void;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, logger: Logger): Promise<Daemon> {
+  let configDir = path.join(config.workspace, DEFAULT_AGENT_CONFIG_DIR);
+  let booted = false;
+  let repoReady = !config.autoClone;
+  let stopping = false;
+  const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir }));
+  const supervisor = new RuntimeSupervisor({
+    spec: {
+      command: config.runtime.command,
+      args: ['serve', '--port', String(config.runtime.port), '--hostname', '127.0.0.1'],
+      port: config.runtime.port,
+      cwd: config.workspace,
+      env: () => runtimeEnv.snapshot(),
+    },
+    logger: logger.child({ component: 'supervisor' }),
+    backoffMs: config.restartBackoffMs,
+    backoffMaxMs: config.restartBackoffMaxMs,
+    stopGraceMs: config.stopGraceMs,
+  });
+  const repo: RepoSettings | undefined = config.repoUrl
+    ? {
+        workspace: config.workspace,
+        repoUrl: config.repoUrl,
+        branch: config.branch,
+        baseRef: config.baseRef,
+        apiUrl: config.apiUrl,
+        projectId: config.projectId,
+        token: config.token,
+      }
+    : undefined;
+  const health = new Health({
+    workspace: config.workspace,
+    repo: displayRepoUrl(config.repoUrl),
+    branchHint: config.branch,
+    agentState: () => supervisor.state,
+    repoReady: () => repoReady,
+  });
+  const client = new RuntimeClient(config.runtime.port);
+  const sessions: { last: string | undefined } = { last: undefined };
+
+  const resolveConfigDir = async () => {
+    const r = await loadAgentConfigDir(config.workspace);
+    if (r.fallback) logger.warn('svc.toml [agent] config_dir must be a relative path inside the repo; using the default');
+    configDir = r.dir;
+    logger.info({ config_dir: configDir }, 'agent config dir');
+  };
+
+  const control: ControlDeps = {
+    token: config.token,
+    logger: logger.child({ component: 'control' }),
+    health,
+    runtime: {
+      state: () => supervisor.state,
+      restart: (opts) => (booted && !stopping ? supervisor.restart(opts) : Promise.resolve()),
+    },
+    client,
+    env: runtimeEnv,
+    sessions,
+    agentName: config.agentName,
+    agentModel: config.agentModel,
+    abortTimeoutMs: config.abortTimeoutMs,
+    refresh: async () => {
+      if (!repo) throw new RepoError('not_a_repo', 'SVC_REPO_URL is not set: there is no session branch to re-pull.');
+      const r = await pullSessionBranch(repo, logger.child({ component: 'repo' }));
+      health.invalidate();
+      await resolveConfigDir();
+      if (booted && !stopping) await supervisor.restart();
+      return r;
+    },
+  };
+
+  const proxy = new LoopbackProxy(config.token, logger.child({ component: 'proxy' }));
+  const server: http.Server = createDaemonServer({
+    control,
+    proxy,
+    logger,
+    token: config.token,
+    runtimePort: config.runtime.port,
+    ownPort: config.servicePort,
+    agentState: () => supervisor.state,
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.servicePort, config.bindHost, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (err) => logger.error({ err }, 'listener error'));
+  const port = (server.address() as AddressInfo).port;
+  logger.info({ port, runtime_port: config.runtime.port }, 'svc-agent listening');
+
+  const boot = async () => {
+    await mkdir(config.runtime.home, { recursive: true });
+    await mkdir(config.workspace, { recursive: true });
+    if (config.autoClone && repo) await cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' }));
+    repoReady = true;
+    health.invalidate();
+    await resolveConfigDir();
+    if (stopping) return;
+    booted = true;
+    await supervisor.start();
+    if (config.bootstrapSession && config.initialPrompt) await bootstrapSession(config.initialPrompt);
+  };
+
+  const bootstrapSession = async (prompt: string) => {
+    for (let attempt = 1; attempt <= 5 && !stopping; attempt++) {
+      if (!(await supervisor.waitUntilRunning(120_000))) continue;
+      try {
+        const id = await client.createSession();
+        await client.promptAsync(id, prompt, { agent: config.agentName, model: config.agentModel });
+        sessions.last = id;
+        logger.info({ session_id: id }, 'bootstrap agent session opened with the initial prompt');
+        return;
+      } catch (err) {
+        logger.warn({ attempt, err: (err as Error).message }, 'bootstrap session failed; retrying');
+        await sleep(500 * attempt);
+      }
+    }
+    logger.error('bootstrap session could not be opened');
+  };
+
+  const bootPromise = boot().catch((err: unknown) => logger.error({ err }, 'boot failed'));
+
+  return {
+    port,
+    booted: bootPromise,
+    killNow: () => supervisor.killNow(),
+    stop: async () => {
+      stopping = true;
+      server.close();
+      server.closeAllConnections();
+      proxy.close();
+      await supervisor.stop();
+    },
+  };
+}
+
+async function cloneWithRetries(repo: RepoSettings, attempts: number, log: Logger): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await cloneRepo(repo, log);
+      log.info({ workspace: repo.workspace, branch: repo.branch }, 'repository ready');
+      return;
+    } catch (err) {
+      log.error({ attempt, err: (err as Error).message }, 'clone failed');
+      if (attempt >= attempts) {
+        log.error('giving up on the clone; the runtime starts on an empty workspace');
+        return;
+      }
+      await sleep(Math.min(10_000, 1_000 * 2 ** (attempt - 1)));
+    }
+  }
+}

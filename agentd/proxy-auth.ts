@@ -1,0 +1,153 @@
+import type { IncomingMessage } from 'node:http';
+import {
+  bearerMatches,
+  contextFailureMessage,
+  cookieValues,
+  stripCookie,
+  takeQueryParam,
+  USER_CONTEXT_COOKIE,
+  USER_CONTEXT_HEADER,
+  USER_CONTEXT_QUERY,
+  verifyUserContext,
+  type UserContext,
+} from './auth.js';
+import { HttpError, unauthorized } from './http-util.js';
+
+/** Where a proxied request goes, parsed from the request target. */
+export interface ProxyTarget {
+  port: number;
+  /** Path and query for the upstream, `svc_ctx` removed. */
+  path: string;
+  /** Cookie scope for a preview cookie set from `?svc_ctx=`. */
+  cookiePath: string;
+  kind: 'runtime' | 'port';
+}
+
+export interface ProxyAuthResult {
+  target: ProxyTarget;
+  context: UserContext;
+  /** Set-Cookie value to add to the response, when the context came from `?svc_ctx=`. */
+  setCookie: string | undefined;
+}
+
+/**
+ * `/proxy/{port}/rest` -> `127.0.0.1:{port}/rest`; anything else -> the runtime. The
+ * daemon's own port is refused (403) so a preview cannot loop back into the control
+ * surface with the caller's context.
+ */
+export function parseTarget(url: string | undefined, runtimePort: number, ownPort: number): ProxyTarget {
+  if (!url || !url.startsWith('/')) throw new HttpError(400, 'Bad request', 'The request target must be an origin-form path.');
+  const q = url.indexOf('?');
+  const pathname = q < 0 ? url : url.slice(0, q);
+  const query = q < 0 ? '' : url.slice(q + 1);
+  const { rest } = takeQueryParam(query, USER_CONTEXT_QUERY);
+  const withQuery = (p: string) => (rest ? `${p}?${rest}` : p);
+  if (pathname === '/proxy' || pathname.startsWith('/proxy/')) {
+    const m = /^\/proxy\/([0-9]{1,5})(\/.*)?$/.exec(pathname);
+    const port = m ? Number(m[1]) : NaN;
+    if (!m || port < 1 || port > 65535) throw new HttpError(400, 'Bad request', 'Use /proxy/{port}/ with a port from 1 to 65535.');
+    if (port === ownPort) throw new HttpError(403, 'Forbidden', "The daemon's own port cannot be proxied.");
+    return { port, path: withQuery(m[2] ?? '/'), cookiePath: `/proxy/${port}`, kind: 'port' };
+  }
+  return { port: runtimePort, path: withQuery(pathname), cookiePath: '/', kind: 'runtime' };
+}
+
+/**
+ * Checks the signed user context, taken from (in order) the header, `?svc_ctx=`, or the
+ * preview cookie. A value that is present but invalid is refused even if a later source
+ * would pass: the caller meant that one.
+ */
+export function authorizeProxy(
+  req: IncomingMessage,
+  target: ProxyTarget,
+  key: string,
+  nowSeconds: number,
+): { context: UserContext; setCookie: string | undefined } {
+  const header = req.headers[USER_CONTEXT_HEADER];
+  const q = req.url?.indexOf('?') ?? -1;
+  const fromQuery = q < 0 ? undefined : takeQueryParam(req.url!.slice(q + 1), USER_CONTEXT_QUERY).value;
+  const candidates: { value: string; source: 'header' | 'query' | 'cookie' }[] = [];
+  if (typeof header === 'string') candidates.push({ value: header.trim(), source: 'header' });
+  else if (fromQuery !== undefined) candidates.push({ value: fromQuery, source: 'query' });
+  else for (const value of cookieValues(req.headers.cookie, USER_CONTEXT_COOKIE)) candidates.push({ value, source: 'cookie' });
+  if (candidates.length === 0) throw unauthorized(contextFailureMessage.missing);
+  let failure: keyof typeof contextFailureMessage = 'missing';
+  for (const c of candidates) {
+    const check = verifyUserContext(key, c.value, target.port, nowSeconds);
+    if (check.ok) {
+      const setCookie = c.source === 'query' ? previewCookie(c.value, check.context.exp - nowSeconds, target.cookiePath, req) : undefined;
+      return { context: check.context, setCookie };
+    }
+    failure = check.reason;
+  }
+  throw unauthorized(contextFailureMessage[failure]);
+}
+
+function previewCookie(value: string, maxAge: number, cookiePath: string, req: IncomingMessage): string {
+  const secure = req.headers['x-forwarded-proto'] === 'https';
+  return [
+    `${USER_CONTEXT_COOKIE}=${value}`,
+    `Path=${cookiePath}`,
+    `Max-Age=${Math.max(0, Math.floor(maxAge))}`,
+    'HttpOnly',
+    // A preview lives in an iframe of the dashboard: a cross-site context needs None+Secure.
+    secure ? 'SameSite=None; Secure' : 'SameSite=Lax',
+  ].join('; ');
+}
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+]);
+
+/**
+ * Request headers for the upstream: hop-by-hop headers dropped, and none of the daemon's
+ * credentials (the signed context, its cookie, the control bearer) ever forwarded.
+ */
+export function upstreamRequestHeaders(req: IncomingMessage, token: string, upgrade: boolean): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  const listed = new Set(
+    String(req.headers.connection ?? '')
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name) || name === USER_CONTEXT_HEADER) continue;
+    out[name] = value;
+  }
+  const cookie = stripCookie(req.headers.cookie, USER_CONTEXT_COOKIE);
+  if (cookie === undefined) delete out.cookie;
+  else out.cookie = cookie;
+  if (bearerMatches(req.headers.authorization, token)) delete out.authorization;
+  const remote = req.socket.remoteAddress;
+  if (remote) {
+    const prior = req.headers['x-forwarded-for'];
+    out['x-forwarded-for'] = prior ? `${String(prior)}, ${remote}` : remote;
+  }
+  if (req.headers.host && !req.headers['x-forwarded-host']) out['x-forwarded-host'] = req.headers.host;
+  if (!req.headers['x-forwarded-proto']) out['x-forwarded-proto'] = 'http';
+  if (upgrade) {
+    out.connection = 'Upgrade';
+    if (typeof req.headers.upgrade === 'string') out.upgrade = req.headers.upgrade;
+  }
+  return out;
+}
+
+/** Response headers for the client: hop-by-hop headers dropped. */
+export function downstreamResponseHeaders(headers: NodeJS.Dict<string | string[]>): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name)) continue;
+    out[name] = value;
+  }
+  return out;
+}

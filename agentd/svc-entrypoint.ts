@@ -1,0 +1,92 @@
+#!/usr/bin/env node
+/**
+ * `svc-entrypoint`: PID 1 of the sandbox image. Starts the daemon as its only child,
+ * forwards termination signals to it, and exits with the daemon's exit code (or
+ * 128 + signal number), so the sandbox ends when the daemon does.
+ *
+ * Zombies. PID 1 adopts every orphaned process in the container and must reap it. Node
+ * (libuv) only calls waitpid() for processes it spawned itself, and offers neither
+ * waitpid(-1) nor prctl(PR_SET_CHILD_SUBREAPER), so an orphan reparented to this
+ * process stays a zombie until the container ends. What keeps that from mattering:
+ *   - the daemon is the only direct child, and it is reaped by libuv;
+ *   - the daemon starts the agent runtime in its own process group and kills the whole
+ *     group whenever the runtime exits or is stopped, so tool processes do not outlive
+ *     it as orphans;
+ *   - zombies are a slot in the process table, not memory or CPU; this process counts
+ *     the orphaned zombies it holds (from /proc) and logs a warning when they grow.
+ * An image that must reap arbitrary double-forking software should run `tini` (or
+ * `docker run --init`) in front of this entrypoint.
+ *
+ * SVC_ENTRYPOINT_DAEMON overrides the daemon path (a `.js` file runs with this Node);
+ * extra arguments after `--` are passed to the daemon.
+ */
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { constants } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const daemonPath = process.env.SVC_ENTRYPOINT_DAEMON || path.join(here, 'svc-agent.js');
+const graceMs = Number(process.env.SVC_ENTRYPOINT_GRACE_MS ?? 15_000);
+const dashdash = process.argv.indexOf('--');
+const daemonArgs = dashdash >= 0 ? process.argv.slice(dashdash + 1) : [];
+
+function log(level: 'info' | 'warn' | 'error', msg: string, extra: Record<string, unknown> = {}): void {
+  process.stderr.write(JSON.stringify({ level, time: Date.now(), name: 'svc-entrypoint', msg, ...extra }) + '\n');
+}
+
+const viaNode = /\.(c|m)?js$/.test(daemonPath);
+const child = spawn(viaNode ? process.execPath : daemonPath, viaNode ? [daemonPath, ...daemonArgs] : daemonArgs, {
+  stdio: 'inherit',
+  env: process.env,
+});
+
+child.on('error', (err) => {
+  log('error', 'daemon could not be started', { path: daemonPath, err: err.message });
+  process.exit(127);
+});
+
+let forwarded: NodeJS.Signals | undefined;
+for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT'] as const) {
+  process.on(sig, () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    log('info', 'forwarding signal to daemon', { signal: sig });
+    child.kill(sig);
+    if (!forwarded) {
+      forwarded = sig;
+      // A daemon that ignores the signal is killed after the grace period.
+      setTimeout(() => child.kill('SIGKILL'), graceMs).unref();
+    }
+  });
+}
+
+child.on('exit', (code, signal) => {
+  const status = code ?? 128 + (signal ? (constants.signals[signal] ?? 1) : 1);
+  log(code === 0 ? 'info' : 'warn', 'daemon exited', { code, signal, exit: status });
+  process.exit(status);
+});
+
+/** Orphaned zombies adopted by this process (state Z, parent = us). Linux only. */
+async function countAdoptedZombies(): Promise<number> {
+  const entries = await readdir('/proc').catch(() => [] as string[]);
+  let n = 0;
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    const stat = await readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+    // pid (comm) state ppid ...; comm may contain spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' && Number(fields[1]) === process.pid && Number(e) !== child.pid) n++;
+  }
+  return n;
+}
+
+let warnedAt = 0;
+setInterval(() => {
+  void countAdoptedZombies().then((n) => {
+    if (n >= 16 && n >= warnedAt * 2) {
+      warnedAt = n;
+      log('warn', 'orphaned zombie processes are accumulating; Node cannot reap them (see svc-entrypoint.ts)', { zombies: n });
+    }
+  });
+}, 60_000).unref();
