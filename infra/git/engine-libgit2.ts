@@ -22,8 +22,24 @@ export async function loadNodeGit(): Promise<NodeGit | null> {
 export class Libgit2Engine implements GitEngine {
   readonly name = 'libgit2' as const;
   private readonly repos = new Map<string, Promise<NgRepository>>();
+  private readonly queues = new Map<string, Promise<unknown>>();
 
   constructor(private readonly g: NodeGit) {}
+
+  /**
+   * Runs native work for one repository one operation at a time: concurrent use of one
+   * nodegit repository (or diff) from the libuv pool has crashed the process in tests.
+   */
+  private serial<T>(path: string, fn: () => Promise<T>): Promise<T> {
+    const prev = this.queues.get(path) ?? Promise.resolve();
+    const run = prev.then(fn, fn);
+    const settled = run.catch(() => undefined);
+    this.queues.set(path, settled);
+    void settled.then(() => {
+      if (this.queues.get(path) === settled) this.queues.delete(path);
+    });
+    return run;
+  }
 
   private repo(path: string): Promise<NgRepository> {
     let r = this.repos.get(path);
@@ -35,7 +51,11 @@ export class Libgit2Engine implements GitEngine {
     return r;
   }
 
-  async resolveBranch(repoPath: string, branch: string): Promise<string | null> {
+  resolveBranch(repoPath: string, branch: string): Promise<string | null> {
+    return this.serial(repoPath, () => this.resolveBranchNow(repoPath, branch));
+  }
+
+  private async resolveBranchNow(repoPath: string, branch: string): Promise<string | null> {
     assertBranchName(branch);
     const repo = await this.repo(repoPath);
     try {
@@ -47,12 +67,17 @@ export class Libgit2Engine implements GitEngine {
     }
   }
 
-  async mergeBase(repoPath: string, a: string, b: string): Promise<string | null> {
+  mergeBase(repoPath: string, a: string, b: string): Promise<string | null> {
+    return this.serial(repoPath, () => this.mergeBaseNow(repoPath, a, b));
+  }
+
+  private async mergeBaseNow(repoPath: string, a: string, b: string): Promise<string | null> {
     assertSha(a, 'base_sha');
     assertSha(b, 'head_sha');
     const repo = await this.repo(repoPath);
     // Make a missing object an error rather than "no merge base".
-    await Promise.all([repo.getCommit(a), repo.getCommit(b)]);
+    await repo.getCommit(a);
+    await repo.getCommit(b);
     try {
       return (await this.g.Merge.base(repo, this.oid(a), this.oid(b))).tostrS();
     } catch (e) {
@@ -61,7 +86,11 @@ export class Libgit2Engine implements GitEngine {
     }
   }
 
-  async isAncestor(repoPath: string, ancestor: string, descendant: string): Promise<boolean> {
+  isAncestor(repoPath: string, ancestor: string, descendant: string): Promise<boolean> {
+    return this.serial(repoPath, () => this.isAncestorNow(repoPath, ancestor, descendant));
+  }
+
+  private async isAncestorNow(repoPath: string, ancestor: string, descendant: string): Promise<boolean> {
     assertSha(ancestor, 'ancestor');
     assertSha(descendant, 'descendant');
     if (ancestor === descendant) return true; // git's --is-ancestor counts a commit as its own ancestor
@@ -69,14 +98,20 @@ export class Libgit2Engine implements GitEngine {
     return (await this.g.Graph.descendantOf(repo, this.oid(descendant), this.oid(ancestor))) === 1;
   }
 
-  async diff(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult> {
-    const mb = await this.mergeBase(repoPath, baseSha, headSha);
+  diff(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult> {
+    return this.serial(repoPath, () => this.diffNow(repoPath, baseSha, headSha));
+  }
+
+  private async diffNow(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult> {
+    const mb = await this.mergeBaseNow(repoPath, baseSha, headSha);
     const repo = await this.repo(repoPath);
     const head = await repo.getCommit(headSha);
     const oldTree = mb === null ? null : await (await repo.getCommit(mb)).getTree();
     // No rename detection (no findSimilar): a rename is a deletion and an addition, as with --no-renames.
     const diff = await this.g.Diff.treeToTree(repo, oldTree, await head.getTree());
-    const [patches, patch] = await Promise.all([diff.patches(), diff.toBuf(this.g.Diff.FORMAT.PATCH)]);
+    // One native call at a time per diff object: nodegit is not safe with concurrent use of one diff.
+    const patches = await diff.patches();
+    const patch = await diff.toBuf(this.g.Diff.FORMAT.PATCH);
     const D = this.g.Diff.DELTA;
     const files: DiffFile[] = patches.map((p) => {
       const status: FileStatus = p.status() === D.ADDED ? 'added' : p.status() === D.DELETED ? 'deleted' : 'modified';
@@ -101,18 +136,26 @@ export class Libgit2Engine implements GitEngine {
     };
   }
 
-  async preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
-    const mb = await this.mergeBase(repoPath, baseSha, headSha);
+  preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
+    return this.serial(repoPath, () => this.previewNow(repoPath, baseSha, headSha));
+  }
+
+  private async previewNow(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
+    const mb = await this.mergeBaseNow(repoPath, baseSha, headSha);
     const c = classify(baseSha, headSha, mb);
     if (c.kind !== 'three-way') return previewFor(baseSha, headSha, mb, c.kind, []);
     const m = await this.mergeIndex(repoPath, baseSha, headSha);
     return previewFor(baseSha, headSha, mb, m.conflicts.length ? 'conflicted' : 'clean', m.conflicts);
   }
 
-  async createMerge(repoPath: string, req: MergeCommitRequest): Promise<MergeResult> {
+  createMerge(repoPath: string, req: MergeCommitRequest): Promise<MergeResult> {
+    return this.serial(repoPath, () => this.createMergeNow(repoPath, req));
+  }
+
+  private async createMergeNow(repoPath: string, req: MergeCommitRequest): Promise<MergeResult> {
     const base = assertSha(req.base_sha, 'base_sha');
     const head = assertSha(req.head_sha, 'head_sha');
-    const mb = await this.mergeBase(repoPath, base, head);
+    const mb = await this.mergeBaseNow(repoPath, base, head);
     const c = classify(base, head, mb);
     if (c.kind === 'unrelated') throw unrelatedHistories();
     if (c.kind === 'up-to-date') return { kind: 'up-to-date', base_sha: base, head_sha: head, merge_commit_sha: base };
@@ -124,12 +167,16 @@ export class Libgit2Engine implements GitEngine {
     const when = Math.floor((req.date ?? new Date()).getTime() / 1000);
     const sig = this.g.Signature.create(req.author.name, req.author.email, when, 0);
     const message = req.message.endsWith('\n') ? req.message : `${req.message}\n`;
-    const parents = await Promise.all([repo.getCommit(base), repo.getCommit(head)]);
+    const parents = [await repo.getCommit(base), await repo.getCommit(head)];
     const id = await repo.createCommit(null, sig, sig, message, tree, parents);
     return { kind: 'merge-commit', base_sha: base, head_sha: head, merge_commit_sha: id.tostrS() };
   }
 
-  async updateBranch(repoPath: string, branch: string, next: string, expectedOld: string | null): Promise<void> {
+  updateBranch(repoPath: string, branch: string, next: string, expectedOld: string | null): Promise<void> {
+    return this.serial(repoPath, () => this.updateBranchNow(repoPath, branch, next, expectedOld));
+  }
+
+  private async updateBranchNow(repoPath: string, branch: string, next: string, expectedOld: string | null): Promise<void> {
     assertBranchName(branch);
     assertSha(next, 'next');
     const ref = `refs/heads/${branch}`;
@@ -148,7 +195,8 @@ export class Libgit2Engine implements GitEngine {
 
   private async mergeIndex(repoPath: string, base: string, head: string) {
     const repo = await this.repo(repoPath);
-    const [ours, theirs] = await Promise.all([repo.getCommit(base), repo.getCommit(head)]);
+    const ours = await repo.getCommit(base);
+    const theirs = await repo.getCommit(head);
     const index = await this.g.Merge.commits(repo, ours, theirs);
     const conflicts = index.hasConflicts()
       ? [...new Set(index.entries().filter((e) => this.g.Index.entryStage(e) > 0).map((e) => e.path))]
