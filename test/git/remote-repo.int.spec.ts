@@ -1,0 +1,272 @@
+import { expect } from 'chai';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { DomainError } from '../../domain/errors.js';
+import type { GitEngine, ProjectRepo } from '../../infra/git/port.js';
+import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { MirrorRegistry } from '../../infra/git/mirror.js';
+import { enginesUnderTest, forEachEngine } from './support/engines.js';
+import { git, parentsOf, RepoFixture } from './support/repo-fixture.js';
+import { startHttpGitServer, type HttpGitServer } from './support/http-git-server.js';
+
+const engines = await enginesUnderTest();
+
+async function domainError(p: Promise<unknown>): Promise<DomainError> {
+  try {
+    await p;
+  } catch (e) {
+    if (e instanceof DomainError) return e;
+    throw e;
+  }
+  throw new Error('expected a DomainError, got success');
+}
+
+/** main and a diverged feature branch, pushed to origin. */
+async function divergedFixture(): Promise<RepoFixture> {
+  const fx = await RepoFixture.create();
+  await fx.commit('base', { 'a.txt': 'a\n', 'b.txt': 'b\n' });
+  await fx.switch('feature', true);
+  await fx.commit('feature', { 'b.txt': 'b\nfeature\n' });
+  await fx.switch('main');
+  await fx.commit('main', { 'a.txt': 'a\nmain\n' });
+  await fx.push('main', 'feature');
+  return fx;
+}
+
+forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
+  describe('over file://', () => {
+    let fx: RepoFixture;
+    let mirrors: MirrorRegistry;
+    let repo: ProjectRepo;
+    let mirrorsDir: string;
+
+    beforeEach(async () => {
+      fx = await divergedFixture();
+      mirrors = new MirrorRegistry();
+      mirrorsDir = await fx.dir('mirrors');
+      repo = openProjectRepo({ location: { projectId: 'proj', url: fx.originUrl }, mirrorsDir, engine, mirrors });
+    });
+    afterEach(() => fx?.cleanup());
+
+    const fetches = () => mirrors.state(path.join(mirrorsDir, 'proj.git')).fetches;
+
+    it('readTips: live tips of all requested branches, null for a missing one', async () => {
+      const tips = await repo.readTips(['main', 'feature', 'nope']);
+      expect(tips).to.deep.equal({ main: await fx.originSha('main'), feature: await fx.originSha('feature'), nope: null });
+      expect(fetches()).to.equal(0, 'reading tips needs no objects');
+      await fx.switch('feature');
+      const moved = await fx.commit('more', { 'c.txt': 'c\n' });
+      await fx.push('feature');
+      expect((await repo.readTips(['feature'])).feature).to.equal(moved);
+    });
+
+    it('missing branch: not_found from preview, diff, merge and createBranch', async () => {
+      for (const op of [
+        () => repo.preview('main', 'nope'),
+        () => repo.diffBranches('nope', 'feature'),
+        () => repo.merge({ base_ref: 'main', head_ref: 'nope', message: 'm' }),
+        () => repo.createBranch('session-1', 'nope'),
+      ]) {
+        expect((await domainError(op())).code).to.equal('not_found');
+      }
+      expect(await fx.originSha('session-1')).to.equal(null);
+    });
+
+    it('bad ref names are refused before git runs', async () => {
+      for (const bad of ['-upload-pack=touch x', '../main', 'a..b', 'main.lock', '@{-1}', 'with space']) {
+        expect((await domainError(repo.preview('main', bad))).code).to.equal('validation');
+      }
+      expect((await domainError(repo.diffCommits('HEAD', 'main'))).code).to.equal('validation');
+    });
+
+    it('fetches only when needed, shares one in-flight fetch, refetches after a merge', async () => {
+      await Promise.all([repo.preview('main', 'feature'), repo.diffBranches('main', 'feature'), repo.preview('main', 'feature')]);
+      expect(fetches()).to.equal(1, 'concurrent requests share one fetch');
+      await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(1, 'the mirror already has both commits');
+      // A second repo object for the same project shares the registry's bookkeeping.
+      const again = openProjectRepo({ location: { projectId: 'proj', url: fx.originUrl }, mirrorsDir, engine, mirrors });
+      await again.diffBranches('main', 'feature');
+      expect(fetches()).to.equal(1);
+      await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+      await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(2, 'the merge invalidated the mirror');
+    });
+
+    it('a base that moves after the merge is computed: push with lease refuses, nothing overwritten', async () => {
+      const preview = await repo.preview('main', 'feature');
+      expect(preview.can_merge).to.equal(true);
+      let moved = '';
+      const err = await domainError(
+        repo.merge(
+          { base_ref: 'main', head_ref: 'feature', message: 'merge' },
+          {
+            beforePublish: async (result) => {
+              expect(result.kind).to.equal('merge-commit');
+              await fx.switch('main');
+              moved = await fx.commit('someone else pushed', { 'z.txt': 'z\n' });
+              await fx.push('main');
+            },
+          },
+        ),
+      );
+      expect(err.code).to.equal('concurrency');
+      expect(await fx.originSha('main')).to.equal(moved);
+      // A retry computes against the new base and succeeds.
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([moved, await fx.originSha('feature')]);
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+    });
+
+    it('expected_head_sha that no longer matches: head_modified, nothing moves', async () => {
+      const base = await fx.originSha('main');
+      const stale = await fx.sha('main~1');
+      const err = await domainError(repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm', expected_head_sha: stale }));
+      expect(err.code).to.equal('head_modified');
+      expect(await fx.originSha('main')).to.equal(base);
+    });
+
+    it('createBranch pushes the base tip to a new branch, once', async () => {
+      const tip = await repo.createBranch('6f1c2a4e-session', 'main');
+      expect(tip).to.equal(await fx.originSha('main'));
+      expect(await fx.originSha('6f1c2a4e-session')).to.equal(tip);
+      expect((await domainError(repo.createBranch('6f1c2a4e-session', 'main'))).code).to.equal('conflict');
+      expect((await domainError(repo.createBranch('-x', 'main'))).code).to.equal('validation');
+    });
+
+    it('engine updateBranch is a compare-and-swap', async () => {
+      await repo.preview('main', 'feature'); // fills the mirror
+      const mirror = path.join(mirrorsDir, 'proj.git');
+      const main = (await engine.resolveBranch(mirror, 'main'))!;
+      const feature = (await engine.resolveBranch(mirror, 'feature'))!;
+      expect(await engine.resolveBranch(mirror, 'nope')).to.equal(null);
+      expect((await domainError(engine.updateBranch(mirror, 'main', feature, feature))).code).to.equal('concurrency');
+      expect((await domainError(engine.updateBranch(mirror, 'main', feature, null))).code).to.equal('concurrency');
+      expect(await engine.resolveBranch(mirror, 'main')).to.equal(main);
+      await engine.updateBranch(mirror, 'main', feature, main);
+      expect(await engine.resolveBranch(mirror, 'main')).to.equal(feature);
+      await engine.updateBranch(mirror, 'fresh', main, null);
+      expect(await engine.resolveBranch(mirror, 'fresh')).to.equal(main);
+      expect(await engine.isAncestor(mirror, main, main)).to.equal(true);
+    });
+  });
+
+  describe('unreachable remote', () => {
+    let fx: RepoFixture;
+    before(async () => {
+      fx = await RepoFixture.create();
+    });
+    after(() => fx?.cleanup());
+
+    it('a missing file:// repository and a closed port are `unavailable`', async () => {
+      const closed = await startHttpGitServer(fx.root, 'u', 'p');
+      const closedUrl = `${closed.url}/nothing.git`;
+      await closed.close();
+      for (const url of [`${fx.originUrl}-missing`, closedUrl]) {
+        const repo = openProjectRepo({ location: { projectId: 'gone', url }, mirrorsDir: await fx.dir('m'), engine, mirrors: new MirrorRegistry() });
+        for (const op of [
+          () => repo.readTips(['main']),
+          () => repo.preview('main', 'feature'),
+          () => repo.merge({ base_ref: 'main', head_ref: 'x', message: 'm' }),
+        ]) {
+          expect((await domainError(op())).code).to.equal('unavailable');
+        }
+      }
+    });
+  });
+
+  describe('over smart HTTP with basic auth', () => {
+    const USER = 'svc-bot';
+    const PASSWORD = 'pw-Zq8!s3cr3t-never-logged';
+    let fx: RepoFixture;
+    let server: HttpGitServer;
+    let mirrorsDir: string;
+    let logs: string;
+
+    const capture = () => {
+      logs = '';
+      return pino(
+        { level: 'debug' },
+        new Writable({
+          write(chunk: Buffer, _enc, cb) {
+            logs += chunk.toString('utf8');
+            cb();
+          },
+        }),
+      );
+    };
+
+    before(async () => {
+      fx = await divergedFixture();
+      server = await startHttpGitServer(fx.root, USER, PASSWORD);
+      mirrorsDir = await fx.dir('mirrors');
+    });
+    after(async () => {
+      await server?.close();
+      await fx?.cleanup();
+    });
+
+    it('reads, previews, diffs, merges and creates branches with credentials from the helper', async () => {
+      const repo = openProjectRepo({
+        location: { projectId: 'http', url: `${server.url}/origin.git`, credentials: { username: USER, password: PASSWORD } },
+        mirrorsDir,
+        engine,
+        mirrors: new MirrorRegistry(),
+        logger: capture(),
+      });
+      const before = await fx.originSha('main');
+      const p = await repo.preview('main', 'feature');
+      expect(p).to.include({ can_merge: true, can_fast_forward: false, is_up_to_date: false });
+      expect((await repo.diffBranches('main', 'feature')).files.map((f) => f.path)).to.deep.equal(['b.txt']);
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'Merge CR #2: over http' });
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([before, await fx.originSha('feature')]);
+      expect(await repo.createBranch('session-http', 'main')).to.equal(r.merge_commit_sha);
+      expect(server.authAttempts).to.be.greaterThan(0);
+
+      const mirror = path.join(mirrorsDir, 'http.git');
+      const config = await git(mirror, ['config', '--list', '--local']);
+      expect(config).to.not.include(PASSWORD);
+      expect(config).to.not.include(USER);
+      for (const file of await filesUnder(mirror)) {
+        const text = await readFile(file, 'latin1');
+        expect(text.includes(PASSWORD), `password found in ${file}`).to.equal(false);
+      }
+      expect(logs).to.not.include(PASSWORD);
+    });
+
+    it('a wrong password is `unavailable`, and the password is nowhere in the error or logs', async () => {
+      const wrong = `${PASSWORD}-wrong`;
+      const repo = openProjectRepo({
+        location: { projectId: 'http-bad', url: `${server.url}/origin.git`, credentials: { username: USER, password: wrong } },
+        mirrorsDir,
+        engine,
+        mirrors: new MirrorRegistry(),
+        logger: capture(),
+      });
+      const err = await domainError(repo.preview('main', 'feature'));
+      expect(err.code).to.equal('unavailable');
+      const everything = JSON.stringify({ m: err.message, d: err.details, s: err.stack }) + logs;
+      expect(everything).to.not.include(wrong);
+      expect(logs).to.include('remote repository unreachable');
+    });
+
+    it('a URL that carries credentials is refused outright', () => {
+      expect(() =>
+        openProjectRepo({ location: { projectId: 'x', url: `http://${USER}:${PASSWORD}@127.0.0.1/x.git` }, mirrorsDir, engine }),
+      ).to.throw(DomainError).with.property('code', 'validation');
+    });
+  });
+});
+
+async function filesUnder(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of await readdir(dir)) {
+    const p = path.join(dir, name);
+    if ((await stat(p)).isDirectory()) out.push(...(await filesUnder(p)));
+    else out.push(p);
+  }
+  return out;
+}
