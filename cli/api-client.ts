@@ -1,0 +1,199 @@
+/**
+ * The HTTP API, as the CLI sees it. `Authorization: Bearer <token>`; every response >= 400
+ * becomes an ApiError carrying the contract's body (`{"error","message",...}`).
+ */
+import { ApiError, NetworkError, codeForStatus } from './errors.js';
+import type { FetchLike } from './http.js';
+
+export interface Project {
+  project_id: string;
+  account_id: string;
+  name: string;
+  slug: string;
+  repo_url: string | null;
+  default_branch: string;
+  created_at: string;
+}
+
+export type CRStatus = 'open' | 'merged' | 'closed';
+
+export interface ChangeRequest {
+  cr_id: string;
+  account_id: string;
+  project_id: string;
+  number: number;
+  title: string;
+  description: string;
+  base_ref: string;
+  head_ref: string;
+  status: CRStatus;
+  head_commit_sha: string | null;
+  base_commit_sha: string | null;
+  origin_session_id: string | null;
+  created_by: string;
+  merged_at: string | null;
+  merged_by: string | null;
+  merge_commit_sha: string | null;
+  closed_at: string | null;
+  closed_by: string | null;
+  metadata: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface MergePreview {
+  base_sha: string;
+  head_sha: string;
+  merge_base: string | null;
+  is_up_to_date: boolean;
+  can_merge: boolean;
+  can_fast_forward: boolean;
+  conflicts: string[];
+}
+
+export interface DiffFile {
+  path: string;
+  status: 'added' | 'modified' | 'deleted';
+  additions: number;
+  deletions: number;
+  binary: boolean;
+}
+
+export interface Diff {
+  base_sha: string;
+  head_sha: string;
+  merge_base: string | null;
+  files: DiffFile[];
+  additions: number;
+  deletions: number;
+  patch: string;
+}
+
+export interface Me {
+  user: { user_id: string; email: string; name: string };
+  account: { account_id: string; name: string } | null;
+  accounts: Array<{ account_id: string; name: string }>;
+}
+
+export interface CreateCRInput {
+  title: string;
+  description?: string;
+  head_ref: string;
+  base_ref?: string;
+  session_id?: string;
+}
+
+export interface ApiClientOptions {
+  /** Host URL, with or without the trailing `/v1`. */
+  baseUrl: string;
+  token?: string;
+  fetch: FetchLike;
+  userAgent?: string;
+}
+
+export class ApiClient {
+  readonly apiBase: string;
+
+  constructor(private readonly opts: ApiClientOptions) {
+    const base = opts.baseUrl.replace(/\/+$/, '');
+    this.apiBase = base.endsWith('/v1') ? base : `${base}/v1`;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const url = `${this.apiBase}${path}`;
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    if (this.opts.userAgent) headers['user-agent'] = this.opts.userAgent;
+    let payload: string | undefined;
+    if (body !== undefined) {
+      headers['content-type'] = 'application/json';
+      payload = JSON.stringify(body);
+    }
+    let res;
+    try {
+      res = await this.opts.fetch(url, payload === undefined ? { method, headers } : { method, headers, body: payload });
+    } catch (e) {
+      throw new NetworkError(this.apiBase, e);
+    }
+    const text = await res.text();
+    let parsed: unknown;
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+    }
+    if (res.status >= 400) {
+      const b = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+      const reason = typeof b.error === 'string' ? b.error : `HTTP ${res.status}`;
+      const message = typeof b.message === 'string' && b.message ? b.message : reason;
+      throw new ApiError(res.status, codeForStatus(res.status, reason), reason, message, b);
+    }
+    if (parsed === undefined && text !== '') {
+      throw new ApiError(res.status, 'http_error', 'Bad response', `${method} ${path}: response is not JSON`, {});
+    }
+    return parsed as T;
+  }
+
+  /** `{"<key>": value}` envelopes; anything else is a server the CLI does not understand. */
+  private async envelope<T>(key: string, method: string, path: string, body?: unknown): Promise<T> {
+    const r = await this.request<Record<string, unknown> | null>(method, path, body);
+    if (!r || typeof r !== 'object' || !(key in r)) {
+      throw new ApiError(200, 'http_error', 'Bad response', `${method} ${path}: response has no "${key}"`, {});
+    }
+    return r[key] as T;
+  }
+
+  me(): Promise<Me> {
+    return this.request('GET', '/accounts/me');
+  }
+
+  async listProjects(): Promise<Project[]> {
+    return this.envelope('projects', 'GET', '/projects');
+  }
+
+  async getProject(idOrSlug: string): Promise<Project> {
+    return this.envelope('project', 'GET', `/projects/${enc(idOrSlug)}`);
+  }
+
+  private crPath(project: string, cr?: string | number, tail = ''): string {
+    const base = `/projects/${enc(project)}/change-requests`;
+    return cr === undefined ? base : `${base}/${enc(String(cr))}${tail}`;
+  }
+
+  async listChangeRequests(project: string, status: CRStatus | 'all'): Promise<ChangeRequest[]> {
+    return this.envelope('change_requests', 'GET', `${this.crPath(project)}?status=${enc(status)}`);
+  }
+
+  async getChangeRequest(project: string, cr: string | number): Promise<ChangeRequest> {
+    return this.envelope('change_request', 'GET', this.crPath(project, cr));
+  }
+
+  async createChangeRequest(project: string, input: CreateCRInput): Promise<ChangeRequest> {
+    return this.envelope('change_request', 'POST', this.crPath(project), input);
+  }
+
+  getDiff(project: string, cr: string | number): Promise<Diff> {
+    return this.request('GET', this.crPath(project, cr, '/diff'));
+  }
+
+  getMergePreview(project: string, cr: string | number): Promise<MergePreview> {
+    return this.request('GET', this.crPath(project, cr, '/merge-preview'));
+  }
+
+  async merge(project: string, cr: string | number, message?: string): Promise<ChangeRequest> {
+    const body = message === undefined ? {} : { message };
+    return this.envelope('change_request', 'POST', this.crPath(project, cr, '/merge'), body);
+  }
+
+  async close(project: string, cr: string | number): Promise<ChangeRequest> {
+    return this.envelope('change_request', 'POST', this.crPath(project, cr, '/close'));
+  }
+
+  async reopen(project: string, cr: string | number): Promise<ChangeRequest> {
+    return this.envelope('change_request', 'POST', this.crPath(project, cr, '/reopen'));
+  }
+}
+
+const enc = encodeURIComponent;

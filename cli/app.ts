@@ -1,0 +1,124 @@
+/**
+ * `svc` in-process: resolve the command from the table, load only its module, let yargs
+ * (strict) parse and validate, run it, and turn any failure into one stderr line and an
+ * exit code. Returns the exit code; never exits the process (tests call this directly).
+ */
+import type { Argv } from 'yargs';
+import { GLOBAL_VALUE_FLAGS, TOP, findSpec, isGroup, type Args, type CommandModule, type GroupSpec, type LeafSpec } from './command-table.js';
+import { EXIT_OK, UsageError, describeError, exitCodeFor } from './errors.js';
+import type { Factory } from './factory.js';
+import { groupHelp, treeHelp } from './help.js';
+
+interface Scan {
+  group?: GroupSpec;
+  leaf?: LeafSpec;
+  help: boolean;
+}
+
+/** Finds the command words among the arguments, skipping flags (and global flags' values). */
+export function scan(argv: string[]): Scan {
+  const words: string[] = [];
+  let help = false;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (a === '--help' || a === '-h') help = true;
+    if (a.startsWith('-') && a !== '-') {
+      if (GLOBAL_VALUE_FLAGS.has(a)) i++;
+      continue;
+    }
+    words.push(a);
+    if (words.length === 2) break;
+  }
+  const out: Scan = { help };
+  const [first, second] = words;
+  if (first === undefined) return out;
+  const top = findSpec(TOP, first);
+  if (!top) throw new UsageError(`unknown command "${first}" for "svc"; run 'svc help'`);
+  if (!isGroup(top)) return { ...out, leaf: top };
+  out.group = top;
+  if (second === undefined) return out;
+  const leaf = findSpec(top.children, second);
+  if (!leaf) throw new UsageError(`unknown command "${second}" for "svc ${top.name}"; run 'svc ${top.name} --help'`);
+  return { ...out, leaf };
+}
+
+class Dispatch {
+  constructor(readonly argv: Args) {}
+}
+
+export async function main(argv: string[], f: Factory): Promise<number> {
+  try {
+    const s = scan(argv);
+    if (!s.leaf) {
+      if (s.group) {
+        if (!s.help) {
+          f.io.err.write(groupHelp(s.group));
+          throw new UsageError(`missing subcommand for "svc ${s.group.name}"`);
+        }
+        f.io.out.write(groupHelp(s.group));
+      } else if (argv.includes('--version') || argv.includes('-v')) {
+        f.io.out.write(`svc version ${f.version}\n`);
+      } else {
+        f.io.out.write(treeHelp());
+      }
+      return EXIT_OK;
+    }
+    const leaf = s.leaf;
+    const [mod, yargs] = await Promise.all([leaf.load(), import('./yargs.js').then((m) => m.loadYargs())]);
+    const parsed = parse(yargs(argv, f.cwd), argv, s.group, leaf, mod, f);
+    if (parsed.help !== undefined) {
+      f.io.out.write(parsed.help);
+      return EXIT_OK;
+    }
+    await mod.handler(parsed.argv!, f);
+    return EXIT_OK;
+  } catch (e) {
+    f.io.err.write(`error: ${describeError(e)}\n`);
+    return exitCodeFor(e);
+  }
+}
+
+function parse(y: Argv, argv: string[], group: GroupSpec | undefined, leaf: LeafSpec, mod: CommandModule, f: Factory): { argv?: Args; help?: string } {
+  const leafCmd = (parent: Argv) =>
+    parent.command(
+      [leaf.name + (leaf.args ? ` ${leaf.args}` : ''), ...(leaf.aliases ?? [])],
+      leaf.describe,
+      (b: Argv) => (mod.builder ? mod.builder(b) : b),
+      (argv: unknown) => {
+        // Run outside yargs: a handler inside it would also make yargs render (and load)
+        // the whole help machinery after every command.
+        throw new Dispatch(argv as Args);
+      },
+    );
+  y.scriptName('svc')
+    .strict()
+    .version(false)
+    .help('help')
+    .alias('help', 'h')
+    .exitProcess(false)
+    .showHelpOnFail(false)
+    .wrap(Math.min(100, f.io.columns ?? 80))
+    .fail((msg: string | null, err: Error | undefined) => {
+      const path = `svc ${group ? `${group.name} ` : ''}${leaf.name}`;
+      // yargs' wording for a missing positional names none; name it.
+      if (msg && /^Not enough non-option arguments/.test(msg) && leaf.args) throw new UsageError(`missing argument ${leaf.args.split(' ')[0]} for "${path}"`);
+      throw new UsageError(msg ?? err?.message ?? 'invalid arguments');
+    });
+  if (group) {
+    y.command([group.name, ...(group.aliases ?? [])], group.describe, (g: Argv) => leafCmd(g).demandCommand(1));
+  } else {
+    leafCmd(y);
+  }
+  let help: string | undefined;
+  try {
+    y.parse(argv, (_err: unknown, _argv: unknown, output: string) => {
+      if (output) help = output + '\n';
+    });
+  } catch (e) {
+    if (e instanceof Dispatch) return { argv: e.argv };
+    throw e;
+  }
+  if (help !== undefined) return { help };
+  throw new UsageError('invalid arguments');
+}

@@ -1,0 +1,4 @@
+export { builder } from './state.js';
+import { handlerFor } from './state.js';
+
+export const handler = handlerFor('close');

@@ -1,0 +1,32 @@
+import type { Argv } from 'yargs';
+import type { Args } from '../../command-table.js';
+import { parseCrRef, projectContext } from '../../context.js';
+import type { Factory } from '../../factory.js';
+import { str } from '../../flags.js';
+import { printJson, shortSha } from '../../output.js';
+import { crTarget } from './shared.js';
+
+export interface CrMergeOptions {
+  f: Factory;
+  cr: string;
+  message?: string;
+  project?: string;
+  host?: string;
+  json: boolean;
+}
+
+export const builder = (y: Argv) =>
+  crTarget(y).option('message', { alias: 'm', type: 'string', requiresArg: true, describe: 'Merge commit message (default: "Merge CR #<n>: <title>")' });
+
+export const handler = (argv: Args, f: Factory) =>
+  run({ f, cr: String(argv.cr), message: str(argv.message), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+
+/** Server-side merge; a conflict is a 409 that errors.ts turns into the file list. */
+export async function run({ f, cr: ref, message, project, host, json }: CrMergeOptions): Promise<void> {
+  const crId = parseCrRef(ref);
+  const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
+  const cr = await ctx.api.merge(ctx.projectId, crId, message);
+  if (json) return printJson(f.io, cr);
+  const how = cr.merge_commit_sha && cr.merge_commit_sha === cr.head_commit_sha ? 'fast-forward' : 'merge commit';
+  f.io.err.write(`Merged change request #${cr.number} into ${cr.base_ref} (${how} ${shortSha(cr.merge_commit_sha)})\n`);
+}

@@ -1,0 +1,98 @@
+import type { Argv } from 'yargs';
+import type { ChangeRequest, MergePreview } from '../../api-client.js';
+import type { Args } from '../../command-table.js';
+import { parseCrRef, projectContext } from '../../context.js';
+import { describeError } from '../../errors.js';
+import type { Factory } from '../../factory.js';
+import { str } from '../../flags.js';
+import { colors, formatTime, printJson, shortSha, type Colors } from '../../output.js';
+import { statusColor } from './ls.js';
+import { crTarget, crUrl } from './shared.js';
+
+export interface CrShowOptions {
+  f: Factory;
+  cr: string;
+  project?: string;
+  host?: string;
+  json: boolean;
+}
+
+export const builder = (y: Argv) => crTarget(y);
+
+export const handler = (argv: Args, f: Factory) => run({ f, cr: String(argv.cr), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+
+/** Metadata, and for an open CR its merge preview (clean / fast-forward / conflicts). */
+export async function run({ f, cr: ref, project, host, json }: CrShowOptions): Promise<void> {
+  const crId = parseCrRef(ref);
+  const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
+  const cr = await ctx.api.getChangeRequest(ctx.projectId, crId);
+  if (json) return printJson(f.io, cr);
+  let preview: MergePreview | undefined;
+  let previewError: string | undefined;
+  if (cr.status === 'open') {
+    try {
+      preview = await ctx.api.getMergePreview(ctx.projectId, cr.cr_id);
+    } catch (e) {
+      previewError = describeError(e);
+    }
+  }
+  const c = colors(f.io, f.env);
+  const out = f.io.stdoutIsTTY ? renderTTY(f, c, cr, preview, previewError) : renderPlain(cr, preview, previewError);
+  f.io.out.write(out + `url: ${crUrl(f, ctx.host.url, cr)}\n`);
+}
+
+export function previewSummary(p: MergePreview): { label: string; detail: string } {
+  if (p.is_up_to_date) return { label: 'up-to-date', detail: 'nothing to merge: the head is already in the base' };
+  if (!p.can_merge) return { label: 'conflicts', detail: `conflicts in ${p.conflicts.length} file${p.conflicts.length === 1 ? '' : 's'}` };
+  if (p.can_fast_forward) return { label: 'fast-forward', detail: 'clean: can be merged as a fast-forward' };
+  return { label: 'clean', detail: 'clean: can be merged with a merge commit' };
+}
+
+function renderTTY(f: Factory, c: Colors, cr: ChangeRequest, p: MergePreview | undefined, previewError: string | undefined): string {
+  const now = f.now();
+  const lines = [
+    `${c.bold(cr.title)} ${c.dim(`#${cr.number}`)}`,
+    `${statusColor(c, cr.status)} · ${c.cyan(cr.head_ref)} → ${c.cyan(cr.base_ref)} · opened ${formatTime(f.io, cr.created_at, now)}`,
+  ];
+  if (cr.status === 'merged') lines.push(`merged ${formatTime(f.io, cr.merged_at, now)} as ${shortSha(cr.merge_commit_sha)}`);
+  if (cr.status === 'closed') lines.push(`closed ${formatTime(f.io, cr.closed_at, now)}`);
+  lines.push(c.dim(`head ${shortSha(cr.head_commit_sha) || '-'} · base ${shortSha(cr.base_commit_sha) || '-'} · id ${cr.cr_id}`));
+  if (cr.origin_session_id) lines.push(c.dim(`session ${cr.origin_session_id}`));
+  lines.push('');
+  lines.push(cr.description ? cr.description.replace(/^/gm, '  ') : c.dim('  No description provided.'));
+  lines.push('');
+  if (p) {
+    const s = previewSummary(p);
+    const mark = s.label === 'conflicts' ? c.red('✗') : s.label === 'up-to-date' ? c.yellow('-') : c.green('✓');
+    lines.push(`${mark} Merge preview: ${s.detail}`);
+    for (const file of p.conflicts) lines.push(`    ${c.red(file)}`);
+  } else if (previewError) {
+    lines.push(`${c.yellow('!')} Merge preview unavailable: ${previewError}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+function renderPlain(cr: ChangeRequest, p: MergePreview | undefined, previewError: string | undefined): string {
+  const rows: Array<[string, string | number | null]> = [
+    ['number', cr.number],
+    ['id', cr.cr_id],
+    ['title', cr.title],
+    ['status', cr.status],
+    ['head', cr.head_ref],
+    ['base', cr.base_ref],
+    ['head_sha', cr.head_commit_sha],
+    ['base_sha', cr.base_commit_sha],
+    ['session', cr.origin_session_id],
+    ['created', cr.created_at],
+  ];
+  if (cr.status === 'merged') rows.push(['merged', cr.merged_at], ['merge_commit', cr.merge_commit_sha]);
+  if (cr.status === 'closed') rows.push(['closed', cr.closed_at]);
+  if (p) {
+    rows.push(['preview', previewSummary(p).label]);
+    if (p.conflicts.length) rows.push(['conflicts', p.conflicts.join(', ')]);
+  } else if (previewError) {
+    rows.push(['preview', `unavailable: ${previewError}`]);
+  }
+  const head = rows.map(([k, v]) => `${k}:\t${v ?? ''}`).join('\n');
+  return `${head}\n--\n${cr.description}${cr.description.endsWith('\n') || !cr.description ? '' : '\n'}--\n`;
+}

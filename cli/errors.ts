@@ -1,0 +1,109 @@
+/**
+ * The one place that turns a failure into an exit code and a one-line message.
+ * 0 ok · 1 the operation failed (API error, nothing resolved, cancelled) · 2 usage error.
+ */
+import type { ErrorCode } from '../domain/errors.js';
+
+/** Bad invocation: unknown command or flag, missing argument, flag needed off a TTY. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+/** The operation could not be done (nothing to act on, bad local state). */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly hint?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The user declined a prompt. */
+export class CancelError extends Error {
+  override name = 'CancelError';
+  constructor(message = 'cancelled') {
+    super(message);
+  }
+}
+
+/** A response >= 400 from the API, with the contract's error body. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode | 'server_error' | 'http_error',
+    /** The body's short `error` reason. */
+    readonly reason: string,
+    message: string,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+/** The host could not be reached at all. */
+export class NetworkError extends Error {
+  override name = 'NetworkError';
+  constructor(
+    readonly url: string,
+    override readonly cause: unknown,
+  ) {
+    super(`cannot reach ${url}: ${cause instanceof Error ? ((cause as NodeJS.ErrnoException).code ?? cause.message) : String(cause)}`);
+  }
+}
+
+export function codeForStatus(status: number, reason: string): ApiError['code'] {
+  switch (status) {
+    case 400:
+      return 'validation';
+    case 401:
+      return 'unauthorized';
+    case 403:
+      return 'forbidden';
+    case 404:
+      return 'not_found';
+    case 409:
+      return reason === 'Merge failed' ? 'merge_failed' : reason === 'Head branch was modified' ? 'head_modified' : 'conflict';
+    case 413:
+      return 'payload_too_large';
+    case 429:
+      return 'rate_limited';
+    case 503:
+      return 'unavailable';
+    default:
+      return status >= 500 ? 'server_error' : 'http_error';
+  }
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+export function exitCodeFor(err: unknown): number {
+  return err instanceof UsageError ? EXIT_USAGE : EXIT_FAILED;
+}
+
+/** The single stderr line for a failure, without the `error: ` prefix. */
+export function describeError(err: unknown): string {
+  const withHint = (message: string, hint?: string) => (hint ? `${message}; ${hint}` : message);
+  if (err instanceof ApiError) {
+    switch (err.code) {
+      case 'unauthorized':
+        return withHint(`${err.message} (HTTP 401)`, "run 'svc login' to authenticate");
+      case 'merge_failed': {
+        const conflicts = Array.isArray(err.body.conflicts) ? (err.body.conflicts as unknown[]).map(String) : [];
+        return withHint(
+          conflicts.length ? `merge failed: conflicts in ${conflicts.join(', ')}` : `merge failed: ${err.message}`,
+          'merge the base branch into the head branch, resolve, push, then try again',
+        );
+      }
+      default:
+        return `${err.message} (HTTP ${err.status})`;
+    }
+  }
+  if (err instanceof CliError) return withHint(err.message, err.hint);
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
