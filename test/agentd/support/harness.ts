@@ -132,7 +132,7 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   const root = opts.root ?? tempDir().dir;
   const port = await freePort();
   const agentPort = await freePort();
-  const token = randomBytes(24).toString('hex');
+  const token = opts.env?.SVC_TOKEN ?? randomBytes(24).toString('hex');
   const workspace = path.join(root, 'workspace');
   const home = path.join(root, 'home');
   const env: Record<string, string> = {
@@ -213,7 +213,10 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
   // Wait until the listener answers (it comes up before clone and runtime).
   const deadline = Date.now() + 15_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`daemon exited early (${child.exitCode}):\n${out}`);
+    if (child.exitCode !== null) {
+      if (!opts.root) rmSync(root, { recursive: true, force: true });
+      throw new Error(`daemon exited early (${child.exitCode}):\n${out}`);
+    }
     const ok = await health().then(
       () => true,
       () => false,
