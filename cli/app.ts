@@ -4,7 +4,7 @@
  * exit code. Returns the exit code; never exits the process (tests call this directly).
  */
 import type { Argv } from 'yargs';
-import { GLOBAL_VALUE_FLAGS, TOP, findSpec, isGroup, type Args, type CommandModule, type GroupSpec, type LeafSpec } from './command-table.js';
+import { GLOBAL_VALUE_FLAGS, TOP, displayArgs, findSpec, isGroup, type Args, type CommandModule, type GroupSpec, type LeafSpec } from './command-table.js';
 import { EXIT_OK, UsageError, describeError, exitCodeFor } from './errors.js';
 import type { Factory } from './factory.js';
 import { groupHelp, treeHelp } from './help.js';
@@ -27,8 +27,7 @@ export function scan(argv: string[]): Scan {
       if (GLOBAL_VALUE_FLAGS.has(a)) i++;
       continue;
     }
-    words.push(a);
-    if (words.length === 2) break;
+    if (words.length < 2) words.push(a);
   }
   const out: Scan = { help };
   const [first, second] = words;
@@ -65,6 +64,17 @@ export async function main(argv: string[], f: Factory): Promise<number> {
       return EXIT_OK;
     }
     const leaf = s.leaf;
+    if (leaf.raw) {
+      const words = argv.filter((a) => !a.startsWith('-'));
+      if (s.help) {
+        f.io.out.write(`Usage: svc ${leaf.name}${leaf.args ? ` ${displayArgs(leaf.args)}` : ''}\n\n${leaf.describe}\n`);
+        return EXIT_OK;
+      }
+      const flags = argv.filter((a) => a.startsWith('-'));
+      if (flags.length) throw new UsageError(`unknown flag ${flags[0]} for "svc ${leaf.name}"`);
+      await (await leaf.load()).handler({ _: words, command: words.slice(1) }, f);
+      return EXIT_OK;
+    }
     const [mod, yargs] = await Promise.all([leaf.load(), import('./yargs.js').then((m) => m.loadYargs())]);
     const parsed = parse(yargs(argv, f.cwd), argv, s.group, leaf, mod, f);
     if (parsed.help !== undefined) {

@@ -21,6 +21,8 @@ export interface LeafSpec {
   args?: string;
   aliases?: string[];
   describe: string;
+  /** Takes its words as-is, without yargs (`help`, `version`: answered fast). */
+  raw?: boolean;
   load(): Promise<CommandModule>;
 }
 
@@ -103,8 +105,8 @@ export const SECTIONS: Section[] = [
   {
     title: 'Other',
     commands: [
-      { name: 'version', describe: 'Print the version', load: () => import('./commands/version.js') },
-      { name: 'help', args: '[command..]', describe: 'Show help for svc or a command', load: () => import('./commands/help.js') },
+      { name: 'version', raw: true, describe: 'Print the version', load: () => import('./commands/version.js') },
+      { name: 'help', raw: true, args: '[command..]', describe: 'Show help for svc or a command', load: () => import('./commands/help.js') },
     ],
   },
 ];

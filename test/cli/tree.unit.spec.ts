@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { scan } from '../../cli/app.js';
+import { SECTIONS, isGroup } from '../../cli/command-table.js';
+import { UsageError } from '../../cli/errors.js';
+import { groupHelp, treeHelp } from '../../cli/help.js';
+
+/** The whole tree as `svc help` prints it. Update deliberately when commands change. */
+const TREE_HELP = `Work with change requests, projects and hosts of an svc service from the command line.
+
+USAGE
+  svc <command> [<subcommand>] [flags]
+
+AUTH
+  login   Log in to a host (browser flow, or --token)
+  logout  Remove the stored token of the active or named host
+  whoami  Show the user and active account
+
+HOSTS
+  hosts ls             List hosts; the active one is marked (alias: list)
+  hosts use [<name>]   Make a host the active one
+  hosts add <name>     Add a host
+  hosts rm <name>      Remove a host (alias: remove)
+  hosts info [<name>]  Show a host (token masked)
+  hosts current        Print the host commands here will use
+
+PROJECTS
+  projects ls                List projects (alias: list)
+  projects info [<project>]  Show a project (default: the linked one)
+  projects link [<project>]  Link this directory to a project (.svc/link.json)
+  projects unlink            Remove the link of this directory
+  projects open [<project>]  Open a project's dashboard page
+
+CHANGE REQUESTS
+  cr ls           List change requests (alias: list)
+  cr show <cr>    Show a change request and its merge preview (alias: info, view)
+  cr diff <cr>    Show the diff of a change request
+  cr open         Open a change request (alias: new, create)
+  cr merge <cr>   Merge an open change request
+  cr close <cr>   Close an open change request
+  cr reopen <cr>  Reopen a closed change request
+
+OTHER
+  version              Print the version
+  help [<command>...]  Show help for svc or a command
+
+FLAGS
+  --host <name>   Talk to this host for one invocation
+  --project <id>  Act on this project (project-scoped commands)
+  --json          Print the API objects as JSON (list and show commands)
+  --help          Show help for a command
+  --version       Print the version
+
+ENVIRONMENT
+  SVC_API_URL                         API base URL (with or without /v1); overrides the host
+  SVC_CLI_TOKEN                       Token to use (SVC_EXECUTOR_TOKEN as fallback); no config file needed
+  SVC_PROJECT_ID                      Project for one command
+  SVC_CONFIG_FILE                     Config file (default ~/.config/svc/config.json)
+  SVC_DASHBOARD_URL                   Dashboard URL for login and open
+  SVC_PAGER, PAGER                    Pager for diffs on a terminal
+  NO_COLOR, CLICOLOR, CLICOLOR_FORCE  Color control
+
+EXIT CODES
+  0 ok, 1 the operation failed, 2 usage error
+
+Run 'svc <command> <subcommand> --help' for a command's flags.
+`;
+
+describe('cli command tree', () => {
+  it('svc help lists the whole tree (snapshot)', () => {
+    expect(treeHelp()).to.equal(TREE_HELP);
+  });
+
+  it('every command in the table appears in the tree help', () => {
+    const help = treeHelp();
+    for (const s of SECTIONS.flatMap((x) => x.commands)) {
+      if (isGroup(s)) for (const l of s.children) expect(help).to.contain(`${s.name} ${l.name}`);
+      else expect(help).to.contain(`  ${s.name}`);
+    }
+  });
+
+  it('group help lists the subcommands with aliases', () => {
+    const cr = SECTIONS.flatMap((x) => x.commands).find((c) => c.name === 'cr');
+    if (!cr || !isGroup(cr)) throw new Error('no cr group');
+    const h = groupHelp(cr);
+    expect(h).to.contain('show <cr>').and.contain('alias: info, view').and.contain('alias: new, create');
+  });
+
+  it('every leaf module loads and exports a handler', async () => {
+    for (const s of SECTIONS.flatMap((x) => x.commands)) {
+      for (const leaf of isGroup(s) ? s.children : [s]) {
+        const mod = await leaf.load();
+        expect(mod.handler, leaf.name).to.be.a('function');
+      }
+    }
+  });
+
+  describe('scan', () => {
+    it('finds the command words past flags and global flag values', () => {
+      const s = scan(['--host', 'selfhost', 'cr', '--project', 'p', 'ls', '--json']);
+      expect(s.group?.name).to.equal('cr');
+      expect(s.leaf?.name).to.equal('ls');
+    });
+    it('resolves aliases', () => {
+      expect(scan(['cr', 'new']).leaf?.name).to.equal('open');
+      expect(scan(['cr', 'info', '3']).leaf?.name).to.equal('show');
+      expect(scan(['project', 'ls']).group?.name).to.equal('projects');
+    });
+    it('notices --help', () => {
+      expect(scan(['cr', '--help']).help).to.equal(true);
+      expect(scan(['cr', 'ls', '-h']).help).to.equal(true);
+    });
+    it('unknown commands are usage errors naming the parent', () => {
+      expect(() => scan(['nope'])).to.throw(UsageError, 'unknown command "nope" for "svc"');
+      expect(() => scan(['cr', 'nope'])).to.throw(UsageError, 'unknown command "nope" for "svc cr"');
+    });
+    it('stops at --', () => {
+      expect(scan(['--', 'cr']).leaf).to.equal(undefined);
+    });
+  });
+});
