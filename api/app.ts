@@ -1,0 +1,33 @@
+import express, { type Express } from 'express';
+import type { ApiDeps } from './deps.js';
+import { requireAuth } from './auth.js';
+import { errorHandler, notFoundHandler } from './errors.js';
+import { metricsMiddleware } from './metrics.js';
+import { healthRoutes } from './routes/health.js';
+import { accountRoutes } from './routes/accounts.js';
+import { projectRoutes } from './routes/projects.js';
+import { changeRequestRoutes } from './routes/change-requests.js';
+import { openapiRoutes } from './routes/openapi.js';
+
+/** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
+export function createApp(deps: ApiDeps): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('query parser', 'simple');
+  app.use(metricsMiddleware(deps.metrics));
+  app.use(healthRoutes(deps));
+  app.use(openapiRoutes());
+  app.use(express.json({ limit: '1mb', strict: false }));
+
+  const v1 = express.Router();
+  v1.use(requireAuth(deps.db));
+  v1.use('/accounts', accountRoutes(deps));
+  v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
+  v1.use('/projects', projectRoutes(deps));
+  app.use('/v1', v1);
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(deps.logger));
+  return app;
+}

@@ -1,0 +1,76 @@
+import { z } from 'zod';
+import * as s from './schemas.js';
+
+/**
+ * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate
+ * with. `docs/api.md` is the reference for people.
+ */
+type Op = {
+  summary: string;
+  body?: z.ZodType;
+  query?: z.ZodObject;
+  ok: { status: number; schema: z.ZodType };
+  errors: number[];
+};
+
+const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema: z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) } } });
+
+const crPath = '/v1/projects/{projectId}/change-requests';
+const one = z.object({ change_request: s.ChangeRequestSchema });
+
+const ops: Record<string, Record<string, Op>> = {
+  '/v1/accounts/me': { get: { summary: 'The caller, their active account and all accounts (user tokens only).', ok: { status: 200, schema: z.object({}) }, errors: [401, 403] } },
+  '/v1/accounts/tokens': { post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] } },
+  '/v1/projects': {
+    get: { summary: 'Projects the token can see.', ok: { status: 200, schema: z.object({ projects: z.array(s.ProjectSchema) }) }, errors: [401] },
+    post: { summary: 'Create a project backed by a git repository.', body: s.CreateProjectBody, ok: { status: 201, schema: z.object({ project: s.ProjectSchema }) }, errors: [400, 401, 403, 409] },
+  },
+  '/v1/projects/{projectId}': { get: { summary: 'One project (uuid or slug).', ok: { status: 200, schema: z.object({ project: s.ProjectSchema }) }, errors: [401, 403, 404] } },
+  '/v1/projects/{projectId}/cli-token': { post: { summary: 'Mint a project token for the CLI, acting as the caller.', ok: { status: 201, schema: z.object({ token: z.string() }) }, errors: [401, 403, 404] } },
+  [crPath]: {
+    get: { summary: 'List change requests, newest first.', query: s.ListChangeRequestsQuery, ok: { status: 200, schema: z.object({ change_requests: z.array(s.ChangeRequestSchema) }) }, errors: [400, 401, 403, 404] },
+    post: { summary: 'Open a change request; branch tips are anchored.', body: s.CreateChangeRequestBody, ok: { status: 201, schema: one }, errors: [400, 401, 403, 404] },
+  },
+  [`${crPath}/{crId}`]: {
+    get: { summary: 'One change request (uuid or number); open CRs refresh their SHAs.', query: s.GetChangeRequestQuery, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404] },
+    patch: { summary: 'Edit title and/or description.', body: s.EditChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404] },
+  },
+  [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head.', ok: { status: 200, schema: s.DiffSchema }, errors: [401, 403, 404, 503] } },
+  [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: s.MergePreviewSchema }, errors: [401, 403, 404, 503] } },
+  [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: z.object({ events: z.array(z.object({})) }) }, errors: [401, 403, 404] } },
+  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting.', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
+  [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
+  [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
+};
+
+export function buildOpenApi(): object {
+  const paths: Record<string, object> = {};
+  for (const [path, methods] of Object.entries(ops)) {
+    const item: Record<string, object> = {};
+    for (const [method, op] of Object.entries(methods)) {
+      const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+      if (op.query) {
+        for (const [name, schema] of Object.entries(op.query.shape)) {
+          params.push({ name, in: 'query', required: false, schema: z.toJSONSchema(schema as z.ZodType, { io: 'input' }) as never });
+        }
+      }
+      item[method] = {
+        summary: op.summary,
+        ...(params.length ? { parameters: params } : {}),
+        ...(op.body ? { requestBody: { required: true, ...json(op.body) } } : {}),
+        responses: {
+          [op.ok.status]: { description: 'OK', ...json(op.ok.schema) },
+          ...Object.fromEntries(op.errors.map((code) => [code, { description: String(code), ...json(s.ErrorSchema) }])),
+        },
+        security: [{ bearer: [] }],
+      };
+    }
+    paths[path] = item;
+  }
+  return {
+    openapi: '3.1.0',
+    info: { title: 'svc API', version: '1' },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A personal access token, svc_pat_...' } } },
+    paths,
+  };
+}

@@ -1,0 +1,133 @@
+import { Router, type Request } from 'express';
+import { DomainError } from '../../domain/errors.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
+import type { ApiDeps } from '../deps.js';
+import { principalOf } from '../auth.js';
+import { resolveProject } from '../project-access.js';
+import {
+  CreateChangeRequestBody,
+  EditChangeRequestBody,
+  EmptyBody,
+  GetChangeRequestQuery,
+  ListChangeRequestsQuery,
+  MergeChangeRequestBody,
+} from '../schemas.js';
+import * as crs from '../../infra/change-requests/service.js';
+import { assertMergeable, runMerge, type MergeJobData } from '../../infra/change-requests/merge.js';
+import { CR_MERGE } from '../../workers/cr-merge.js';
+
+/** The spec's columns, in its order: the CR object of every response. */
+export function serializeCr(cr: ChangeRequest) {
+  return {
+    cr_id: cr.cr_id,
+    account_id: cr.account_id,
+    project_id: cr.project_id,
+    number: cr.number,
+    title: cr.title,
+    description: cr.description,
+    base_ref: cr.base_ref,
+    head_ref: cr.head_ref,
+    status: cr.status,
+    head_commit_sha: cr.head_commit_sha,
+    base_commit_sha: cr.base_commit_sha,
+    origin_session_id: cr.origin_session_id,
+    created_by: cr.created_by,
+    merged_at: cr.merged_at,
+    merged_by: cr.merged_by,
+    merge_commit_sha: cr.merge_commit_sha,
+    closed_at: cr.closed_at,
+    closed_by: cr.closed_by,
+    metadata: cr.metadata,
+    created_at: cr.created_at,
+    updated_at: cr.updated_at,
+  };
+}
+
+const MERGE_WAIT_MS = 120_000;
+
+/** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
+export function changeRequestRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const crDeps = { db: deps.db, repos: deps.repos, logger: deps.logger };
+  const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
+  const crRef = (req: Request) => String(req.params.crId ?? '');
+
+  r.get('/', async (req, res) => {
+    const { project } = await ctx(req);
+    const q = ListChangeRequestsQuery.parse(req.query);
+    const list = await crs.listCrs(deps.db, project.project_id, q.status);
+    res.json({ change_requests: list.map(serializeCr) });
+  });
+
+  r.post('/', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const body = CreateChangeRequestBody.parse(req.body ?? {});
+    const cr = await crs.openCr(crDeps, project, actor, body);
+    res.status(201).json({ change_request: serializeCr(cr) });
+  });
+
+  r.get('/:crId', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const q = GetChangeRequestQuery.parse(req.query);
+    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : {});
+    res.json({ change_request: serializeCr(cr) });
+  });
+
+  r.patch('/:crId', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const body = EditChangeRequestBody.parse(req.body ?? {});
+    const cr = await crs.editCr(crDeps, project, crRef(req), actor, body);
+    res.json({ change_request: serializeCr(cr) });
+  });
+
+  r.get('/:crId/diff', async (req, res) => {
+    const { project } = await ctx(req);
+    res.json(await crs.diffCr(crDeps, project, crRef(req)));
+  });
+
+  r.get('/:crId/merge-preview', async (req, res) => {
+    const { project } = await ctx(req);
+    res.json(await crs.previewCr(crDeps, project, crRef(req)));
+  });
+
+  r.get('/:crId/events', async (req, res) => {
+    const { project } = await ctx(req);
+    res.json({ events: await crs.crHistory(crDeps, project, crRef(req)) });
+  });
+
+  r.post('/:crId/merge', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const body = MergeChangeRequestBody.parse(req.body ?? {});
+    const cr = await crs.findCr(deps.db, project.project_id, crRef(req));
+    assertMergeable(cr, actor); // 409 at once for a CR that is not open
+    const job: MergeJobData = { project_id: project.project_id, cr_id: cr.cr_id, actor, ...body };
+    const merged = deps.queue ? await viaQueue(deps, job) : await runMerge(crDeps, job);
+    deps.metrics.merges.inc({ outcome: 'merged' });
+    res.json({ change_request: serializeCr(merged) });
+  });
+
+  r.post('/:crId/close', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    EmptyBody.parse(req.body ?? {});
+    res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor)) });
+  });
+
+  r.post('/:crId/reopen', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    EmptyBody.parse(req.body ?? {});
+    res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor)) });
+  });
+
+  return r;
+}
+
+/** Enqueues `cr.merge` and waits for its outcome (woken by NOTIFY, not by polling). */
+async function viaQueue(deps: ApiDeps, job: MergeJobData): Promise<ChangeRequest> {
+  const queue = deps.queue!;
+  const id = await queue.enqueue(CR_MERGE, job);
+  const out = await queue.waitFor(CR_MERGE, id, MERGE_WAIT_MS);
+  if (!out) throw new DomainError('unavailable', 'Merge pending', 'The merge is queued but no worker finished it in time; check the CR again shortly.');
+  if (out.ok) return out.value as ChangeRequest;
+  if (out.error.code === 'merge_failed') deps.metrics.merges.inc({ outcome: 'conflict' });
+  throw new DomainError(out.error.code as never, out.error.reason, out.error.message, out.error.details);
+}

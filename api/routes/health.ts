@@ -1,0 +1,33 @@
+import { Router } from 'express';
+import type { ApiDeps } from '../deps.js';
+
+/** `/healthz` (process up), `/readyz` (database and queue reachable), `/metrics`. */
+export function healthRoutes(deps: ApiDeps): Router {
+  const r = Router();
+  r.get('/healthz', (_req, res) => {
+    res.json({ status: 'ok' });
+  });
+  r.get('/readyz', async (_req, res) => {
+    const checks: Record<string, string> = {};
+    try {
+      await deps.db.one({ text: 'SELECT 1 AS ok', values: [] });
+      checks.database = 'ok';
+    } catch {
+      checks.database = 'unreachable';
+    }
+    if (deps.queue) {
+      try {
+        await deps.queue.boss.getQueue('cr.merge');
+        checks.queue = 'ok';
+      } catch {
+        checks.queue = 'unreachable';
+      }
+    }
+    const ready = Object.values(checks).every((v) => v === 'ok');
+    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
+  });
+  r.get('/metrics', async (_req, res) => {
+    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
+  });
+  return r;
+}

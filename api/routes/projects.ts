@@ -1,0 +1,110 @@
+import { randomUUID } from 'node:crypto';
+import { Router } from 'express';
+import { DomainError, validationError } from '../../domain/errors.js';
+import type { ApiDeps } from '../deps.js';
+import { principalOf } from '../auth.js';
+import { CreateProjectBody } from '../schemas.js';
+import { resolveProject, serializeProject } from '../project-access.js';
+import { accountQueries } from '../../sql/queries/accounts.js';
+import { projectQueries } from '../../sql/queries/projects.js';
+import { assertRemoteUrl } from '../../infra/git/remote-url.js';
+import { mintToken } from '../../infra/tokens.js';
+import type { ProjectRecord } from '../../infra/change-requests/repos.js';
+import { pgCode } from '../../infra/db/db.js';
+
+const slugify = (name: string) =>
+  name
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 50) || 'project';
+
+/**
+ * `https://user:token@host/repo` is accepted for convenience: the credentials are split
+ * off and sealed; the stored and returned URL never carries them.
+ */
+function splitCredentials(raw: string): { url: string; credentials: { username: string; password: string } | null } {
+  if (!/^https?:\/\//i.test(raw)) return { url: raw, credentials: null };
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return { url: raw, credentials: null };
+  }
+  if (!u.username && !u.password) return { url: raw, credentials: null };
+  const credentials = { username: decodeURIComponent(u.username), password: decodeURIComponent(u.password) };
+  u.username = '';
+  u.password = '';
+  return { url: u.toString(), credentials };
+}
+
+export function projectRoutes(deps: ApiDeps): Router {
+  const r = Router();
+
+  r.post('/', async (req, res) => {
+    const p = principalOf(req);
+    if (p.project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot create projects; use a user token.');
+    const body = CreateProjectBody.parse(req.body ?? {});
+    if (!body.repo_url) {
+      throw validationError('repo_url is required: managed repositories are not available yet.', [
+        { path: 'repo_url', message: 'required' },
+      ]);
+    }
+    const { url, credentials } = splitCredentials(body.repo_url);
+    assertRemoteUrl(url);
+    const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
+    const accountId = body.account_id ?? accounts[0]?.account_id;
+    if (!accountId || !accounts.some((a) => a.account_id === accountId)) {
+      throw new DomainError('forbidden', 'Forbidden', 'You are not a member of that account.');
+    }
+    const base = body.slug ?? slugify(body.name);
+    let project: ProjectRecord | undefined;
+    for (let i = 0; !project; i++) {
+      const slug = i === 0 ? base : `${base.slice(0, 56)}-${i + 1}`;
+      try {
+        project = await deps.db.transaction(async (tx) => {
+          const row = await tx.one<ProjectRecord>(
+            projectQueries.insert({
+              projectId: randomUUID(),
+              accountId,
+              name: body.name,
+              slug,
+              repoUrl: url,
+              repoCredentialsEnc: credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null,
+              defaultBranch: body.default_branch ?? 'main',
+            }),
+          );
+          return row!;
+        });
+      } catch (err) {
+        if (pgCode(err) !== '23505') throw err;
+        if (body.slug) throw new DomainError('conflict', 'Conflict', `The slug '${body.slug}' is taken.`);
+        if (i > 20) throw err;
+      }
+    }
+    res.status(201).json({ project: serializeProject(project) });
+  });
+
+  r.get('/', async (req, res) => {
+    const p = principalOf(req);
+    const rows = p.project_id
+      ? await deps.db.rows<ProjectRecord>(projectQueries.byId(p.project_id))
+      : await deps.db.rows<ProjectRecord>(projectQueries.listForUser(p.user_id));
+    res.json({ projects: rows.map(serializeProject) });
+  });
+
+  r.get('/:projectId', async (req, res) => {
+    const project = await resolveProject(deps.db, req);
+    res.json({ project: serializeProject(project) });
+  });
+
+  /** A project token for the CLI, acting as the caller, bound to this project. */
+  r.post('/:projectId/cli-token', async (req, res) => {
+    const project = await resolveProject(deps.db, req);
+    const p = principalOf(req);
+    const minted = await mintToken(deps.db, { userId: p.user_id, projectId: project.project_id, name: 'cli' });
+    res.status(201).json(minted);
+  });
+
+  return r;
+}

@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { branchNameProblem } from '../infra/git/refs.js';
+
+/**
+ * Request schemas: the routes validate with these and the OpenAPI document is generated
+ * from them, so the two cannot drift. Commands reject unknown fields.
+ */
+const branch = (field: string) =>
+  z
+    .string()
+    .max(255)
+    .superRefine((v, ctx) => {
+      if (v === '') return; // emptiness is the decider's 400, with its own message
+      const problem = branchNameProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: `${field} is not a valid branch name: ${problem}` });
+    });
+
+export const sha = z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit id');
+
+export const CreateChangeRequestBody = z.strictObject({
+  title: z.string().max(1024),
+  description: z.string().max(65_536).optional(),
+  head_ref: branch('head_ref'),
+  base_ref: branch('base_ref').optional(),
+  session_id: z.string().max(128).optional(),
+  metadata: z.record(z.string().max(256), z.unknown()).optional(),
+});
+
+export const EditChangeRequestBody = z
+  .strictObject({
+    title: z.string().max(1024).optional(),
+    description: z.string().max(65_536).optional(),
+  })
+  .refine((b) => b.title !== undefined || b.description !== undefined, { message: 'give title and/or description' });
+
+export const MergeChangeRequestBody = z.strictObject({
+  message: z.string().min(1).max(65_536).optional(),
+  expected_head_sha: sha.optional(),
+});
+
+export const EmptyBody = z.strictObject({});
+
+export const ListChangeRequestsQuery = z.object({
+  status: z.enum(['open', 'merged', 'closed', 'all']).default('all'),
+});
+
+export const GetChangeRequestQuery = z.object({
+  as_of: z.iso.datetime({ offset: true }).optional(),
+});
+
+export const CreateProjectBody = z.strictObject({
+  name: z.string().min(1).max(200),
+  slug: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter or digit, at most 63')
+    .optional(),
+  repo_url: z.string().min(1).max(2048).optional(),
+  default_branch: branch('default_branch').optional(),
+  account_id: z.uuid().optional(),
+});
+
+export const CreateTokenBody = z.strictObject({
+  name: z.string().max(200).optional(),
+});
+
+/** Response shapes, for the OpenAPI document. */
+export const ChangeRequestSchema = z.object({
+  cr_id: z.uuid(),
+  account_id: z.uuid(),
+  project_id: z.uuid(),
+  number: z.number().int(),
+  title: z.string(),
+  description: z.string(),
+  base_ref: z.string(),
+  head_ref: z.string(),
+  status: z.enum(['open', 'merged', 'closed']),
+  head_commit_sha: z.string().nullable(),
+  base_commit_sha: z.string().nullable(),
+  origin_session_id: z.string().nullable(),
+  created_by: z.uuid(),
+  merged_at: z.string().nullable(),
+  merged_by: z.uuid().nullable(),
+  merge_commit_sha: z.string().nullable(),
+  closed_at: z.string().nullable(),
+  closed_by: z.uuid().nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export const ProjectSchema = z.object({
+  project_id: z.uuid(),
+  account_id: z.uuid(),
+  name: z.string(),
+  slug: z.string(),
+  repo_url: z.string().nullable(),
+  default_branch: z.string(),
+  created_at: z.string(),
+});
+
+export const MergePreviewSchema = z.object({
+  base_sha: z.string(),
+  head_sha: z.string(),
+  merge_base: z.string().nullable(),
+  is_up_to_date: z.boolean(),
+  can_merge: z.boolean(),
+  can_fast_forward: z.boolean(),
+  conflicts: z.array(z.string()),
+});
+
+export const DiffSchema = z.object({
+  base_sha: z.string(),
+  head_sha: z.string(),
+  merge_base: z.string().nullable(),
+  files: z.array(
+    z.object({
+      path: z.string(),
+      status: z.enum(['added', 'modified', 'deleted']),
+      additions: z.number().int(),
+      deletions: z.number().int(),
+      binary: z.boolean(),
+    }),
+  ),
+  additions: z.number().int(),
+  deletions: z.number().int(),
+  patch: z.string(),
+});
+
+export const ErrorSchema = z.object({
+  error: z.string(),
+  message: z.string(),
+  issues: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  conflicts: z.array(z.string()).optional(),
+});

@@ -1,0 +1,137 @@
+import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
+import { decide, type ChangeRequest } from '../../domain/change-request/index.js';
+import { defaultMergeMessage, type MergeResult } from '../git/port.js';
+import { failpoint } from '../failpoints.js';
+import { executor } from '../db/db.js';
+import { mergeAttemptQueries as attempts, type MergeAttemptRow } from '../../sql/queries/merge-attempts.js';
+import { projectQueries } from '../../sql/queries/projects.js';
+import { handleCommand } from './handle.js';
+import type { ProjectRecord } from './repos.js';
+import { findCr, type CrDeps } from './service.js';
+
+export interface MergeJobData {
+  project_id: string;
+  cr_id: string;
+  actor: string;
+  message?: string;
+  expected_head_sha?: string;
+}
+
+/** Fails fast with the 409 the decider would give, before any git work. */
+export function assertMergeable(cr: ChangeRequest, actor: string): void {
+  decide(
+    {
+      type: 'MergeChangeRequest',
+      data: { strategy: 'fast-forward', base_commit_sha: '0'.repeat(40), head_commit_sha: '0'.repeat(40), merge_commit_sha: '0'.repeat(40) },
+      meta: { actor, now: new Date() },
+    },
+    cr,
+  );
+}
+
+/**
+ * The merge workflow, run by the `cr.merge` worker. One merge at a time per project and
+ * base branch (an advisory lock). The computed merge is recorded before the remote base
+ * moves; if the process dies after the move and before `ChangeRequestMerged` is appended,
+ * the retried job finds the record, sees the base already holds the merge, and records
+ * it once.
+ */
+export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeRequest> {
+  const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
+  if (!project) throw notFound('Project');
+  const cr = await findCr(deps.db, project.project_id, job.cr_id);
+  assertMergeable(cr, job.actor);
+  const repo = deps.repos.for(project);
+  const lockKey = `merge:${project.project_id}:${cr.base_ref}`;
+  const conn = await deps.db.connect();
+  const lockConn = executor(conn);
+  await lockConn.run(attempts.lock(lockKey));
+  try {
+    const recovered = await recoverPublished(deps, project, cr);
+    if (recovered) return recovered;
+
+    let result: MergeResult | undefined;
+    for (let attempt = 1; !result; attempt++) {
+      try {
+        result = await repo.merge(
+          {
+            base_ref: cr.base_ref,
+            head_ref: cr.head_ref,
+            message: job.message ?? defaultMergeMessage(cr.number, cr.title),
+            ...(job.expected_head_sha ? { expected_head_sha: job.expected_head_sha } : {}),
+          },
+          {
+            beforePublish: async (r) => {
+              await deps.db.run(
+                attempts.save({
+                  cr_id: cr.cr_id,
+                  project_id: project.project_id,
+                  strategy: r.kind,
+                  base_commit_sha: r.base_sha,
+                  head_commit_sha: r.head_sha,
+                  merge_commit_sha: r.merge_commit_sha,
+                  actor: job.actor,
+                }),
+              );
+            },
+          },
+        );
+      } catch (err) {
+        // The base moved between computing and publishing: nothing was overwritten; recompute.
+        if (isDomainError(err) && err.code === 'concurrency' && attempt < 3) continue;
+        await deps.db.run(attempts.remove(cr.cr_id));
+        throw err;
+      }
+    }
+    failpoint('merge.after-publish');
+    return await recordMerged(deps, project, cr.cr_id, job.actor, {
+      strategy: result.kind,
+      base_commit_sha: result.base_sha,
+      head_commit_sha: result.head_sha,
+      merge_commit_sha: result.merge_commit_sha,
+    });
+  } finally {
+    await lockConn.run(attempts.unlock(lockKey)).catch(() => {});
+    conn.release();
+  }
+}
+
+async function recordMerged(
+  deps: CrDeps,
+  project: ProjectRecord,
+  crId: string,
+  actor: string,
+  data: Pick<MergeAttemptRow, 'strategy' | 'base_commit_sha' | 'head_commit_sha' | 'merge_commit_sha'>,
+): Promise<ChangeRequest> {
+  const { cr } = await handleCommand(
+    deps.db,
+    project.project_id,
+    crId,
+    () => ({ type: 'MergeChangeRequest', data, meta: { actor, now: deps.now ? deps.now() : new Date() } }),
+    { inTx: async (tx) => void (await tx.run(attempts.remove(crId))) },
+  );
+  return cr;
+}
+
+/** A previous run published this CR's merge but died before recording it: record it now. */
+async function recoverPublished(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<ChangeRequest | null> {
+  const attempt = await deps.db.one<MergeAttemptRow>(attempts.get(cr.cr_id));
+  if (!attempt) return null;
+  const repo = deps.repos.for(project);
+  const tips = await repo.readTips([cr.base_ref]);
+  const baseTip = tips[cr.base_ref] ?? null;
+  let published = baseTip === attempt.merge_commit_sha;
+  if (!published && baseTip) {
+    // The base may have moved on since; the merge is in it if the head it merged is.
+    const preview = await repo.preview(cr.base_ref, cr.head_ref).catch(() => null);
+    published = preview !== null && preview.is_up_to_date && preview.head_sha === attempt.head_commit_sha;
+  }
+  if (!published) {
+    await deps.db.run(attempts.remove(cr.cr_id));
+    return null;
+  }
+  deps.logger.warn({ cr_id: cr.cr_id, merge_commit_sha: attempt.merge_commit_sha }, 'recovered a merge published before a crash');
+  return recordMerged(deps, project, cr.cr_id, attempt.actor, attempt);
+}
+
+export const isMergeOutcome = (err: unknown): err is DomainError => isDomainError(err);

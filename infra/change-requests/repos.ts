@@ -1,0 +1,48 @@
+import path from 'node:path';
+import type { GitEngine, ProjectRepo } from '../git/port.js';
+import { openProjectRepo } from '../git/remote-repo.js';
+import { DomainError } from '../../domain/errors.js';
+import type { Logger } from '../logger.js';
+import type { SecretBox } from '../secrets.js';
+
+export interface ProjectRecord {
+  project_id: string;
+  account_id: string;
+  name: string;
+  slug: string;
+  repo_url: string | null;
+  repo_credentials_enc: string | null;
+  default_branch: string;
+  created_at: Date;
+}
+
+/** Hands out each project's repository; one instance per project and URL per process. */
+export interface ProjectRepos {
+  for(project: ProjectRecord): ProjectRepo;
+}
+
+export function createProjectRepos(opts: { dataDir: string; engine: GitEngine; secrets: SecretBox; logger: Logger }): ProjectRepos {
+  const cache = new Map<string, ProjectRepo>();
+  return {
+    for(project) {
+      if (!project.repo_url) {
+        throw new DomainError('unavailable', 'No repository', `Project ${project.slug} has no repository configured.`);
+      }
+      const key = `${project.project_id}\n${project.repo_url}\n${project.repo_credentials_enc ?? ''}`;
+      let repo = cache.get(key);
+      if (!repo) {
+        const credentials = project.repo_credentials_enc
+          ? (JSON.parse(opts.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
+          : undefined;
+        repo = openProjectRepo({
+          location: { projectId: project.project_id, url: project.repo_url, ...(credentials ? { credentials } : {}) },
+          mirrorsDir: path.join(opts.dataDir, 'mirrors'),
+          engine: opts.engine,
+          logger: opts.logger,
+        });
+        cache.set(key, repo);
+      }
+      return repo;
+    },
+  };
+}

@@ -1,0 +1,67 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Executor } from './db/db.js';
+import { tokenQueries } from '../sql/queries/accounts.js';
+
+/**
+ * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
+ * Lookup is by hash (an index probe), and the stored hash is compared again in constant
+ * time, so neither step leaks how much of a guess was right.
+ */
+export const TOKEN_PREFIX = 'svc_pat_';
+
+export interface Principal {
+  token_id: string;
+  user_id: string;
+  email: string;
+  user_name: string;
+  /** Set for project tokens: the one project this token may touch. */
+  project_id: string | null;
+}
+
+export const hashToken = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+
+export const looksLikeToken = (value: string): boolean => /^svc_pat_[A-Za-z0-9_-]{20,200}$/.test(value);
+
+export interface MintedToken {
+  token: string;
+  token_id: string;
+  name: string;
+  project_id: string | null;
+  created_at: string;
+  expires_at: string | null;
+}
+
+export async function mintToken(
+  db: Executor,
+  opts: { userId: string; projectId?: string | null; name?: string; expiresAt?: Date | null },
+): Promise<MintedToken> {
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const row = await db.one<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null }>(
+    tokenQueries.insert({
+      tokenId: randomUUID(),
+      userId: opts.userId,
+      projectId: opts.projectId ?? null,
+      name: opts.name ?? '',
+      hash: hashToken(token),
+      expiresAt: opts.expiresAt ?? null,
+    }),
+  );
+  return {
+    token,
+    token_id: row!.token_id,
+    name: row!.name,
+    project_id: row!.project_id,
+    created_at: row!.created_at.toISOString(),
+    expires_at: row!.expires_at?.toISOString() ?? null,
+  };
+}
+
+/** The principal behind a bearer value, or null for anything unknown, revoked or expired. */
+export async function authenticate(db: Executor, value: string): Promise<Principal | null> {
+  if (!looksLikeToken(value)) return null;
+  const hash = hashToken(value);
+  const row = await db.one<Principal & { token_hash: Buffer }>(tokenQueries.byHash(hash));
+  if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
+  const { token_hash: _h, ...principal } = row;
+  return principal;
+}

@@ -1,0 +1,85 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../infra/config.js';
+import { openDatabase, type Database } from '../infra/database.js';
+import { migrate } from '../infra/db/migrate.js';
+import type { Logger } from '../infra/logger.js';
+import { startQueue, type Queue } from '../infra/queue.js';
+import { loadSecretKey, secretBox } from '../infra/secrets.js';
+import { createEngine } from '../infra/git/engine.js';
+import { createProjectRepos } from '../infra/change-requests/repos.js';
+import { createApp } from '../api/app.js';
+import { createMetrics } from '../api/metrics.js';
+import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
+
+export interface ServerOptions {
+  config: Config;
+  logger: Logger;
+  roles: { api: boolean; worker: boolean };
+  /** An already-open database (tests); otherwise opened from the config. */
+  database?: Database;
+  /** Merge jobs run at once by this process's worker. */
+  mergeConcurrency?: number;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  database: Database;
+  queue: Queue;
+  stop(): Promise<void>;
+}
+
+/**
+ * `svc-server start` (both roles), `api` or `worker`: migrations first, then the queue,
+ * the workers and the HTTP server. `stop` drains in reverse order.
+ */
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const { config, logger } = opts;
+  const database = opts.database ?? (await openDatabase(config, logger));
+  const { db } = database;
+  await migrate(db, { logger });
+  const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
+  const engine = await createEngine(config.SVC_GIT_ENGINE);
+  const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
+  if (opts.roles.worker) {
+    queue.work(CR_MERGE, opts.mergeConcurrency ?? 4, crMergeHandler({ db, repos, logger }));
+  }
+
+  let server: http.Server | undefined;
+  let port = 0;
+  if (opts.roles.api) {
+    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue });
+    server = http.createServer(app);
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(config.PORT, config.HOST, () => resolve());
+    });
+    port = (server.address() as AddressInfo).port;
+    logger.info({ port, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    database,
+    queue,
+    stop() {
+      stopping ??= (async () => {
+        if (server) {
+          const closed = new Promise<void>((r) => server!.close(() => r()));
+          server.closeIdleConnections();
+          setTimeout(() => server!.closeAllConnections(), 5000).unref();
+          await closed;
+        }
+        await queue.stop();
+        if (!opts.database) await database.close();
+        logger.info('svc-server stopped');
+      })();
+      return stopping;
+    },
+  };
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env node
+/**
+ * svc-server: start | api | worker | migrate | projections rebuild [--verify] |
+ * admin bootstrap --email E [--name N]. Configuration comes from the environment
+ * (infra/config.ts); see README.md and docs/operations.md.
+ */
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ConfigError, loadConfig, type Config } from '../infra/config.js';
+import { createLogger, type Logger } from '../infra/logger.js';
+import { openDatabase } from '../infra/database.js';
+import { migrate } from '../infra/db/migrate.js';
+import { bootstrapUser } from '../infra/accounts.js';
+import { rebuildProjections } from '../projections/rebuild.js';
+import { startServer } from './server.js';
+
+function setup(opts: { quietLogs?: boolean } = {}): { config: Config; logger: Logger } {
+  const config = loadConfig();
+  // Admin commands print their result on stdout; their logs go to stderr.
+  const logger = opts.quietLogs
+    ? createLogger({ level: process.env.LOG_LEVEL ?? 'warn', pretty: false, destination: process.stderr })
+    : createLogger({ level: config.LOG_LEVEL });
+  return { config, logger };
+}
+
+async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
+  const { config, logger } = setup();
+  if (!config.DATABASE_URL && !(roles.api && roles.worker)) {
+    logger.warn('running one role on the embedded database: scale-out roles are meant for DATABASE_URL');
+  }
+  const server = await startServer({ config, logger, roles });
+  let signals = 0;
+  const shutdown = (signal: string) => {
+    if (++signals > 1) process.exit(1);
+    logger.info({ signal }, 'shutting down');
+    server.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>, logger: Logger) => Promise<T>): Promise<T> {
+  const { config, logger } = setup({ quietLogs: true });
+  const database = await openDatabase(config, logger, { poolSize: 2 });
+  try {
+    await migrate(database.db, { logger });
+    return await fn(database, logger);
+  } finally {
+    await database.close();
+  }
+}
+
+export async function main(argv: string[]): Promise<void> {
+  await yargs(argv)
+    .scriptName('svc-server')
+    .usage('$0 <command>')
+    .command('start', 'API and workers in one process (embedded PostgreSQL unless DATABASE_URL)', {}, () => serve({ api: true, worker: true }))
+    .command('api', 'the HTTP API only (scale-out; needs DATABASE_URL)', {}, () => serve({ api: true, worker: false }))
+    .command('worker', 'the job workers only (scale-out; needs DATABASE_URL)', {}, () => serve({ api: false, worker: true }))
+    .command('migrate', 'apply database migrations and exit', {}, async () => {
+      const applied = await withDatabase(async (d, logger) => migrate(d.db, { logger }));
+      process.stdout.write(`migrations up to date${applied.length ? ` (applied ${applied.join(', ')})` : ''}\n`);
+    })
+    .command('projections <action>', 'projection maintenance', (y) =>
+      y
+        .positional('action', { choices: ['rebuild'] as const, demandOption: true })
+        .option('verify', { type: 'boolean', default: false, describe: 'replay into scratch tables and compare; change nothing' }),
+      async (args) => {
+        const report = await withDatabase((d) => rebuildProjections(d.db, { verify: args.verify }));
+        process.stdout.write(
+          `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows from ${report.events} events in ${report.millis} ms\n`,
+        );
+        if (report.differences.length) {
+          for (const d of report.differences) process.stdout.write(`  differs (${d.side}): cr ${d.cr_id}\n`);
+          process.exitCode = 1;
+        }
+      },
+    )
+    .command('admin <action>', 'administration', (y) =>
+      y
+        .positional('action', { choices: ['bootstrap'] as const, demandOption: true })
+        .option('email', { type: 'string', demandOption: true, describe: 'the user to create or reuse' })
+        .option('name', { type: 'string', describe: 'display name (and account name) for a new user' }),
+      async (args) => {
+        const out = await withDatabase((d) => bootstrapUser(d.db, { email: args.email, ...(args.name ? { name: args.name } : {}) }));
+        process.stdout.write(`${out.token.token}\n`);
+      },
+    )
+    .demandCommand(1, 'name a command: start, api, worker, migrate, projections, admin')
+    .strict()
+    .fail((msg, err) => {
+      if (err) throw err;
+      process.stderr.write(`error: ${msg}\n`);
+      process.exit(2);
+    })
+    .help()
+    .parseAsync();
+}
+
+main(hideBin(process.argv)).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`error: ${err.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,51 @@
+import type { Query } from '../../infra/db/db.js';
+
+export const accountQueries = {
+  insertAccount: (accountId: string, name: string): Query => ({
+    text: 'INSERT INTO accounts (account_id, name) VALUES ($1, $2)',
+    values: [accountId, name],
+  }),
+  /** Inserts the user unless the email exists; returns the user either way. */
+  upsertUser: (userId: string, email: string, name: string): Query => ({
+    text: `INSERT INTO users (user_id, email, name) VALUES ($1, lower($2), $3)
+      ON CONFLICT (email) DO UPDATE SET email = EXCLUDED.email
+      RETURNING user_id, email, name, (xmax = 0) AS created`,
+    values: [userId, email, name],
+  }),
+  insertMembership: (accountId: string, userId: string, role: 'owner' | 'member'): Query => ({
+    text: 'INSERT INTO memberships (account_id, user_id, role) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING',
+    values: [accountId, userId, role],
+  }),
+  accountsOfUser: (userId: string): Query => ({
+    text: `SELECT a.account_id, a.name, m.role FROM accounts a JOIN memberships m USING (account_id)
+      WHERE m.user_id = $1 ORDER BY m.created_at, a.account_id`,
+    values: [userId],
+  }),
+  isMember: (accountId: string, userId: string): Query => ({
+    text: 'SELECT 1 AS ok FROM memberships WHERE account_id = $1 AND user_id = $2',
+    values: [accountId, userId],
+  }),
+  userById: (userId: string): Query => ({
+    text: 'SELECT user_id, email, name FROM users WHERE user_id = $1',
+    values: [userId],
+  }),
+};
+
+export const tokenQueries = {
+  insert: (t: { tokenId: string; userId: string; projectId: string | null; name: string; hash: Buffer; expiresAt: Date | null }): Query => ({
+    text: `INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6) RETURNING token_id, name, project_id, created_at, expires_at`,
+    values: [t.tokenId, t.userId, t.projectId, t.name, t.hash, t.expiresAt],
+  }),
+  /** A live token by the hash of its value, with its owner. */
+  byHash: (hash: Buffer): Query => ({
+    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, u.email, u.name AS user_name
+      FROM tokens t JOIN users u USING (user_id)
+      WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+    values: [hash],
+  }),
+  revoke: (tokenId: string): Query => ({
+    text: 'UPDATE tokens SET revoked_at = now() WHERE token_id = $1 AND revoked_at IS NULL',
+    values: [tokenId],
+  }),
+};

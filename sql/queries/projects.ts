@@ -1,0 +1,48 @@
+import type { Query } from '../../infra/db/db.js';
+
+const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at';
+
+export const projectQueries = {
+  insert: (p: {
+    projectId: string;
+    accountId: string;
+    name: string;
+    slug: string;
+    repoUrl: string | null;
+    repoCredentialsEnc: string | null;
+    defaultBranch: string;
+  }): Query => ({
+    text: `INSERT INTO projects (project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch)
+      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${cols}`,
+    values: [p.projectId, p.accountId, p.name, p.slug, p.repoUrl, p.repoCredentialsEnc, p.defaultBranch],
+  }),
+  /** By uuid or slug, among the projects of accounts the user belongs to. */
+  forUser: (userId: string, idOrSlug: string, isUuid: boolean): Query => ({
+    text: `SELECT ${cols} FROM projects p
+      WHERE ${isUuid ? 'p.project_id = $2::uuid' : 'p.slug = $2'}
+        AND EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)`,
+    values: [userId, idOrSlug],
+  }),
+  byId: (projectId: string): Query => ({
+    text: `SELECT ${cols} FROM projects WHERE project_id = $1`,
+    values: [projectId],
+  }),
+  byIdOrSlug: (idOrSlug: string, isUuid: boolean): Query => ({
+    text: `SELECT ${cols} FROM projects WHERE ${isUuid ? 'project_id = $1::uuid' : 'slug = $1'}`,
+    values: [idOrSlug],
+  }),
+  listForUser: (userId: string): Query => ({
+    text: `SELECT ${cols} FROM projects p
+      WHERE EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)
+      ORDER BY p.created_at, p.project_id`,
+    values: [userId],
+  }),
+  slugTaken: (slug: string): Query => ({
+    text: 'SELECT 1 AS taken FROM projects WHERE slug = $1',
+    values: [slug],
+  }),
+  sessionInProject: (projectId: string, sessionId: string): Query => ({
+    text: 'SELECT 1 AS ok FROM project_sessions WHERE project_id = $1 AND session_id = $2',
+    values: [projectId, sessionId],
+  }),
+};

@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { isDomainError } from '../domain/errors.js';
+import { runMerge } from '../infra/change-requests/merge.js';
+import type { CrDeps } from '../infra/change-requests/service.js';
+import type { JobOutput } from '../infra/queue.js';
+
+export const CR_MERGE = 'cr.merge';
+
+const jobSchema = z.object({
+  project_id: z.uuid(),
+  cr_id: z.uuid(),
+  actor: z.uuid(),
+  message: z.string().optional(),
+  expected_head_sha: z.string().optional(),
+});
+
+/**
+ * `cr.merge`: typed outcomes (409 conflicts, a moved head, a CR no longer open) are
+ * results handed back to the waiting request; anything else throws and pg-boss retries,
+ * which `runMerge` makes safe.
+ */
+export function crMergeHandler(deps: CrDeps) {
+  return async (data: unknown): Promise<JobOutput> => {
+    const job = jobSchema.parse(data);
+    try {
+      const cr = await runMerge(deps, job);
+      return { ok: true, value: cr };
+    } catch (err) {
+      if (isDomainError(err)) {
+        return { ok: false, error: { code: err.code, reason: err.reason, message: err.message, details: err.details } };
+      }
+      throw err;
+    }
+  };
+}
