@@ -10,6 +10,13 @@ import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './
  */
 export class OrtEngine implements GitEngine {
   readonly name = 'git' as const;
+  /**
+   * Merge bases by (repo, a, b). Commits are immutable, so is their merge base (replace
+   * objects are off, mirrors are never shallow): a CR read repeats the same pair until a
+   * branch moves, and then the preview costs one merge-tree instead of two processes.
+   */
+  private readonly mergeBases = new Map<string, string | null>();
+  private static readonly MERGE_BASE_CACHE = 4096;
 
   async resolveBranch(repoPath: string, branch: string): Promise<string | null> {
     assertBranchName(branch);
@@ -24,8 +31,16 @@ export class OrtEngine implements GitEngine {
   async mergeBase(repoPath: string, a: string, b: string): Promise<string | null> {
     assertSha(a, 'base_sha');
     assertSha(b, 'head_sha');
+    const key = `${repoPath}\0${a}\0${b}`;
+    const hit = this.mergeBases.get(key);
+    if (hit !== undefined) return hit;
     const r = await runGit(['merge-base', '--end-of-options', a, b], { cwd: repoPath, okCodes: [0, 1] });
-    return r.code === 0 ? r.stdout.toString('utf8').trim() : null;
+    const mb = r.code === 0 ? r.stdout.toString('utf8').trim() : null;
+    if (this.mergeBases.size >= OrtEngine.MERGE_BASE_CACHE) {
+      this.mergeBases.delete(this.mergeBases.keys().next().value!);
+    }
+    this.mergeBases.set(key, mb);
+    return mb;
   }
 
   async isAncestor(repoPath: string, ancestor: string, descendant: string): Promise<boolean> {
@@ -66,6 +81,13 @@ export class OrtEngine implements GitEngine {
   async preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
     assertSha(baseSha, 'base_sha');
     assertSha(headSha, 'head_sha');
+    const known = this.mergeBases.get(`${repoPath}\0${baseSha}\0${headSha}`);
+    if (known !== undefined) {
+      const shape = classify(baseSha, headSha, known).kind;
+      if (shape !== 'three-way') return previewFor(baseSha, headSha, known, shape, []);
+      const t = await mergeTree(repoPath, baseSha, headSha);
+      return previewFor(baseSha, headSha, known, t.clean ? 'clean' : 'conflicted', t.conflicts);
+    }
     // merge-tree runs beside merge-base: for the common "needs a real merge" case the
     // preview costs one merge-tree's time; its result is dropped when no merge is needed.
     const [mb, tree] = await Promise.all([

@@ -66,13 +66,18 @@ export const run: BenchSuite = async ({ quick }) => {
     const [rawMerge, merge] = await pair(n, rawMergeFn, () =>
       engine.createMerge(repo, { base_sha: base, head_sha: head, message: 'bench', author: SYSTEM_IDENTITY, date }),
     );
+    if (name === 'git') {
+      // A fresh engine per call: the first read of a (base, head) pair, merge-base not yet known.
+      const [rawCold, cold] = await pair(n, rawPreviewFn, async () => (await createEngine('git')).preview(repo, base, head));
+      rows.push({ suite: 'git', name: 'preview, first read of a pair (merge-ort)', value: cold, unit: 'ms', floor: rawCold, ratio: cold / rawCold, notes: 'merge-base and merge-tree in parallel' });
+    }
     floors.preview.push(rawPreview);
     floors.diff.push(rawDiff);
     floors.merge.push(rawMerge);
     previews.push([label, preview]);
     const goal = 1.2;
     rows.push(
-      { suite: 'git', name: `preview (${label} engine)`, value: preview, unit: 'ms', floor: rawPreview, ratio: preview / rawPreview, goal: `<= ${goal}x raw merge-tree`, met: preview <= goal * rawPreview, notes },
+      { suite: 'git', name: `preview (${label} engine)`, value: preview, unit: 'ms', floor: rawPreview, ratio: preview / rawPreview, goal: `<= ${goal}x raw merge-tree`, met: preview <= goal * rawPreview, notes: name === 'git' ? `${notes}; repeat reads of a pair (merge-base cached)` : notes },
       { suite: 'git', name: `diff (${label} engine)`, value: diff, unit: 'ms', floor: rawDiff, ratio: diff / rawDiff, notes: 'floor: the three git diff calls on base...head' },
       { suite: 'git', name: `merge (${label} engine)`, value: merge, unit: 'ms', floor: rawMerge, ratio: merge / rawMerge, notes: 'floor: merge-tree + commit-tree' },
     );
