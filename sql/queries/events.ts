@@ -55,7 +55,7 @@ export const eventQueries = {
 
   readStream: (streamId: string, upTo: Date | null): Query => ({
     text: `SELECT ${cols} FROM events
-      WHERE stream_id = $1 AND ($2::timestamptz IS NULL OR recorded_at <= $2)
+      WHERE stream_id = $1 AND ($2::timestamptz IS NULL OR date_trunc('milliseconds', recorded_at) <= $2)
       ORDER BY stream_position`,
     values: [streamId, upTo],
   }),

@@ -1,0 +1,126 @@
+/**
+ * Real servers for tests. `startTestServer` runs the whole server (API + queue + merge
+ * worker) in this process on a fresh database; `spawnTestServer` runs `svc-server start`
+ * as a child process (crash tests, CLI end-to-end). Both give a user token.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../infra/config.js';
+import { silentLogger } from '../../infra/logger.js';
+import { bootstrapUser } from '../../infra/accounts.js';
+import { projectRoot } from '../../infra/paths.js';
+import { startServer, type RunningServer } from '../../ops/server.js';
+import { createTestDb, type TestDb } from './db.js';
+
+export interface TestServer {
+  url: string;
+  /** A user token (owner of the account `accountId`). */
+  token: string;
+  userId: string;
+  accountId: string;
+  db: TestDb;
+  dataDir: string;
+  /** Another user token for a fresh user in another account. */
+  newUser(email: string): Promise<{ token: string; userId: string; accountId: string }>;
+  stop(): Promise<void>;
+}
+
+export async function startTestServer(opts: { env?: Record<string, string>; mergeConcurrency?: number } = {}): Promise<TestServer> {
+  const db = await createTestDb();
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...opts.env });
+  let server: RunningServer;
+  try {
+    server = await startServer({
+      config,
+      logger: silentLogger,
+      roles: { api: true, worker: true },
+      database: { db: db.db, url: db.url, embedded: false, close: async () => {} },
+      ...(opts.mergeConcurrency ? { mergeConcurrency: opts.mergeConcurrency } : {}),
+    });
+  } catch (err) {
+    await db.drop();
+    throw err;
+  }
+  const first = await bootstrapUser(db.db, { email: 'owner@example.test', name: 'Owner' });
+  return {
+    url: server.url,
+    token: first.token.token,
+    userId: first.user_id,
+    accountId: first.account_id,
+    db,
+    dataDir,
+    async newUser(email) {
+      const u = await bootstrapUser(db.db, { email });
+      return { token: u.token.token, userId: u.user_id, accountId: u.account_id };
+    },
+    async stop() {
+      await server.stop();
+      await db.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+export interface SpawnedServer {
+  url: string;
+  proc: ChildProcess;
+  output: () => string;
+  /** SIGTERM, and wait for the exit code. */
+  stop(): Promise<number | null>;
+}
+
+/** `svc-server <cmd>` as a child process, ready when /readyz answers 200. */
+export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+  const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`svc-server exited early (${proc.exitCode}):\n${out}`);
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) break;
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`svc-server did not become ready:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    proc,
+    output: () => out,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+/** A temp dir the embedded postgres (running as `postgres` when we are root) can traverse. */
+export async function traversableTempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
+  await chmod(dir, 0o755);
+  return dir;
+}
