@@ -113,7 +113,7 @@ function parse(y: Argv, argv: string[], group: GroupSpec | undefined, leaf: Leaf
       const path = `svc ${group ? `${group.name} ` : ''}${leaf.name}`;
       // yargs' wording for a missing positional names none; name it.
       if (msg && /^Not enough non-option arguments/.test(msg) && leaf.args) throw new UsageError(`missing argument ${leaf.args.split(' ')[0]} for "${path}"`);
-      throw new UsageError(msg ?? err?.message ?? 'invalid arguments');
+      throw new UsageError((msg ?? err?.message ?? 'invalid arguments').replace(/\s*\n\s*/g, ' '));
     });
   if (group) {
     y.command([group.name, ...(group.aliases ?? [])], group.describe, (g: Argv) => leafCmd(g).demandCommand(1));

@@ -27,7 +27,9 @@ export type FetchLike = (url: string, init?: FetchInit) => Promise<FetchResponse
 
 export const nodeFetch: FetchLike = async (url, init = {}) => {
   const u = new URL(url);
-  const mod = u.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  // The module object, not the ESM namespace: interceptors (nock) patch `request` on it and
+  // a namespace created before the patch would keep the original.
+  const mod = u.protocol === 'https:' ? (await import('node:https')).default : (await import('node:http')).default;
   return new Promise<FetchResponse>((resolve, reject) => {
     const req = mod.request(
       u,

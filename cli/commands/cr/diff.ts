@@ -33,7 +33,7 @@ export async function run({ f, cr: ref, color, project, host, json }: CrDiffOpti
   const c = colors(f.io, f.env, !color);
   const text = c.enabled ? colorize(diff.patch, c) : diff.patch;
   const body = text.endsWith('\n') ? text : text + '\n';
-  if (f.io.withPager) await f.io.withPager(f.env, (out) => out.write(body));
+  if (f.io.stdoutIsTTY && f.io.withPager) await f.io.withPager(f.env, (out) => out.write(body));
   else f.io.out.write(body);
 }
 

@@ -1,0 +1,252 @@
+import { expect } from 'chai';
+import nock from 'nock';
+import http from 'node:http';
+import { readFile, stat } from 'node:fs/promises';
+import { main } from '../../cli/app.js';
+import { readConfig, writeConfig } from '../../cli/config.js';
+import { ME, makeFactory, runSvc, sandbox, scriptedPrompter, type Sandbox } from './helpers.js';
+
+const API = 'http://api.auth.test:9090';
+const TOKEN = 'svc_pat_authtest0123456789';
+
+describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
+  let sb: Sandbox;
+  before(() => nock.disableNetConnect());
+  after(() => nock.enableNetConnect());
+  beforeEach(async () => (sb = await sandbox()));
+  afterEach(async () => {
+    const pending = nock.pendingMocks();
+    nock.cleanAll();
+    await sb.cleanup();
+    expect(pending, 'unused HTTP stubs').to.deep.equal([]);
+  });
+  const run = (args: string[], o: { tty?: boolean; env?: Record<string, string>; stdin?: string; answers?: Array<number | boolean> } = {}) => {
+    const p = scriptedPrompter(o.answers ?? []);
+    return runSvc(args, {
+      configPath: sb.configPath,
+      env: o.env ?? {},
+      cwd: sb.dir,
+      prompter: p.prompter,
+      ...(o.tty !== undefined ? { tty: o.tty } : {}),
+      ...(o.stdin !== undefined ? { stdin: o.stdin } : {}),
+    });
+  };
+  const me = (token = TOKEN) => nock(API, { reqheaders: { authorization: `Bearer ${token}` } }).get('/v1/accounts/me');
+
+  describe('login', () => {
+    it('--token validates with /v1/accounts/me, stores it 0600 and makes the host active', async () => {
+      await run(['hosts', 'add', 'mine', '--url', `${API}/v1`]);
+      me().reply(200, ME);
+      const r = await run(['login', '--host', 'mine', '--token', TOKEN]);
+      expect(r.code).to.equal(0);
+      expect(r.stderr).to.contain('Logged in to mine').and.contain('ada@example.com');
+      expect(r.stdout).to.equal('');
+      const c = await readConfig(sb.configPath);
+      expect(c.active_host).to.equal('mine');
+      expect(c.hosts.mine).to.deep.equal({ url: API, token: TOKEN, user: 'ada@example.com' });
+      expect((await stat(sb.configPath)).mode & 0o777).to.equal(0o600);
+    });
+
+    it('--token - reads the token from stdin', async () => {
+      me().reply(200, ME);
+      const r = await run(['login', '--api', API, '--token', '-'], { stdin: `${TOKEN}\n` });
+      expect(r.code).to.equal(0);
+      const c = await readConfig(sb.configPath);
+      expect(c.active_host).to.equal('api.auth.test:9090');
+      expect(c.hosts['api.auth.test:9090']?.token).to.equal(TOKEN);
+    });
+
+    it('a rejected token is not stored (exit 1)', async () => {
+      me('svc_pat_bad').reply(401, { error: 'Unauthorized' });
+      const r = await run(['login', '--api', API, '--token', 'svc_pat_bad']);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain('error: Unauthorized (HTTP 401)');
+      expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
+    });
+
+    it('a project token is refused by /accounts/me (403): exit 1, nothing stored', async () => {
+      me().reply(403, { error: 'Forbidden', message: 'Project tokens cannot use account routes.' });
+      const r = await run(['login', '--api', API, '--token', TOKEN]);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain('Project tokens cannot use account routes. (HTTP 403)');
+    });
+
+    it('browser flow: prints the URL first, opens no browser off a TTY, takes the token from the localhost callback', async () => {
+      nock.enableNetConnect('127.0.0.1');
+      try {
+        me().reply(200, ME);
+        const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { SVC_DASHBOARD_URL: 'https://dash.test' }, cwd: sb.dir });
+        const done = main(['login', '--api', API], f);
+        let url: URL | undefined;
+        for (let i = 0; i < 200 && !url; i++) {
+          const m = /https:\/\/dash\.test\/cli\/login\?\S+/.exec(t.stderr());
+          if (m) url = new URL(m[0]);
+          else await new Promise((r) => setTimeout(r, 10));
+        }
+        if (!url) throw new Error(`no login URL in: ${t.stderr()}`);
+        expect(t.stderr().indexOf('https://dash.test')).to.be.lessThan(t.stderr().indexOf('Waiting'));
+        const callback = new URL(url.searchParams.get('callback')!);
+        expect(callback.hostname).to.equal('127.0.0.1');
+        // A wrong state is refused and the flow keeps waiting.
+        expect(await get(`${callback.href}?state=wrong&token=${TOKEN}`)).to.equal(400);
+        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&token=${TOKEN}`)).to.equal(200);
+        expect(await done).to.equal(0);
+        expect(opened).to.deep.equal([]);
+        expect((await readConfig(sb.configPath)).hosts['api.auth.test:9090']?.token).to.equal(TOKEN);
+      } finally {
+        nock.disableNetConnect();
+      }
+    });
+
+    it('browser flow on a TTY opens the browser, but never under CI', async () => {
+      const { run: login } = await import('../../cli/commands/login.js');
+      for (const [env, expectOpen] of [[{}, true], [{ CI: 'true' }, false]] as const) {
+        const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { ...env }, tty: true, cwd: sb.dir });
+        try {
+          await login({ f, api: API, timeoutMs: 50 });
+          expect.fail('should time out');
+        } catch (e) {
+          expect((e as Error).message).to.contain('timed out');
+        }
+        expect(opened.length === 1, JSON.stringify(env)).to.equal(expectOpen);
+        expect(t.stderr()).to.contain('/cli/login?callback=');
+      }
+    });
+  });
+
+  describe('logout and whoami', () => {
+    beforeEach(() => writeConfig(sb.configPath, { active_host: 'mine', hosts: { mine: { url: API, token: TOKEN, user: 'ada@example.com' } } }));
+
+    it('whoami prints the user and account', async () => {
+      me().reply(200, ME);
+      const r = await run(['whoami']);
+      expect(r.code).to.equal(0);
+      expect(r.stdout).to.equal(`Ada <ada@example.com>\naccount: Acme (${ME.account.account_id})\nhost: mine (${API})\n`);
+    });
+
+    it('whoami --json prints the API object', async () => {
+      me().reply(200, ME);
+      expect(JSON.parse((await run(['whoami', '--json'])).stdout)).to.deep.equal(ME);
+    });
+
+    it('whoami works from SVC_API_URL + SVC_EXECUTOR_TOKEN alone', async () => {
+      me('svc_pat_exec').reply(200, ME);
+      const r = await run(['whoami'], { env: { SVC_API_URL: `${API}/v1`, SVC_EXECUTOR_TOKEN: 'svc_pat_exec', SVC_CONFIG_FILE: '/nonexistent/x.json' } });
+      expect(r.code).to.equal(0);
+    });
+
+    it('logout removes the token; a second logout fails with exit 1', async () => {
+      const r = await run(['logout']);
+      expect(r.code).to.equal(0);
+      expect((await readConfig(sb.configPath)).hosts.mine).to.deep.equal({ url: API });
+      const again = await run(['logout']);
+      expect(again.code).to.equal(1);
+      expect(again.stderr).to.equal('error: not logged in to mine\n');
+    });
+
+    it('without a token, operational commands fail before any request (exit 1)', async () => {
+      const r = await run(['whoami', '--host', 'selfhost']);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain("error: not logged in to selfhost; run 'svc login --host selfhost'");
+    });
+  });
+
+  describe('hosts', () => {
+    it('ls: built-ins always present, active marked; --json parses', async () => {
+      const r = await run(['hosts', 'ls', '--json']);
+      const hosts = JSON.parse(r.stdout) as Array<{ name: string; active: boolean; builtin: boolean }>;
+      expect(hosts.map((h) => h.name)).to.deep.equal(['cloud', 'selfhost', 'local-dev', 'svc-internal-dev']);
+      expect(hosts.filter((h) => h.active).map((h) => h.name)).to.deep.equal(['cloud']);
+      expect(hosts.find((h) => h.name === 'selfhost')).to.include({ url: 'http://localhost:8080', builtin: true });
+    });
+
+    it('add, use, current, info (token masked), rm', async () => {
+      expect((await run(['hosts', 'add', 'staging', '--url', 'https://staging.example/v1/'])).code).to.equal(0);
+      expect((await run(['hosts', 'use', 'staging'])).code).to.equal(0);
+      expect((await run(['hosts', 'current'])).stdout).to.equal('staging\n');
+      const c = await readConfig(sb.configPath);
+      c.hosts.staging!.token = 'svc_pat_secretsecret1234';
+      await writeConfig(sb.configPath, c);
+      const info = await run(['hosts', 'info']);
+      expect(info.stdout).to.contain('url:\thttps://staging.example\n').and.contain('token:\tsvc_pat_********1234 (config)').and.not.contain('secretsecret');
+      const ls = await run(['hosts', 'ls']);
+      expect(ls.stdout).to.contain('*\tstaging\thttps://staging.example\tlogged in');
+      expect((await run(['hosts', 'rm', 'staging', '--yes'])).code).to.equal(0);
+      expect((await run(['hosts', 'current'])).stdout).to.equal('cloud\n');
+    });
+
+    it('current follows --host, then SVC_API_URL, then the link file', async () => {
+      expect((await run(['hosts', 'current', '--host', 'local-dev'])).stdout).to.equal('local-dev\n');
+      expect((await run(['hosts', 'current'], { env: { SVC_API_URL: API } })).stdout).to.equal('SVC_API_URL\n');
+    });
+
+    it('use without a name: a picker on a TTY, a usage error otherwise', async () => {
+      const r = await run(['hosts', 'use'], { tty: true, answers: [1] });
+      expect(r.code).to.equal(0);
+      expect((await readConfig(sb.configPath)).active_host).to.equal('selfhost');
+      const u = await run(['hosts', 'use']);
+      expect(u.code).to.equal(2);
+      expect(u.stderr).to.equal('error: host name required when not running interactively\n');
+    });
+
+    it('rm of the last added host asks on a TTY, needs --yes otherwise', async () => {
+      await run(['hosts', 'add', 'only', '--url', API]);
+      const declined = await run(['hosts', 'rm', 'only'], { tty: true, answers: [false] });
+      expect(declined.code).to.equal(1);
+      expect(Object.keys((await readConfig(sb.configPath)).hosts)).to.deep.equal(['only']);
+      const piped = await run(['hosts', 'rm', 'only']);
+      expect(piped.code).to.equal(2);
+      const accepted = await run(['hosts', 'rm', 'only'], { tty: true, answers: [true] });
+      expect(accepted.code).to.equal(0);
+      expect((await readConfig(sb.configPath)).hosts).to.deep.equal({});
+    });
+
+    it('rm of a non-last host does not ask', async () => {
+      await run(['hosts', 'add', 'a', '--url', API]);
+      await run(['hosts', 'add', 'b', '--url', API]);
+      expect((await run(['hosts', 'rm', 'a'])).code).to.equal(0);
+    });
+
+    it('errors: unknown host (1), built-in (1), missing --url (2), bad URL (2)', async () => {
+      expect((await run(['hosts', 'use', 'nope'])).code).to.equal(1);
+      expect((await run(['hosts', 'rm', 'cloud'])).code).to.equal(1);
+      expect((await run(['hosts', 'add', 'cloud', '--url', API])).code).to.equal(1);
+      const noUrl = await run(['hosts', 'add', 'x']);
+      expect(noUrl.code).to.equal(2);
+      expect(noUrl.stderr).to.equal('error: Missing required argument: url\n');
+      expect((await run(['hosts', 'add', 'x', '--url', 'ftp://x'])).code).to.equal(2);
+    });
+
+    it('add --login runs the login flow for the new host', async () => {
+      nock.enableNetConnect('127.0.0.1');
+      try {
+        me().reply(200, ME);
+        const { f, t } = makeFactory({ configPath: sb.configPath, env: {}, cwd: sb.dir });
+        const done = main(['hosts', 'add', 'withlogin', '--url', API, '--login'], f);
+        let cb: string | undefined;
+        for (let i = 0; i < 200 && !cb; i++) {
+          const m = /\/cli\/login\?(\S+)/.exec(t.stderr());
+          if (m) {
+            const q = new URLSearchParams(m[1]);
+            cb = `${q.get('callback')}?state=${q.get('state')}&token=${TOKEN}`;
+          } else await new Promise((r) => setTimeout(r, 10));
+        }
+        expect(await get(cb!)).to.equal(200);
+        expect(await done).to.equal(0);
+        const raw = JSON.parse(await readFile(sb.configPath, 'utf8'));
+        expect(raw).to.deep.equal({ active_host: 'withlogin', hosts: { withlogin: { url: API, token: TOKEN, user: 'ada@example.com' } } });
+      } finally {
+        nock.disableNetConnect();
+      }
+    });
+  });
+});
+
+function get(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get(url, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
