@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import nock from 'nock';
+import { useNock } from './nock-scope.js';
 import http from 'node:http';
 import { readFile, stat } from 'node:fs/promises';
 import { main } from '../../cli/app.js';
@@ -11,15 +12,9 @@ const TOKEN = 'svc_pat_authtest0123456789';
 
 describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
   let sb: Sandbox;
-  before(() => nock.disableNetConnect());
-  after(() => nock.enableNetConnect());
+  useNock();
   beforeEach(async () => (sb = await sandbox()));
-  afterEach(async () => {
-    const pending = nock.pendingMocks();
-    nock.cleanAll();
-    await sb.cleanup();
-    expect(pending, 'unused HTTP stubs').to.deep.equal([]);
-  });
+  afterEach(() => sb.cleanup());
   const run = (args: string[], o: { tty?: boolean; env?: Record<string, string>; stdin?: string; answers?: Array<number | boolean> } = {}) => {
     const p = scriptedPrompter(o.answers ?? []);
     return runSvc(args, {

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import nock from 'nock';
+import { useNock } from './nock-scope.js';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeLink } from '../../cli/link.js';
@@ -24,15 +25,9 @@ describe('svc cr (HTTP stubbed with nock)', () => {
   const env = (extra: Record<string, string> = {}) => ({ SVC_API_URL: `${API}/v1`, SVC_CLI_TOKEN: TOKEN, SVC_PROJECT_ID: P, ...extra });
   const api = () => nock(API, { reqheaders: { authorization: `Bearer ${TOKEN}` } });
 
-  before(() => nock.disableNetConnect());
-  after(() => nock.enableNetConnect());
+  useNock();
   beforeEach(async () => (sb = await sandbox()));
-  afterEach(async () => {
-    const pending = nock.pendingMocks();
-    nock.cleanAll();
-    await sb.cleanup();
-    expect(pending, 'unused HTTP stubs').to.deep.equal([]);
-  });
+  afterEach(() => sb.cleanup());
   const run = (args: string[], o: { tty?: boolean; env?: Record<string, string>; cwd?: string; pager?: boolean; stdin?: string } = {}) =>
     runSvc(args, { configPath: sb.configPath, env: o.env ?? env(), ...(o.cwd ? { cwd: o.cwd } : { cwd: sb.dir }), ...(o.tty !== undefined ? { tty: o.tty } : {}), ...(o.pager ? { pager: true } : {}), ...(o.stdin !== undefined ? { stdin: o.stdin } : {}) });
 

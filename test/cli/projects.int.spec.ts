@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import nock from 'nock';
+import { useNock } from './nock-scope.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeConfig } from '../../cli/config.js';
@@ -12,18 +13,12 @@ const OTHER = { ...PROJECT, project_id: '1c2d3e4f-5a6b-4c7d-8e9f-a0b1c2d3e4f5', 
 
 describe('svc projects (HTTP stubbed with nock)', () => {
   let sb: Sandbox;
-  before(() => nock.disableNetConnect());
-  after(() => nock.enableNetConnect());
+  useNock();
   beforeEach(async () => {
     sb = await sandbox();
     await writeConfig(sb.configPath, { active_host: 'dev', hosts: { dev: { url: API, token: TOKEN } } });
   });
-  afterEach(async () => {
-    const pending = nock.pendingMocks();
-    nock.cleanAll();
-    await sb.cleanup();
-    expect(pending, 'unused HTTP stubs').to.deep.equal([]);
-  });
+  afterEach(() => sb.cleanup());
   const api = () => nock(API, { reqheaders: { authorization: `Bearer ${TOKEN}` } });
   const run = (args: string[], o: { tty?: boolean; env?: Record<string, string>; cwd?: string; answers?: Array<number | boolean> } = {}) =>
     runSvc(args, {

@@ -15,7 +15,7 @@ export interface CrLsOptions {
 }
 
 export const builder = (y: Argv) =>
-  withJson(withHost(withProject(y.option('status', { choices: ['open', 'merged', 'closed', 'all'], default: 'open', describe: 'Which change requests' }))));
+  withJson(withHost(withProject(y.option('status', { choices: ['open', 'merged', 'closed', 'all'], default: 'open', requiresArg: true, describe: 'Which change requests' }))));
 
 export const handler = (argv: Args, f: Factory) =>
   run({ f, status: argv.status as CrLsOptions['status'], project: str(argv.project), host: str(argv.host), json: !!argv.json });
