@@ -6,6 +6,7 @@ import type { Logger } from '../infra/logger.js';
 import { DEFAULT_AGENT_CONFIG_DIR, loadAgentConfigDir } from './agent-config-dir.js';
 import { displayRepoUrl, type AgentdConfig } from './config.js';
 import type { ControlDeps } from './control-routes.js';
+import { helperCommand } from './git-credential-helper.js';
 import { Health } from './health.js';
 import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
@@ -56,6 +57,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
         apiUrl: config.apiUrl,
         projectId: config.projectId,
         token: config.token,
+        agentCredentialHelper: process.argv[1] ? helperCommand(process.execPath, process.argv[1]) : undefined,
       }
     : undefined;
   const health = new Health({

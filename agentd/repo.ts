@@ -14,6 +14,8 @@ export interface RepoSettings extends CredentialSource {
   repoUrl: string;
   branch: string | undefined;
   baseRef: string | undefined;
+  /** `credential.helper` for the agent's own git commands (see git-credential-helper.ts). */
+  agentCredentialHelper?: string | undefined;
 }
 
 export class RepoError extends Error {
@@ -73,6 +75,13 @@ export async function cloneRepo(s: RepoSettings, log: Logger): Promise<void> {
     await git(['clone', '--no-checkout', '--origin', 'origin', '--', s.repoUrl, s.workspace], { env });
   }
   await checkoutSessionBranch(s);
+  if (s.agentCredentialHelper && remoteNeedsCredential(s.repoUrl)) {
+    // Only the helper command is stored, never a credential. The empty entry first
+    // resets helpers inherited from system or global config for this repo.
+    await runGit(['config', '--local', '--unset-all', 'credential.helper'], { cwd: s.workspace });
+    await git(['config', '--local', '--add', 'credential.helper', ''], { cwd: s.workspace });
+    await git(['config', '--local', '--add', 'credential.helper', s.agentCredentialHelper], { cwd: s.workspace });
+  }
 }
 
 async function remoteRefExists(cwd: string, ref: string): Promise<boolean> {

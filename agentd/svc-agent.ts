@@ -7,6 +7,7 @@
 import { createLogger } from '../infra/logger.js';
 import { ConfigError, loadConfig } from './config.js';
 import { startDaemon, type Daemon } from './daemon.js';
+import { runGitCredentialHelper } from './git-credential-helper.js';
 
 async function main(): Promise<void> {
   const logger = createLogger({ name: 'svc-agent', pretty: process.env.SVC_LOG_PRETTY === '1' });
@@ -55,4 +56,8 @@ async function main(): Promise<void> {
   }
 }
 
-void main();
+if (process.argv[2] === 'git-credential') {
+  void runGitCredentialHelper(process.argv[3], process.env, process.stdin, process.stdout, process.stderr).then((code) => process.exit(code));
+} else {
+  void main();
+}

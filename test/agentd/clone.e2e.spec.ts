@@ -1,9 +1,10 @@
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from './support/git-http-server.js';
-import { eventually, makeRemote, startDaemon, tempDir, type DaemonHandle } from './support/harness.js';
+import { eventually, gitSync, makeRemote, startDaemon, tempDir, type DaemonHandle } from './support/harness.js';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -59,7 +60,8 @@ describe('svc-agent clone with a fetched credential (e2e)', function () {
     const gitConfig = readFileSync(path.join(d.workspace, '.git', 'config'), 'utf8');
     expect(gitConfig).to.include(`${gitServer.url}/remote.git`);
     expect(gitConfig).to.not.include(password);
-    expect(gitConfig).to.not.include('credential');
+    // Only the helper command for the agent's own pushes is stored.
+    expect(gitConfig).to.match(/helper = .*svc-agent\.js' git-credential/);
     for (const f of filesUnder(path.join(d.workspace, '.git'))) {
       expect(readFileSync(f).includes(password), f).to.equal(false);
     }
@@ -70,6 +72,33 @@ describe('svc-agent clone with a fetched credential (e2e)', function () {
       env: Record<string, string>;
     };
     expect(JSON.stringify(state.env)).to.not.include(password);
+  });
+
+  it("lets the agent push with `git push origin HEAD` in the runtime's environment, via a fresh credential", async () => {
+    d = await startDaemon({ root: t.dir, env: env() });
+    await d.waitForAgent('running');
+    const state = (await (await fetch(`${d.url}/fake/state`, { headers: { 'x-svc-user-context': d.sign() } })).json()) as {
+      env: Record<string, string>;
+    };
+    const agentEnv = { ...state.env, GIT_AUTHOR_NAME: 'agent', GIT_AUTHOR_EMAIL: 'a@x', GIT_COMMITTER_NAME: 'agent', GIT_COMMITTER_EMAIL: 'a@x' };
+    // Asynchronous: the git server and the fake API live in this process.
+    const run = (args: string[]) =>
+      new Promise<{ stderr: string }>((resolve, reject) => {
+        const c = spawn('git', args, { cwd: d!.workspace, env: agentEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+        let stderr = '';
+        c.stderr.setEncoding('utf8').on('data', (x: string) => (stderr += x));
+        const timer = setTimeout(() => c.kill('SIGKILL'), 20_000);
+        c.on('close', (code) => {
+          clearTimeout(timer);
+          if (code === 0) resolve({ stderr });
+          else reject(new Error(`git ${args.join(' ')} exited ${code}: ${stderr}`));
+        });
+      });
+    await run(['commit', '--allow-empty', '-m', 'agent work']);
+    const push = await run(['push', 'origin', 'HEAD']);
+    expect(remote.tip(remote.branch)).to.equal(gitSync(['rev-parse', 'HEAD'], d.workspace));
+    expect(api.requests.length).to.be.greaterThan(1);
+    expect(push.stderr).to.not.include(password);
   });
 
   it('fetches a fresh credential for every refresh', async () => {
