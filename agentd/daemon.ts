@@ -69,6 +69,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   });
   const client = new RuntimeClient(config.runtime.port);
   const sessions: { last: string | undefined } = { last: undefined };
+  let refreshQueue: Promise<unknown> = Promise.resolve();
 
   const resolveConfigDir = async () => {
     const r = await loadAgentConfigDir(config.workspace);
@@ -91,15 +92,22 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     agentName: config.agentName,
     agentModel: config.agentModel,
     abortTimeoutMs: config.abortTimeoutMs,
-    refresh: async () => {
-      if (!repo) throw new RepoError('not_a_repo', 'SVC_REPO_URL is not set: there is no session branch to re-pull.');
-      const r = await pullSessionBranch(repo, logger.child({ component: 'repo' }));
-      health.invalidate();
-      await resolveConfigDir();
-      if (booted && !stopping) await supervisor.restart();
-      return r;
+    // One refresh at a time: two concurrent fetches would fight over git's locks.
+    refresh: () => {
+      const run = refreshQueue.then(refreshOnce, refreshOnce);
+      refreshQueue = run.catch(() => undefined);
+      return run;
     },
   };
+
+  async function refreshOnce(): Promise<{ before: string | null; after: string | null }> {
+    if (!repo) throw new RepoError('not_a_repo', 'SVC_REPO_URL is not set: there is no session branch to re-pull.');
+    const r = await pullSessionBranch(repo, logger.child({ component: 'repo' }));
+    health.invalidate();
+    await resolveConfigDir();
+    if (booted && !stopping) await supervisor.restart();
+    return r;
+  }
 
   const proxy = new LoopbackProxy(config.token, logger.child({ component: 'proxy' }));
   const server: http.Server = createDaemonServer({
