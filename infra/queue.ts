@@ -103,18 +103,23 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
     },
     work(name, concurrency, handler) {
       let active = 0;
+      let fetching = false;
       let pending = false;
+      // One fetch in flight per queue: notifications arrive in bursts, and concurrent
+      // fetches would each take `concurrency` jobs, overrunning the limit.
       const pump = async (): Promise<void> => {
         if (stopped) return;
-        if (active >= concurrency) {
+        if (fetching || active >= concurrency) {
           pending = true;
           return;
         }
         pending = false;
+        fetching = true;
         const jobs = await boss.fetch<object>(name, { batchSize: concurrency - active }).catch((err: Error) => {
           logger.warn({ err: err.message, queue: name }, 'fetch failed');
           return [];
         });
+        fetching = false;
         for (const job of jobs) {
           active++;
           const p = (async () => {

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../infra/config.js';
-import { silentLogger } from '../../infra/logger.js';
+import { createLogger, silentLogger } from '../../infra/logger.js';
 import { bootstrapUser } from '../../infra/accounts.js';
 import { projectRoot } from '../../infra/paths.js';
 import { startServer, type RunningServer } from '../../ops/server.js';
@@ -36,7 +36,8 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
   try {
     server = await startServer({
       config,
-      logger: silentLogger,
+      // SVC_TEST_LOG=debug shows the server's logs while debugging a test.
+      logger: process.env.SVC_TEST_LOG ? createLogger({ level: process.env.SVC_TEST_LOG, pretty: false, destination: process.stderr }) : silentLogger,
       roles: { api: true, worker: true },
       database: { db: db.db, url: db.url, embedded: false, close: async () => {} },
       ...(opts.mergeConcurrency ? { mergeConcurrency: opts.mergeConcurrency } : {}),
