@@ -43,7 +43,7 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
   boss.on('error', (err: Error) => logger.error({ err: err.message }, 'queue error'));
   await boss.start();
   for (const name of opts.queues) {
-    if (!(await boss.getQueue(name))) await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1 }).catch(() => {});
+    if (!(await boss.getQueue(name))) await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1, expireInSeconds: 300 }).catch(() => {});
   }
 
   const waiters = new Map<string, () => void>();

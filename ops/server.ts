@@ -11,6 +11,7 @@ import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { createApp } from '../api/app.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
+import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
 
 export interface ServerOptions {
   config: Config;
@@ -44,6 +45,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
   if (opts.roles.worker) {
+    const settled = await reconcileMergeAttempts({ db, repos, logger });
+    if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
     queue.work(CR_MERGE, opts.mergeConcurrency ?? 4, crMergeHandler({ db, repos, logger }));
   }
 

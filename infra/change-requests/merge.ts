@@ -134,4 +134,36 @@ async function recoverPublished(deps: CrDeps, project: ProjectRecord, cr: Change
   return recordMerged(deps, project, cr.cr_id, attempt.actor, attempt);
 }
 
-export const isMergeOutcome = (err: unknown): err is DomainError => isDomainError(err);
+/**
+ * Run when a worker starts: a merge attempt left behind by a process that died mid-merge
+ * is settled now, not when its job expires. Each is re-read under the same per-base lock
+ * a live merge holds, so an attempt another worker is still publishing is left alone.
+ */
+export async function reconcileMergeAttempts(deps: CrDeps): Promise<number> {
+  let settled = 0;
+  for (const a of await deps.db.rows<MergeAttemptRow>(attempts.all())) {
+    const project = await deps.db.one<ProjectRecord>(projectQueries.byId(a.project_id));
+    if (!project) continue;
+    const cr = await findCr(deps.db, project.project_id, a.cr_id).catch(() => null);
+    if (!cr) continue;
+    const lockKey = `merge:${project.project_id}:${cr.base_ref}`;
+    const conn = await deps.db.connect();
+    const lockConn = executor(conn);
+    await lockConn.run(attempts.lock(lockKey));
+    try {
+      const fresh = await findCr(deps.db, project.project_id, a.cr_id);
+      if (fresh.status !== 'open') {
+        await deps.db.run(attempts.remove(a.cr_id));
+        continue;
+      }
+      if (await recoverPublished(deps, project, fresh)) settled++;
+    } catch (err) {
+      deps.logger.warn({ cr_id: a.cr_id, err: (err as Error).message }, 'could not settle a merge attempt; its job will retry');
+    } finally {
+      await lockConn.run(attempts.unlock(lockKey)).catch(() => {});
+      conn.release();
+    }
+  }
+  return settled;
+}
+

@@ -23,6 +23,7 @@ export const mergeAttemptQueries = {
     text: 'SELECT * FROM merge_attempts WHERE cr_id = $1',
     values: [crId],
   }),
+  all: (): Query => ({ text: 'SELECT * FROM merge_attempts ORDER BY created_at', values: [] }),
   remove: (crId: string): Query => ({ text: 'DELETE FROM merge_attempts WHERE cr_id = $1', values: [crId] }),
   /** Serialises merges into one base branch of one project, across processes. */
   lock: (key: string): Query => ({ text: 'SELECT pg_advisory_lock(hashtextextended($1, 0))', values: [key] }),

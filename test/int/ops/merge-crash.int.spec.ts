@@ -1,0 +1,82 @@
+import { expect } from 'chai';
+import { rm } from 'node:fs/promises';
+import { bootstrapUser } from '../../../infra/accounts.js';
+import { createTestDb, type TestDb } from '../../support/db.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { client } from '../../support/http.js';
+import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+
+/**
+ * A real `svc-server start` process dies (SIGKILL, via a failpoint) after the base branch
+ * moved and before `ChangeRequestMerged` was appended. Restarted, it records the merge
+ * exactly once, and the base holds the merge exactly once.
+ */
+describe('merge crash recovery (real process, SIGKILL)', function () {
+  this.timeout(90_000);
+  let t: TestDb;
+  let repo: FixtureRepo;
+  let dataDir: string;
+
+  before(async () => {
+    t = await createTestDb();
+    repo = await fixtureRepo();
+    dataDir = await traversableTempDir('svc-crash-');
+  });
+  after(async () => {
+    await t.drop();
+    await repo.cleanup();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  for (const shape of ['merge-commit', 'fast-forward'] as const) {
+    it(`records a ${shape} published before the crash exactly once after restart`, async () => {
+      const env = { DATABASE_URL: t.url, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+      const { token } = (await bootstrapUser(t.db, { email: 'crash@example.test' })).token;
+      const branch = `crash-${shape}`;
+      if (shape === 'merge-commit') await repo.commit('main', { [`main-${shape}.txt`]: 'moved\n' });
+      const head = await repo.commit(branch, { [`${shape}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
+
+      const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: 'merge.after-publish' });
+      const api1 = client(first.url, token);
+      const slug = `crash-${shape}`;
+      await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+      const base = `/v1/projects/${slug}/change-requests`;
+      const cr = (await api1.post(base, { title: 'Crash me', head_ref: branch })).body.change_request;
+      const mainBefore = repo.tip('main');
+
+      const merge = await api1.post(`${base}/${cr.number}/merge`, {}).then(
+        (r) => r.status,
+        () => 'connection lost',
+      );
+      expect(merge).to.equal('connection lost');
+      await first.stop();
+      expect(first.proc.signalCode).to.equal('SIGKILL');
+
+      // The base moved; the log does not know yet.
+      const published = repo.tip('main')!;
+      expect(published).to.not.equal(mainBefore);
+      repo.git('fetch', '-q', 'origin');
+      repo.git('merge-base', '--is-ancestor', head, published);
+      const types = async () =>
+        (await t.db.rows<{ type: string }>({ text: `SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position`, values: [`cr-${cr.cr_id}`] })).map((r) => r.type);
+      expect(await types()).to.deep.equal(['ChangeRequestOpened']);
+
+      const second = await spawnTestServer(env);
+      try {
+        const api2 = client(second.url, token);
+        const after = (await api2.get(`${base}/${cr.number}`)).body.change_request;
+        expect(after.status).to.equal('merged');
+        expect(after.merge_commit_sha).to.equal(published);
+        expect(after.base_commit_sha).to.equal(mainBefore);
+        expect(after.head_commit_sha).to.equal(head);
+        expect(await types()).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
+        expect(repo.tip('main'), 'nothing merged twice').to.equal(published);
+        // A retry of the original request is a 409 now, not a second merge.
+        expect((await api2.post(`${base}/${cr.number}/merge`, {})).status).to.equal(409);
+        expect(repo.tip('main')).to.equal(published);
+      } finally {
+        expect(await second.stop()).to.equal(0);
+      }
+    });
+  }
+});
