@@ -7,8 +7,8 @@ export const projectionQueries = {
    * what the live tables in the same snapshot reflect.
    */
   pageOfLog: (after: { txid: string; position: number }, limit: number): Query => ({
-    text: `SELECT global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
-        event_id, type, data, metadata, project_id, recorded_at
+    text: `SELECT e.global_position, e.transaction_id::text AS transaction_id, e.stream_id, e.stream_position,
+        e.event_id, e.type, e.data, e.metadata, e.project_id, e.recorded_at
       FROM events e JOIN streams s USING (stream_id)
       WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint) AND s.stream_type = ANY($3::text[])
       ORDER BY e.transaction_id, e.global_position
