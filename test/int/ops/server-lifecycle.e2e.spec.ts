@@ -1,0 +1,96 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { projectRoot } from '../../../infra/paths.js';
+import { client } from '../../support/http.js';
+import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+
+const run = promisify(execFile);
+const bin = path.join(projectRoot, 'dist/ops/svc-server.js');
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const postmasterPid = async (dataDir: string) => Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+
+/** `svc-server` on its embedded defaults: no DATABASE_URL, everything under SVC_DATA_DIR. */
+describe('svc-server on the embedded database (real processes)', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  const env = () => {
+    const e: Record<string, string> = { ...(process.env as Record<string, string>), SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+    delete e.DATABASE_URL;
+    return e;
+  };
+
+  before(async () => {
+    dataDir = await traversableTempDir('svc-lifecycle-');
+  });
+  after(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('admin bootstrap with no server running starts the database, prints only a token, and stops it again', async () => {
+    const out = await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'first@example.test'], { env: env() });
+    expect(out.stdout).to.match(/^svc_pat_[A-Za-z0-9_-]+\n$/);
+    const pid = await postmasterPid(dataDir).catch(() => 0);
+    expect(pid === 0 || !alive(pid), 'no postmaster left behind').to.equal(true);
+  });
+
+  it('starts, shares its postmaster with admin and migrate processes, stops cleanly on SIGTERM, and keeps every row', async () => {
+    const server = await spawnTestServer({ SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '' });
+    let stopped = false;
+    try {
+      const pid = await postmasterPid(dataDir);
+      expect(alive(pid)).to.equal(true);
+      const token = (await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'owner@example.test'], { env: env() })).stdout.trim();
+      const migrated = await run(process.execPath, [bin, 'migrate'], { env: env() });
+      expect(migrated.stdout).to.equal('migrations up to date\n');
+      expect(await postmasterPid(dataDir), 'the same postmaster, not a second one').to.equal(pid);
+      expect(alive(pid)).to.equal(true);
+      const api = client(server.url, token);
+      expect((await api.get('/v1/accounts/me')).body.user.email).to.equal('owner@example.test');
+      expect((await api.post('/v1/projects', { name: 'Keep me', repo_url: 'file:///nonexistent/repo.git' })).status).to.equal(201);
+
+      expect(await server.stop()).to.equal(0);
+      stopped = true;
+      expect(alive(pid), 'postgres stopped with the server').to.equal(false);
+
+      const again = await spawnTestServer({ SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn', DATABASE_URL: '' });
+      try {
+        const projects = (await client(again.url, token).get('/v1/projects')).body.projects;
+        expect(projects.map((p: { name: string }) => p.name)).to.deep.equal(['Keep me']);
+      } finally {
+        expect(await again.stop()).to.equal(0);
+      }
+    } finally {
+      if (!stopped) await server.stop();
+    }
+  });
+
+  it('refuses a bad configuration with exit 2 and one line naming the variable', async () => {
+    const err = await run(process.execPath, [bin, 'migrate'], { env: { ...env(), PORT: 'eighty' } }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(err?.code).to.equal(2);
+    expect(err?.stderr).to.match(/PORT/);
+  });
+
+  it('exits 2 on an unknown command', async () => {
+    const err = await run(process.execPath, [bin, 'frobnicate'], { env: env() }).then(
+      () => null,
+      (e: { code: number; stderr: string }) => e,
+    );
+    expect(err?.code).to.equal(2);
+    expect(err?.stderr).to.match(/^error: /);
+  });
+});
