@@ -15,59 +15,10 @@ export interface Project {
   created_at: string;
 }
 
-export type CRStatus = 'open' | 'merged' | 'closed';
-
-export interface ChangeRequest {
-  cr_id: string;
-  account_id: string;
-  project_id: string;
-  number: number;
-  title: string;
-  description: string;
-  base_ref: string;
-  head_ref: string;
-  status: CRStatus;
-  head_commit_sha: string | null;
-  base_commit_sha: string | null;
-  origin_session_id: string | null;
-  created_by: string;
-  merged_at: string | null;
-  merged_by: string | null;
-  merge_commit_sha: string | null;
-  closed_at: string | null;
-  closed_by: string | null;
-  metadata: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface MergePreview {
-  base_sha: string;
-  head_sha: string;
-  merge_base: string | null;
-  is_up_to_date: boolean;
-  can_merge: boolean;
-  can_fast_forward: boolean;
-  conflicts: string[];
-}
-
-export interface DiffFile {
-  path: string;
-  status: 'added' | 'modified' | 'deleted';
-  additions: number;
-  deletions: number;
-  binary: boolean;
-}
-
-export interface Diff {
-  base_sha: string;
-  head_sha: string;
-  merge_base: string | null;
-  files: DiffFile[];
-  additions: number;
-  deletions: number;
-  patch: string;
-}
+// The wire shapes are the domain's own types (type-only: nothing is loaded at run time).
+export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview } from '../domain/change-request/index.js';
+export type { DiffResult as Diff } from '../domain/change-request/index.js';
+import type { ChangeRequest, CrStatus as CRStatus, DiffResult as Diff, MergePreview } from '../domain/change-request/index.js';
 
 export interface Me {
   user: { user_id: string; email: string; name: string };

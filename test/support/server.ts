@@ -5,13 +5,13 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../infra/config.js';
 import { createLogger, silentLogger } from '../../infra/logger.js';
 import { bootstrapUser } from '../../infra/accounts.js';
 import { projectRoot } from '../../infra/paths.js';
+import { freePort } from '../../infra/net.js';
 import { startServer, type RunningServer } from '../../ops/server.js';
 import { createTestDb, type TestDb } from './db.js';
 
@@ -66,16 +66,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
   };
 }
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
+export { freePort };
 
 export interface SpawnedServer {
   url: string;
