@@ -8,9 +8,10 @@ import { accountRoutes } from './routes/accounts.js';
 import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
+import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
-export function createApp(deps: ApiDeps): Express {
+export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -21,7 +22,9 @@ export function createApp(deps: ApiDeps): Express {
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();
+  v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use(requireAuth(deps.db));
+  if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));

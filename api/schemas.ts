@@ -48,6 +48,14 @@ export const GetChangeRequestQuery = z.object({
   as_of: z.iso.datetime({ offset: true }).optional(),
 });
 
+export const EventsFeedQuery = z.object({
+  after: z
+    .string()
+    .regex(/^[0-9]{1,15}$/, 'must be a global_position the feed delivered (0: from the start)')
+    .optional(),
+  access_token: z.string().optional(),
+});
+
 export const CreateProjectBody = z.strictObject({
   name: z.string().min(1).max(200),
   slug: z

@@ -9,6 +9,7 @@ import { loadSecretKey, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { createApp } from '../api/app.js';
+import { createEventsFeed } from '../api/routes/events-feed.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
@@ -51,10 +52,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   }
 
   let server: http.Server | undefined;
+  let feed: ReturnType<typeof createEventsFeed> | undefined;
   let port = 0;
   if (opts.roles.api) {
-    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue });
+    feed = createEventsFeed({ db, logger });
+    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
     server = http.createServer(app);
+    server.on('upgrade', feed.upgradeHandler(app));
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
@@ -76,6 +80,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           const closed = new Promise<void>((r) => server!.close(() => r()));
           server.closeIdleConnections();
           setTimeout(() => server!.closeAllConnections(), 5000).unref();
+          await feed?.close();
           await closed;
         }
         await queue.stop();

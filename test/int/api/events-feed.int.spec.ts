@@ -1,0 +1,228 @@
+import { expect } from 'chai';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { WebSocket } from 'ws';
+import { append } from '../../../infra/event-store.js';
+import { executor } from '../../../infra/db/db.js';
+import { startTestServer, type TestServer } from '../../support/server.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { client } from '../../support/http.js';
+
+interface FeedMessage {
+  global_position: number;
+  stream_id: string;
+  stream_position: number;
+  type: string;
+  data: Record<string, unknown>;
+  actor: string;
+  recorded_at: string;
+}
+
+interface Feed {
+  ws: WebSocket;
+  messages: FeedMessage[];
+  /** Resolves once `n` messages have arrived (all of them so far). */
+  take(n: number, timeoutMs?: number): Promise<FeedMessage[]>;
+  closed: Promise<{ code: number; reason: string }>;
+}
+
+/** Opens the feed; resolves once upgraded, rejects with the HTTP refusal otherwise. */
+function openFeed(url: string, path: string, token?: string): Promise<Feed> {
+  const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const messages: FeedMessage[] = [];
+  const waiters: (() => void)[] = [];
+  ws.on('message', (raw) => {
+    messages.push(JSON.parse(raw.toString()) as FeedMessage);
+    waiters.splice(0).forEach((w) => w());
+  });
+  const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: reason.toString() })));
+  const take = async (n: number, timeoutMs = 10_000) => {
+    const deadline = Date.now() + timeoutMs;
+    while (messages.length < n) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`expected ${n} messages, got ${messages.length}: ${messages.map((m) => m.type).join(', ')}`);
+      await new Promise<void>((r) => {
+        waiters.push(r);
+        setTimeout(r, left);
+      });
+    }
+    return messages.slice();
+  };
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => resolve({ ws, messages, take, closed }));
+    ws.once('unexpected-response', (_req, res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => reject(Object.assign(new Error(`HTTP ${res.statusCode}`), { status: res.statusCode, body: JSON.parse(body || 'null') })));
+    });
+    ws.once('error', (err) => reject(err));
+  });
+}
+
+async function refusal(p: Promise<Feed>): Promise<{ status: number; body: { error: string; message: string } }> {
+  try {
+    const feed = await p;
+    feed.ws.close();
+  } catch (err) {
+    return err as never;
+  }
+  throw new Error('expected the upgrade to be refused');
+}
+
+describe('events feed (WebSocket)', function () {
+  this.timeout(60_000);
+  let srv: TestServer;
+  let repo: FixtureRepo;
+  let api: ReturnType<typeof client>;
+  let projectId: string;
+  let feedPath: string;
+  const open: Feed[] = [];
+  const feed = async (path: string, token: string | undefined = srv.token) => {
+    const f = await openFeed(srv.url, path, token);
+    open.push(f);
+    return f;
+  };
+
+  before(async () => {
+    srv = await startTestServer();
+    repo = await fixtureRepo();
+    await repo.commit('feature', { 'f.txt': 'f\n' });
+    api = client(srv.url, srv.token);
+    projectId = (await api.post('/v1/projects', { name: 'Feed', repo_url: repo.url })).body.project.project_id;
+    feedPath = `/v1/projects/${projectId}/events`;
+  });
+  afterEach(() => {
+    for (const f of open.splice(0)) f.ws.terminate();
+  });
+  after(async () => {
+    await srv.stop();
+    await repo.cleanup();
+  });
+
+  it('refuses before the upgrade: 401 without or with a bad token, 403 for another project or account, 404 for an unknown project', async () => {
+    const owner = client(srv.url, srv.token);
+    const other = (await owner.post('/v1/projects', { name: 'Elsewhere', repo_url: repo.url })).body.project.project_id;
+    const otherToken = (await owner.post(`/v1/projects/${other}/cli-token`)).body.token;
+    const stranger = await srv.newUser('feed-stranger@example.test');
+    const cases: [string, string | undefined, number, string][] = [
+      [feedPath, undefined, 401, 'Unauthorized'],
+      [feedPath, `svc_pat_${randomBytes(32).toString('base64url')}`, 401, 'Unauthorized'],
+      [`${feedPath}?access_token=not-a-token`, undefined, 401, 'Unauthorized'],
+      [feedPath, otherToken, 403, 'Forbidden'],
+      [feedPath, stranger.token, 403, 'Forbidden'],
+      ['/v1/projects/no-such-project/events', srv.token, 404, 'Not found'],
+      [`${feedPath}?after=999999999`, srv.token, 400, 'Validation failed'],
+      [`${feedPath}?after=-1`, srv.token, 400, 'Validation failed'],
+      [`/v1/projects/${projectId}/nope`, srv.token, 404, 'Not found'],
+    ];
+    for (const [path, token, status, error] of cases) {
+      const res = await refusal(openFeed(srv.url, path, token));
+      expect(res.status, `${path} ${token ? 'with a token' : 'without a token'}`).to.equal(status);
+      expect(res.body.error).to.equal(error);
+      expect(res.body.message).to.be.a('string');
+    }
+  });
+
+  it('answers a plain GET with 426 and the error body; accepts ?access_token= for browsers', async () => {
+    const plain = await api.get(feedPath);
+    expect(plain.status).to.equal(426);
+    expect(plain.body.error).to.equal('Upgrade required');
+    expect(plain.headers.get('upgrade')).to.equal('websocket');
+    expect((await client(srv.url).get(feedPath)).status, 'auth is checked first').to.equal(401);
+    const f = await feed(`${feedPath}?access_token=${srv.token}`, undefined);
+    expect(f.ws.readyState).to.equal(WebSocket.OPEN);
+  });
+
+  it('streams create, close and reopen in order, with the message shape; nothing of other projects', async () => {
+    const owner = client(srv.url, srv.token);
+    const p2 = (await owner.post('/v1/projects', { name: 'Quiet', repo_url: repo.url })).body.project.project_id;
+    const f = await feed(`/v1/projects/${p2}/events`);
+    const elsewhere = await owner.post(`/v1/projects/${projectId}/change-requests`, { title: 'Not for p2', head_ref: 'feature' });
+    expect(elsewhere.status).to.equal(201);
+    const cr = (await owner.post(`/v1/projects/${p2}/change-requests`, { title: 'Watched', head_ref: 'feature' })).body.change_request;
+    expect((await owner.post(`/v1/projects/${p2}/change-requests/${cr.number}/close`)).status).to.equal(200);
+    expect((await owner.post(`/v1/projects/${p2}/change-requests/${cr.number}/reopen`)).status).to.equal(200);
+    const got = await f.take(3);
+    expect(got.map((m) => m.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestClosed', 'ChangeRequestReopened']);
+    expect(got.map((m) => m.stream_position)).to.deep.equal([1, 2, 3]);
+    expect(got.every((m) => m.stream_id === got[0]!.stream_id && m.stream_id.includes(cr.cr_id))).to.equal(true);
+    expect(got[1]!.global_position).to.be.greaterThan(got[0]!.global_position);
+    expect(got[2]!.global_position).to.be.greaterThan(got[1]!.global_position);
+    expect(Object.keys(got[0]!)).to.deep.equal(['global_position', 'stream_id', 'stream_position', 'type', 'data', 'actor', 'recorded_at']);
+    expect(got[0]!.actor).to.equal(srv.userId);
+    expect(got[0]!.data).to.include({ title: 'Watched', head_ref: 'feature' });
+    expect(new Date(got[0]!.recorded_at).toISOString()).to.equal(got[0]!.recorded_at);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(f.messages, 'no more than the three').to.have.length(3);
+  });
+
+  it('resumes with ?after=: only later events, then live ones', async () => {
+    const cr = (await api.post(`/v1/projects/${projectId}/change-requests`, { title: 'Resume', head_ref: 'feature' })).body.change_request;
+    await api.post(`/v1/projects/${projectId}/change-requests/${cr.number}/close`);
+    const history = (await api.get(`/v1/projects/${projectId}/change-requests/${cr.number}/events`)).body.events;
+    const opened = history[0].global_position as number;
+    const f = await feed(`${feedPath}?after=${opened}`);
+    const first = await f.take(1);
+    expect(first[0]!.global_position).to.be.greaterThan(opened);
+    expect(first.some((m) => m.type === 'ChangeRequestOpened' && m.stream_id.includes(cr.cr_id))).to.equal(false);
+    await api.post(`/v1/projects/${projectId}/change-requests/${cr.number}/reopen`);
+    const deadline = Date.now() + 10_000;
+    while (!f.messages.some((m) => m.type === 'ChangeRequestReopened' && m.stream_id.includes(cr.cr_id))) {
+      expect(Date.now(), 'the reopen arrives live').to.be.lessThan(deadline);
+      await f.take(f.messages.length + 1);
+    }
+    const mine = f.messages.filter((m) => m.stream_id.includes(cr.cr_id)).map((m) => m.type);
+    expect(mine).to.deep.equal(['ChangeRequestClosed', 'ChangeRequestReopened']);
+    const positions = f.messages.map((m) => m.global_position);
+    expect(new Set(positions).size, 'no duplicates').to.equal(positions.length);
+  });
+
+  it('delivers an event whose transaction commits late, in (transaction, position) order', async () => {
+    const p3 = (await api.post('/v1/projects', { name: 'Late', repo_url: repo.url })).body.project.project_id;
+    const f = await feed(`/v1/projects/${p3}/events`);
+    const meta = { actor: srv.userId };
+    const c1 = await srv.db.db.connect();
+    const c2 = await srv.db.db.connect();
+    try {
+      // T1 appends first (lower position) but commits after T2.
+      await c1.query('BEGIN');
+      await append(executor(c1), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Late', data: {} }], metadata: meta });
+      await c2.query('BEGIN');
+      await append(executor(c2), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Early', data: {} }], metadata: meta });
+      await c2.query('COMMIT');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(f.messages, 'nothing passes the still-running older transaction').to.deep.equal([]);
+      await c1.query('COMMIT');
+    } finally {
+      c1.release();
+      c2.release();
+    }
+    const got = await f.take(2);
+    expect(got.map((m) => m.type)).to.deep.equal(['Late', 'Early']);
+    expect(got[0]!.global_position).to.be.lessThan(got[1]!.global_position);
+  });
+
+  it('shares one LISTEN connection among all sockets of the process', async () => {
+    const feeds = await Promise.all([1, 2, 3, 4].map(() => feed(feedPath)));
+    expect(feeds.every((f) => f.ws.readyState === WebSocket.OPEN)).to.equal(true);
+    const listeners = await srv.db.db.rows({
+      text: `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_events'`,
+      values: [],
+    });
+    expect(listeners).to.have.length(1);
+  });
+
+  it('closes its sockets (1001) when the server stops', async () => {
+    const other = await startTestServer();
+    try {
+      const f = await openFeed(other.url, `/v1/projects/${(await client(other.url, other.token).post('/v1/projects', { name: 'S', repo_url: repo.url })).body.project.project_id}/events`, other.token);
+      const started = Date.now();
+      await other.stop();
+      const { code } = await f.closed;
+      expect(code).to.equal(1001);
+      expect(Date.now() - started).to.be.lessThan(5000);
+    } catch (err) {
+      await other.stop().catch(() => {});
+      throw err;
+    }
+  });
+});
