@@ -17,6 +17,7 @@ import { gitAuth, type GitAuth } from './credentials.js';
 import { assertRemoteUrl } from './remote-url.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
+import { localRefReader, type LocalRefReader } from './local-refs.js';
 
 export interface OpenProjectRepoOptions {
   location: RepoLocation;
@@ -31,8 +32,10 @@ export interface OpenProjectRepoOptions {
 }
 
 /**
- * The `remote` backend: any git URL. Tips are read live (one `ls-remote` per call),
- * objects come into a bare mirror only when an operation needs them, and the remote's
+ * The `remote` backend: any git URL. Tips are read live on every call: from the ref files
+ * of a local bare repository (`file://`, see ./local-refs.ts), otherwise by `ls-remote`,
+ * concurrent callers sharing a call that started after they asked (`LsRemoteBatcher`).
+ * Objects come into a bare mirror only when an operation needs them, and the remote's
  * base branch moves only by a push with lease.
  */
 export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
@@ -46,9 +49,13 @@ class RemoteProjectRepo implements ProjectRepo {
   private readonly engine: GitEngine;
   private readonly log: Logger | undefined;
   private readonly timeoutMs: number;
+  private readonly localRefs: LocalRefReader | null;
+  private readonly lsRemote: LsRemoteBatcher;
 
   constructor(opts: OpenProjectRepoOptions) {
     this.url = assertRemoteUrl(opts.location.url);
+    this.localRefs = opts.location.credentials ? null : localRefReader(this.url);
+    this.lsRemote = new LsRemoteBatcher((names) => this.lsRemoteHeads(names));
     this.auth = gitAuth(opts.location);
     this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
     this.engine = opts.engine;
@@ -60,16 +67,27 @@ class RemoteProjectRepo implements ProjectRepo {
     const names = [...new Set(branches.map((b) => assertBranchName(b)))];
     const tips: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, null]));
     if (names.length === 0) return tips;
+    const local = this.localRefs ? await this.localRefs.readTips(names) : null;
+    if (local) return local;
+    const found = await this.lsRemote.read(names);
+    for (const n of names) tips[n] = found.get(n) ?? null;
+    return tips;
+  }
+
+  /** One `ls-remote` for `names`: branch name -> tip, for the branches that exist. */
+  private async lsRemoteHeads(names: string[]): Promise<Map<string, string>> {
     const r = await this.network(['ls-remote', '--end-of-options', this.url, ...names.map((n) => `refs/heads/${n}`)]);
+    const wanted = new Set(names);
+    const found = new Map<string, string>();
     // `<sha>\t<ref>\n` per line; ls-remote matches patterns by tail, so keep exact names only.
     for (const line of r.toString('utf8').split('\n')) {
       const tab = line.indexOf('\t');
       if (tab < 0) continue;
       const ref = line.slice(tab + 1);
       const name = ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null;
-      if (name !== null && name in tips) tips[name] = line.slice(0, tab);
+      if (name !== null && wanted.has(name)) found.set(name, line.slice(0, tab));
     }
-    return tips;
+    return found;
   }
 
   async diffBranches(baseRef: string, headRef: string): Promise<DiffResult> {
@@ -248,4 +266,54 @@ function porcelainFlag(stdout: Buffer, ref: string): string | null {
     if (parts.length >= 2 && parts[1]!.endsWith(`:${ref}`)) return parts[0]!;
   }
   return null;
+}
+
+/**
+ * Batches concurrent `ls-remote`s of one repository without ever serving a read that
+ * started before its caller asked: a call already running may have listed the refs
+ * before the caller's branch moved, so a caller never joins it. Callers that arrive
+ * while a call runs wait for the next one, which starts as soon as the running one ends
+ * and asks for the union of their branches. So at most one call runs and one waits, and
+ * under load each call answers every request that arrived during the previous one.
+ * A failure is every waiter's failure, as if each had run its own call.
+ */
+export class LsRemoteBatcher {
+  private running: Promise<Map<string, string>> | null = null;
+  private queued: { names: Set<string>; result: Promise<Map<string, string>> } | null = null;
+  /** Calls started, for tests. */
+  calls = 0;
+
+  constructor(private readonly list: (names: string[]) => Promise<Map<string, string>>) {}
+
+  read(names: readonly string[]): Promise<Map<string, string>> {
+    // A queued call has not started yet: joining it is always fresh enough.
+    if (this.queued) {
+      for (const n of names) this.queued.names.add(n);
+      return this.queued.result;
+    }
+    if (!this.running) return this.start([...names]);
+    const batch = { names: new Set(names), result: undefined as unknown as Promise<Map<string, string>> };
+    batch.result = this.running
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .then(() => {
+        if (this.queued === batch) this.queued = null;
+        return this.start([...batch.names]);
+      });
+    this.queued = batch;
+    return batch.result;
+  }
+
+  private start(names: string[]): Promise<Map<string, string>> {
+    this.calls++;
+    const p = this.list(names);
+    this.running = p;
+    const done = () => {
+      if (this.running === p) this.running = null;
+    };
+    p.then(done, done);
+    return p;
+  }
 }
