@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
@@ -62,6 +64,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(400).json({ error: 'Bad request', message: 'The URL is not valid.' });
       return;
     }
+    // Any other client error raised by the HTTP layer (http-errors: a body that does not
+    // decompress, an unsupported content encoding ...): its 4xx status, our body.
+    const status = (err as { status?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode;
+    if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose !== false) {
+      res.status(status).json({ error: http.STATUS_CODES[status] ?? 'Bad request', message: 'The request could not be read.' });
+      return;
+    }
     logger.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error');
     res.status(500).json({ error: 'Internal error', message: 'Something went wrong on our side.' });
   };
@@ -70,3 +79,21 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 export const notFoundHandler: RequestHandler = (req, res) => {
   res.status(404).json({ error: 'Not found', message: `No route for ${req.method} ${req.path}.` });
 };
+
+/**
+ * Requests Node's HTTP parser refuses before any route sees them (raw non-ASCII bytes in
+ * the path, oversized headers, malformed framing) still get the contract's error body.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const body = JSON.stringify({ error: http.STATUS_CODES[status], message: 'The request is not valid HTTP.' });
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 1000).unref();
+}

@@ -19,7 +19,9 @@ export async function resolveProject(db: Db, req: Request): Promise<ProjectRecor
   const principal = principalOf(req);
   const ref = String(req.params.projectId ?? '');
   const isUuid = UUID.test(ref);
-  const project = ref.length <= 128 ? await db.one<ProjectRecord>(projectQueries.byIdOrSlug(isUuid ? ref.toLowerCase() : ref, isUuid)) : undefined;
+  // Postgres text cannot hold NUL (it would be a 500); no slug contains a control character.
+  const lookable = ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
+  const project = lookable ? await db.one<ProjectRecord>(projectQueries.byIdOrSlug(isUuid ? ref.toLowerCase() : ref, isUuid)) : undefined;
   if (principal.project_id) {
     if (!project || project.project_id !== principal.project_id) {
       throw forbidden('This project token is bound to another project.');

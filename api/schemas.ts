@@ -5,36 +5,73 @@ import { branchNameProblem } from '../infra/git/refs.js';
  * Request schemas: the routes validate with these and the OpenAPI document is generated
  * from them, so the two cannot drift. Commands reject unknown fields.
  */
+
+/**
+ * Text that Postgres can store: no NUL (text and jsonb refuse it) and no unpaired UTF-16
+ * surrogate (jsonb refuses its escape). Either would otherwise surface as a 500.
+ */
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const storable = (v: string) => !UNSTORABLE.test(v);
+const text = (max: number) => z.string().max(max).refine(storable, 'must not contain NUL or unpaired surrogates');
+
 const branch = (field: string) =>
   z
     .string()
     .max(255)
     .superRefine((v, ctx) => {
       if (v === '') return; // emptiness is the decider's 400, with its own message
-      const problem = branchNameProblem(v);
+      const problem = storable(v) ? branchNameProblem(v) : 'must not contain unpaired surrogates';
       if (problem) ctx.addIssue({ code: 'custom', message: `${field} is not a valid branch name: ${problem}` });
     });
+
+export const METADATA_MAX_DEPTH = 32;
+export const METADATA_MAX_BYTES = 65_536;
+
+/** Free-form, but storable and bounded: nesting, size, and every key and string. */
+function metadataProblem(value: unknown): string | null {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [v, depth] = stack.pop()!;
+    if (depth > METADATA_MAX_DEPTH) return `must not nest deeper than ${METADATA_MAX_DEPTH} levels`;
+    if (typeof v === 'string' && !storable(v)) return 'strings must not contain NUL or unpaired surrogates';
+    if (Array.isArray(v)) for (const x of v) stack.push([x, depth + 1]);
+    else if (v !== null && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) {
+        if (!storable(k)) return 'keys must not contain NUL or unpaired surrogates';
+        stack.push([x, depth + 1]);
+      }
+    }
+  }
+  if (Buffer.byteLength(JSON.stringify(value)) > METADATA_MAX_BYTES) return `must be at most ${METADATA_MAX_BYTES} bytes as JSON`;
+  return null;
+}
+
+const metadata = z.record(text(256), z.unknown()).superRefine((v, ctx) => {
+  const problem = metadataProblem(v);
+  if (problem) ctx.addIssue({ code: 'custom', message: `metadata ${problem}` });
+});
 
 export const sha = z.string().regex(/^[0-9a-f]{40}$/, 'must be a 40-character lowercase hex commit id');
 
 export const CreateChangeRequestBody = z.strictObject({
-  title: z.string().max(1024),
-  description: z.string().max(65_536).optional(),
+  title: text(1024),
+  description: text(65_536).optional(),
   head_ref: branch('head_ref'),
   base_ref: branch('base_ref').optional(),
-  session_id: z.string().max(128).optional(),
-  metadata: z.record(z.string().max(256), z.unknown()).optional(),
+  session_id: text(128).optional(),
+  metadata: metadata.optional(),
 });
 
 export const EditChangeRequestBody = z
   .strictObject({
-    title: z.string().max(1024).optional(),
-    description: z.string().max(65_536).optional(),
+    title: text(1024).optional(),
+    description: text(65_536).optional(),
   })
   .refine((b) => b.title !== undefined || b.description !== undefined, { message: 'give title and/or description' });
 
 export const MergeChangeRequestBody = z.strictObject({
-  message: z.string().min(1).max(65_536).optional(),
+  message: text(65_536).min(1).optional(),
   expected_head_sha: sha.optional(),
 });
 
@@ -57,18 +94,18 @@ export const EventsFeedQuery = z.object({
 });
 
 export const CreateProjectBody = z.strictObject({
-  name: z.string().min(1).max(200),
+  name: text(200).min(1),
   slug: z
     .string()
     .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lowercase letters, digits and dashes, starting with a letter or digit, at most 63')
     .optional(),
-  repo_url: z.string().min(1).max(2048).optional(),
+  repo_url: text(2048).min(1).optional(),
   default_branch: branch('default_branch').optional(),
   account_id: z.uuid().optional(),
 });
 
 export const CreateTokenBody = z.strictObject({
-  name: z.string().max(200).optional(),
+  name: text(200).optional(),
 });
 
 /** Response shapes, for the OpenAPI document. */

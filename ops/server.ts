@@ -10,6 +10,7 @@ import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { createApp } from '../api/app.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
+import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
@@ -59,6 +60,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
     server = http.createServer(app);
     server.on('upgrade', feed.upgradeHandler(app));
+    server.on('clientError', clientErrorHandler);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);

@@ -72,13 +72,24 @@ async function startingPoint(db: Db, after: string | undefined): Promise<Checkpo
   return cp;
 }
 
+/**
+ * Closes a refused upgrade's socket once the answer is out. The server allows half-open
+ * sockets, so `end` alone would leave one open (and `server.close` waiting) for as long as
+ * the client keeps its side open.
+ */
+function hangUp(socket: Duplex) {
+  socket.end();
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
 /** A refusal written straight to a socket that never reached Express. */
 function rejectRaw(socket: Duplex, status: number, body: { error: string; message: string }) {
   const json = JSON.stringify(body);
-  socket.end(
+  socket.write(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
   );
+  hangUp(socket);
 }
 
 export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
@@ -90,6 +101,8 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 4096, perMessageDeflate: false, clientTracking: false });
   const sockets = new Set<WebSocket>();
   const pending = new WeakMap<http.IncomingMessage, { socket: Duplex; head: Buffer }>();
+  /** Upgrade requests not yet answered or handed to ws: destroyed on close. */
+  const handshaking = new Set<Duplex>();
   let closing = false;
 
   /** Sends a page, waiting whenever the client has more than `highWater` bytes unread. */
@@ -165,6 +178,7 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
           throw validationError('Not a valid WebSocket handshake (Sec-WebSocket-Key / Sec-WebSocket-Version 13).');
         }
         pending.delete(req);
+        handshaking.delete(up.socket);
         res.detachSocket(up.socket as net.Socket);
         wss.handleUpgrade(req, up.socket, up.head, (ws) => attach(ws, project.project_id, from));
       });
@@ -174,6 +188,8 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
     upgradeHandler(app) {
       return (req, socket, head) => {
         socket.on('error', () => {}); // a client gone mid-handshake is not a server error
+        handshaking.add(socket);
+        socket.once('close', () => handshaking.delete(socket));
         const path = (req.url ?? '').split('?')[0] ?? '';
         if (closing) return rejectRaw(socket, 503, { error: 'Unavailable', message: 'The server is stopping.' });
         if (!FEED_PATH.test(path)) return rejectRaw(socket, 404, { error: 'Not found', message: `No WebSocket endpoint at ${path}.` });
@@ -187,16 +203,14 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
         const res = new http.ServerResponse(req);
         res.assignSocket(socket as net.Socket);
         res.shouldKeepAlive = false;
-        res.on('finish', () => {
-          socket.end();
-          setTimeout(() => socket.destroy(), 1000).unref();
-        });
+        res.on('finish', () => hangUp(socket));
         app(req, res);
       };
     },
 
     async close() {
       closing = true;
+      for (const s of handshaking) s.destroy();
       const all = [...sockets];
       await Promise.all(
         all.map(
