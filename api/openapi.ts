@@ -9,7 +9,7 @@ type Op = {
   summary: string;
   body?: z.ZodType;
   query?: z.ZodObject;
-  ok: { status: number; schema: z.ZodType };
+  ok: { status: number; schema: z.ZodType; description?: string };
   errors: number[];
 };
 
@@ -41,6 +41,19 @@ const ops: Record<string, Record<string, Op>> = {
   [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting.', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
   [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
+  '/v1/projects/{projectId}/events': {
+    get: {
+      summary:
+        'Live feed of the project’s events over a WebSocket (Upgrade: websocket). Auth as everywhere, or ?access_token= for browsers; refusals (400/401/403/404) come before the upgrade; a plain GET gets 426.',
+      query: s.EventsFeedQuery,
+      ok: {
+        status: 101,
+        schema: s.FeedMessageSchema,
+        description: 'Switching Protocols. Then one text message per event, this shape, in commit-safe order; resume with ?after=<global_position>.',
+      },
+      errors: [400, 401, 403, 404, 426],
+    },
+  },
 };
 
 export function buildOpenApi(): object {
@@ -59,7 +72,7 @@ export function buildOpenApi(): object {
         ...(params.length ? { parameters: params } : {}),
         ...(op.body ? { requestBody: { required: true, ...json(op.body) } } : {}),
         responses: {
-          [op.ok.status]: { description: 'OK', ...json(op.ok.schema) },
+          [op.ok.status]: { description: op.ok.description ?? 'OK', ...json(op.ok.schema) },
           ...Object.fromEntries(op.errors.map((code) => [code, { description: String(code), ...json(s.ErrorSchema) }])),
         },
         security: [{ bearer: [] }],

@@ -171,6 +171,17 @@ export const DiffSchema = z.object({
   patch: z.string(),
 });
 
+/** One message of the live feed (`GET /v1/projects/:projectId/events`, WebSocket). */
+export const FeedMessageSchema = z.object({
+  global_position: z.number().int(),
+  stream_id: z.string(),
+  stream_position: z.number().int(),
+  type: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  actor: z.string(),
+  recorded_at: z.string(),
+});
+
 export const ErrorSchema = z.object({
   error: z.string(),
   message: z.string(),

@@ -130,6 +130,8 @@ describe('events feed (WebSocket)', function () {
     expect((await client(srv.url).get(feedPath)).status, 'auth is checked first').to.equal(401);
     const f = await feed(`${feedPath}?access_token=${srv.token}`, undefined);
     expect(f.ws.readyState).to.equal(WebSocket.OPEN);
+    const doc = (await client(srv.url).get('/v1/openapi.json')).body;
+    expect(doc.paths['/v1/projects/{projectId}/events'].get.responses).to.have.keys('101', '400', '401', '403', '404', '426');
   });
 
   it('streams create, close and reopen in order, with the message shape; nothing of other projects', async () => {
