@@ -91,6 +91,7 @@ describe('local ref reader (file:// remotes read from disk, no process)', () => 
         const t = (await reader.readTips(['feature', 'main']))!;
         seen.add(t.feature ?? null);
         if (t.main === null) throw new Error('main vanished during pack-refs');
+        await new Promise((r) => setImmediate(r)); // let the git processes' events through
       }
     })();
     for (let i = 0; i < 8; i++) {
