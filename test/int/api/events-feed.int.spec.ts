@@ -1,11 +1,17 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
 import { WebSocket } from 'ws';
 import { append } from '../../../infra/event-store.js';
 import { executor } from '../../../infra/db/db.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
+import { createEventsFeed } from '../../../api/routes/events-feed.js';
+import type { ApiDeps } from '../../../api/deps.js';
+import { silentLogger } from '../../../infra/logger.js';
 
 interface FeedMessage {
   global_position: number;
@@ -225,6 +231,40 @@ describe('events feed (WebSocket)', function () {
     } catch (err) {
       await other.stop().catch(() => {});
       throw err;
+    }
+  });
+
+  it('does not buffer without bound for a client that stops reading: closes it with 1013', async () => {
+    const p4 = (await api.post('/v1/projects', { name: 'Flood', repo_url: repo.url })).body.project.project_id;
+    const blob = 'x'.repeat(4096);
+    await srv.db.db.transaction((tx) =>
+      append(tx, {
+        streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p4, expectedVersion: 0,
+        events: Array.from({ length: 4000 }, (_, i) => ({ type: 'Big', data: { i, blob } })), metadata: { actor: srv.userId },
+      }),
+    );
+    // The feed alone, with small limits, behind a stand-in for the auth middleware.
+    const feedUnderTest = createEventsFeed({ db: srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
+    const app = express();
+    app.use('/v1/projects/:projectId/events', (req, _res, next) => {
+      req.principal = { token_id: randomUUID(), user_id: srv.userId, email: 'owner@example.test', user_name: 'Owner', project_id: null };
+      next();
+    }, feedUnderTest.routes({ db: srv.db.db } as ApiDeps));
+    const server = http.createServer(app);
+    server.on('upgrade', feedUnderTest.upgradeHandler(app));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const f = await openFeed(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, `/v1/projects/${p4}/events`);
+      const socket = (f.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+      socket.pause();
+      await new Promise((r) => setTimeout(r, 1000));
+      socket.resume();
+      const { code } = await f.closed;
+      expect(code).to.equal(1013);
+      expect(f.messages.length, 'the server stopped reading for it').to.be.lessThan(4000);
+    } finally {
+      await feedUnderTest.close();
+      await new Promise((r) => server.close(r));
     }
   });
 });
