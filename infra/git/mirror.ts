@@ -5,8 +5,9 @@ import { runGit } from './run.js';
 
 /**
  * Bookkeeping for the bare mirrors of one process: which fetch is in flight for a
- * mirror (so concurrent requests share it) and whether the mirror was invalidated by a
- * merge since its last completed fetch. Pass one registry to every `openProjectRepo` of
+ * mirror, so concurrent requests share it. A mirror holds only immutable objects (tips
+ * are always read live from the remote), so nothing in it goes stale: after a merge the
+ * next operation fetches only if it lacks a commit it needs. Pass one registry to every `openProjectRepo` of
  * a process; the default one is process-wide because a mirror directory is too.
  */
 export class MirrorRegistry {
@@ -27,8 +28,6 @@ export const processMirrors = new MirrorRegistry();
 export class MirrorState {
   private created: Promise<void> | null = null;
   private inflight: Promise<void> | null = null;
-  private invalidations = 0;
-  private freshAsOf = 0;
   /** Number of fetches started, for tests and logs. */
   fetches = 0;
 
@@ -47,24 +46,11 @@ export class MirrorState {
     return this.created;
   }
 
-  get stale(): boolean {
-    return this.freshAsOf < this.invalidations;
-  }
-
-  invalidate(): void {
-    this.invalidations++;
-  }
-
   /** Joins the fetch in flight, or starts one. */
   fetch(doFetch: () => Promise<void>): Promise<void> {
     if (this.inflight) return this.inflight;
-    const generation = this.invalidations;
     this.fetches++;
-    const p = doFetch()
-      .then(() => {
-        this.freshAsOf = Math.max(this.freshAsOf, generation);
-      })
-      .finally(() => {
+    const p = doFetch().finally(() => {
         if (this.inflight === p) this.inflight = null;
       });
     this.inflight = p;

@@ -126,8 +126,8 @@ class RemoteProjectRepo implements ProjectRepo {
     });
     await hooks.beforePublish?.(result);
     if (result.kind !== 'up-to-date') {
+      // The merge commit was made in the mirror: it already holds the new base tip.
       await this.pushWithLease(baseRef, result.merge_commit_sha, base);
-      this.mirror.invalidate();
     }
     this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha }, 'merged');
     return result;
@@ -159,28 +159,30 @@ class RemoteProjectRepo implements ProjectRepo {
   }
 
   /**
-   * Makes the commits available in the mirror: no fetch when they are there already and
-   * no merge invalidated the mirror since; otherwise join the fetch in flight or start
-   * one. A joined fetch may predate the tips we read, hence a second round.
+   * Makes the commits available in the mirror: no fetch when they are there already
+   * (commits are immutable, and tips are always read live, so a mirror holding them can
+   * serve any answer about them); otherwise join the fetch in flight or start one. A
+   * joined fetch may predate the tips we read, hence a second round.
    */
   private async ensureCommits(shas: string[], missing: () => Error): Promise<void> {
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
-      if (!this.mirror.stale && (await this.hasCommits(shas))) return;
+      if (await this.hasCommits(shas)) return;
       await this.mirror.fetch(() => this.fetchAll());
     }
     if (!(await this.hasCommits(shas))) throw missing();
   }
 
+  /** One `cat-file --batch-check` for all of them (machine output: `<sha> commit <size>`). */
   private async hasCommits(shas: string[]): Promise<boolean> {
-    const found = await Promise.all(
-      shas.map(async (sha) => {
-        const r = await runGit(['cat-file', '-e', `${sha}^{commit}`], { cwd: this.mirror.path, okCodes: [0, 1, 128] });
-        return r.code === 0;
-      }),
-    );
-    return found.every(Boolean);
+    const r = await runGit(['cat-file', '--batch-check=%(objectname) %(objecttype)'], {
+      cwd: this.mirror.path,
+      input: shas.map((sha) => `${assertSha(sha)}^{commit}\n`).join(''),
+    });
+    const lines = r.stdout.toString('utf8').split('\n').filter(Boolean);
+    return lines.length === shas.length && lines.every((l) => l.endsWith(' commit'));
   }
+
 
   private async fetchAll(): Promise<void> {
     const started = Date.now();

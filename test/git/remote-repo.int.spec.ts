@@ -81,7 +81,7 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       expect((await domainError(repo.diffCommits('HEAD', 'main'))).code).to.equal('validation');
     });
 
-    it('fetches only when needed, shares one in-flight fetch, refetches after a merge', async () => {
+    it('fetches only when needed, shares one in-flight fetch, fetches new remote commits but not its own merge', async () => {
       await Promise.all([repo.preview('main', 'feature'), repo.diffBranches('main', 'feature'), repo.preview('main', 'feature')]);
       expect(fetches()).to.equal(1, 'concurrent requests share one fetch');
       await repo.preview('main', 'feature');
@@ -91,8 +91,15 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       await again.diffBranches('main', 'feature');
       expect(fetches()).to.equal(1);
       await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+      expect((await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'again' })).kind).to.equal('up-to-date');
       await repo.preview('main', 'feature');
-      expect(fetches()).to.equal(2, 'the merge invalidated the mirror');
+      expect(fetches()).to.equal(1, 'the merge commit was made in the mirror: nothing to fetch');
+      await fx.switch('feature');
+      await fx.commit('more work', { 'more.txt': 'more\n' });
+      await fx.push('feature');
+      const p = await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(2, 'a commit pushed to the remote is fetched');
+      expect(p.head_sha).to.equal(await fx.originSha('feature'));
     });
 
     it('a base that moves after the merge is computed: push with lease refuses, nothing overwritten', async () => {
