@@ -8,6 +8,11 @@ import type { Logger } from '../logger.js';
 export interface Query {
   text: string;
   values: unknown[];
+  /**
+   * Set on hot statements: pg prepares a named statement once per connection, so
+   * Postgres stops parsing and planning it on every call. One name, one text.
+   */
+  name?: string;
 }
 
 export interface Executor {
@@ -35,13 +40,13 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 export function executor(client: pg.Pool | pg.PoolClient): Executor {
   return {
     async rows<R>(q: Query) {
-      return (await client.query(q.text, q.values)).rows as R[];
+      return (await client.query(q)).rows as R[];
     },
     async one<R>(q: Query) {
-      return (await client.query(q.text, q.values)).rows[0] as R | undefined;
+      return (await client.query(q)).rows[0] as R | undefined;
     },
     async run(q: Query) {
-      return (await client.query(q.text, q.values)).rowCount ?? 0;
+      return (await client.query(q)).rowCount ?? 0;
     },
   };
 }

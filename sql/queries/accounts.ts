@@ -22,6 +22,7 @@ export const accountQueries = {
     values: [userId],
   }),
   isMember: (accountId: string, userId: string): Query => ({
+    name: 'is_member',
     text: 'SELECT 1 AS ok FROM memberships WHERE account_id = $1 AND user_id = $2',
     values: [accountId, userId],
   }),
@@ -39,6 +40,7 @@ export const tokenQueries = {
   }),
   /** A live token by the hash of its value, with its owner. */
   byHash: (hash: Buffer): Query => ({
+    name: 'token_by_hash',
     text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, u.email, u.name AS user_name
       FROM tokens t JOIN users u USING (user_id)
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,

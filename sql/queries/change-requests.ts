@@ -10,6 +10,9 @@ export const CR_COLUMNS = [
 /** The tables a CR row can be written to: the live projection or a rebuild's scratch copy. */
 type CrTable = 'change_requests' | 'cr_rebuilt';
 
+/** Explicit columns, never `*`: a prepared `*` breaks when a migration adds a column. */
+const selectCols = CR_COLUMNS.join(', ');
+
 const setAll = CR_COLUMNS.filter((c) => c !== 'cr_id')
   .map((c) => `${c} = EXCLUDED.${c}`)
   .join(', ');
@@ -31,6 +34,7 @@ const guardedRows = (source: string) => `
 
 export const crQueries = {
   upsert: (row: object): Query => ({
+    name: 'cr_upsert',
     text: `INSERT INTO change_requests
       ${guardedRows('jsonb_populate_record(null::change_requests, $1::jsonb)')}
       ON CONFLICT (cr_id) DO UPDATE SET ${setAll}`,
@@ -43,18 +47,20 @@ export const crQueries = {
   }),
 
   byId: (projectId: string, crId: string): Query => ({
-    text: 'SELECT * FROM change_requests WHERE project_id = $1 AND cr_id = $2',
+    name: 'cr_by_id',
+    text: `SELECT ${selectCols} FROM change_requests WHERE project_id = $1 AND cr_id = $2`,
     values: [projectId, crId],
   }),
 
   byNumber: (projectId: string, number: number): Query => ({
-    text: 'SELECT * FROM change_requests WHERE project_id = $1 AND number = $2',
+    name: 'cr_by_number',
+    text: `SELECT ${selectCols} FROM change_requests WHERE project_id = $1 AND number = $2`,
     values: [projectId, number],
   }),
 
   /** Newest first. `status` null: all. */
   list: (projectId: string, status: string | null, limit: number): Query => ({
-    text: `SELECT * FROM change_requests
+    text: `SELECT ${selectCols} FROM change_requests
       WHERE project_id = $1 AND ($2::cr_status IS NULL OR status = $2::cr_status)
       ORDER BY number DESC LIMIT $3`,
     values: [projectId, status, limit],
@@ -62,6 +68,7 @@ export const crQueries = {
 
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */
   nextNumber: (projectId: string): Query => ({
+    name: 'cr_next_number',
     text: `INSERT INTO project_counters (project_id, last_cr_number) VALUES ($1, 1)
       ON CONFLICT (project_id) DO UPDATE SET last_cr_number = project_counters.last_cr_number + 1
       RETURNING last_cr_number AS number`,

@@ -58,6 +58,7 @@ export const eventQueries = {
     data: unknown;
     metadata: unknown;
   }): Query => ({
+    name: 'events_append_one',
     text: `WITH s AS (
         INSERT INTO streams (stream_id, stream_type, project_id, version)
         VALUES ($1, $2, $3, $4::bigint + 1)
@@ -77,6 +78,7 @@ export const eventQueries = {
   }),
 
   streamVersion: (streamId: string): Query => ({
+    name: 'stream_version',
     text: 'SELECT version FROM streams WHERE stream_id = $1',
     values: [streamId],
   }),

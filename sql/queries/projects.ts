@@ -28,6 +28,7 @@ export const projectQueries = {
     values: [projectId],
   }),
   byIdOrSlug: (idOrSlug: string, isUuid: boolean): Query => ({
+    name: isUuid ? 'project_by_id' : 'project_by_slug',
     text: `SELECT ${cols} FROM projects WHERE ${isUuid ? 'project_id = $1::uuid' : 'slug = $1'}`,
     values: [idOrSlug],
   }),
