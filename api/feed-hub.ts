@@ -1,18 +1,18 @@
-import type pg from 'pg';
 import type { Db } from '../infra/db/db.js';
+import { eventQueries } from '../sql/queries/events.js';
 import type { Logger } from '../infra/logger.js';
 import { checkpointAfter, readAll, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
 
 /**
- * The live feed's database side: one LISTEN connection per process (not one per socket),
- * fanning `svc_events` notifications (payload: project id, sent by the trigger of
- * sql/005_event_notify.sql) out to per-subscriber cursors. Each cursor reads the store's
- * commit-safe global read filtered by project, so an event whose transaction commits late
- * is still delivered, in (transaction, position) order. A slow poll covers anything a
- * notification did not announce (a lost listener connection, a reader held back by an
- * older transaction that was still running).
+ * The live feed's database side. One watcher per process (not one per socket) reads the
+ * events sequence's last value and the commit-safe read's horizon every `watchMs` while
+ * at least one feed is connected, and wakes the cursors when either moved. (A NOTIFY per append would do the same, but NOTIFY
+ * serialises every committing writer on a cluster-wide lock: it cost a third of append
+ * throughput, paid by every write for a feature that is idle most of the time.) Each
+ * cursor reads the store's commit-safe global read filtered by project, so an event whose
+ * transaction commits late is still delivered, in (transaction, position) order. A slow
+ * poll covers a reader held back by an older transaction that was still running.
  */
-export const EVENTS_CHANNEL = 'svc_events';
 
 export interface FeedSink {
   /** Hands one page to the client; resolves when it may have the next (back-pressure). */
@@ -27,7 +27,7 @@ export interface FeedSubscription {
 
 export interface FeedHub {
   subscribe(projectId: string, from: Checkpoint, sink: FeedSink): FeedSubscription;
-  /** Stops the listener and every cursor; sinks are not called again. */
+  /** Stops the watcher and every cursor; sinks are not called again. */
   close(): Promise<void>;
 }
 
@@ -36,11 +36,13 @@ export interface FeedHubOptions {
   logger: Logger;
   /** Safety-net poll (ms). */
   pollMs?: number;
+  /** How often the watcher looks for new events while feeds are connected (ms). */
+  watchMs?: number;
   pageSize?: number;
 }
 
 /**
- * After a notification, the announced events can still be invisible for a moment (an
+ * After the watcher saw the sequence move, the new events can still be invisible for a moment (an
  * older transaction is running). Re-read a few times, backing off, before leaving it to
  * the poll.
  */
@@ -52,6 +54,8 @@ interface Cursor {
   sink: FeedSink;
   running: boolean;
   again: boolean;
+  /** A wake that arrived mid-read: the re-read owes it the lag retries. */
+  againAnnounced: boolean;
   closed: boolean;
   lagStep: number;
   lagTimer?: NodeJS.Timeout | undefined;
@@ -60,11 +64,13 @@ interface Cursor {
 export function createFeedHub(opts: FeedHubOptions): FeedHub {
   const { db, logger } = opts;
   const pollMs = opts.pollMs ?? 5000;
+  const watchMs = opts.watchMs ?? 100;
   const pageSize = opts.pageSize ?? 200;
   const byProject = new Map<string, Set<Cursor>>();
-  let listener: pg.PoolClient | undefined;
-  let connecting: Promise<void> | undefined;
   let poll: NodeJS.Timeout | undefined;
+  let watch: NodeJS.Timeout | undefined;
+  let lastSeen: string | undefined;
+  let watching = false;
   let closed = false;
 
   const all = () => [...byProject.values()].flatMap((s) => [...s]);
@@ -74,6 +80,7 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
     if (c.closed) return;
     if (c.running) {
       c.again = true;
+      c.againAnnounced ||= announced;
       return;
     }
     c.running = true;
@@ -100,47 +107,36 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
     } finally {
       c.running = false;
     }
+    const owed = announced || c.againAnnounced;
+    c.againAnnounced = false;
     if (delivered) c.lagStep = 0;
-    else if (announced && !c.closed && c.lagStep < LAG_RETRIES_MS.length) {
+    else if (owed && !c.closed && c.lagStep < LAG_RETRIES_MS.length) {
       clearTimeout(c.lagTimer);
       c.lagTimer = setTimeout(() => void pump(c, true), LAG_RETRIES_MS[c.lagStep++]);
     }
   };
 
-  const wakeProject = (projectId: string) => {
-    for (const c of byProject.get(projectId) ?? []) {
-      c.lagStep = 0;
-      void pump(c, true);
+  /** One cheap read of the sequence per tick, whatever the number of sockets. */
+  const tick = async () => {
+    if (watching || byProject.size === 0) return;
+    watching = true;
+    try {
+      const row = await db.one<{ position: number; horizon: string }>(eventQueries.latestPosition());
+      const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
+      // The first tick wakes too: an append may have landed between subscribe and now.
+      if (latest !== lastSeen) {
+        for (const c of all()) {
+          c.lagStep = 0;
+          void pump(c, true);
+        }
+      }
+      lastSeen = latest;
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'event feed watcher could not read; the poll keeps feeds moving');
+    } finally {
+      watching = false;
     }
   };
-
-  const listen = (): Promise<void> =>
-    (connecting ??= (async () => {
-      try {
-        const conn = await db.connect();
-        if (closed) {
-          conn.release();
-          return;
-        }
-        conn.on('notification', (msg) => {
-          if (msg.channel === EVENTS_CHANNEL && msg.payload) wakeProject(msg.payload);
-        });
-        conn.on('error', (err) => {
-          // The poll keeps feeds moving; listen again on the next subscribe or poll tick.
-          logger.warn({ err: err.message }, 'event feed listener connection failed');
-          if (listener === conn) listener = undefined;
-          conn.release(err);
-        });
-        await conn.query(`LISTEN ${EVENTS_CHANNEL}`);
-        listener = conn;
-        // Anything committed while we were not listening.
-        for (const c of all()) void pump(c, false);
-      } catch (err) {
-        logger.warn({ err: (err as Error).message }, 'event feed could not LISTEN; polling only');
-      } finally {
-        connecting = undefined;
-      }
-    })());
 
   const detach = (c: Cursor) => {
     c.closed = true;
@@ -148,18 +144,26 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
     const set = byProject.get(c.projectId);
     set?.delete(c);
     if (set?.size === 0) byProject.delete(c.projectId);
+    if (byProject.size === 0) {
+      // Nobody is watching: no queries at all until the next subscriber.
+      clearInterval(watch);
+      clearInterval(poll);
+      watch = poll = lastSeen = undefined;
+    }
   };
 
   return {
     subscribe(projectId, from, sink) {
       if (closed) throw new Error('event feed is closed');
-      const c: Cursor = { projectId, at: from, sink, running: false, again: false, closed: false, lagStep: 0 };
+      const c: Cursor = { projectId, at: from, sink, running: false, again: false, againAnnounced: false, closed: false, lagStep: 0 };
       let set = byProject.get(projectId);
       if (!set) byProject.set(projectId, (set = new Set()));
       set.add(c);
-      if (!listener) void listen();
+      if (!watch) {
+        void tick();
+        watch = setInterval(() => void tick(), watchMs).unref();
+      }
       poll ??= setInterval(() => {
-        if (!listener) void listen();
         for (const cur of all()) void pump(cur, false);
       }, pollMs).unref();
       void pump(c, false);
@@ -168,15 +172,9 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
 
     async close() {
       closed = true;
-      clearInterval(poll);
       for (const c of all()) detach(c);
-      await connecting;
-      if (listener) {
-        const conn = listener;
-        listener = undefined;
-        await conn.query(`UNLISTEN ${EVENTS_CHANNEL}`).catch(() => {});
-        conn.release();
-      }
+      clearInterval(watch);
+      clearInterval(poll);
     },
   };
 }

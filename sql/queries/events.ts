@@ -104,6 +104,20 @@ export const eventQueries = {
     values: [after.txid, after.position, limit, projectId],
   }),
 
+  /**
+   * What the feed watcher compares between ticks: the last global position handed out
+   * (committed or not: a hint that something was appended, read without touching the
+   * table) and the horizon of the commit-safe read (it moves when a transaction that held
+   * readers back ends).
+   */
+  latestPosition: (): Query => ({
+    name: 'events_latest_position',
+    text: `SELECT CASE WHEN is_called THEN last_value ELSE 0 END AS position,
+        pg_snapshot_xmin(pg_current_snapshot())::text AS horizon
+      FROM events_global_position_seq`,
+    values: [],
+  }),
+
   /** The checkpoint of one event, to resume a global read after it. */
   checkpointOf: (globalPosition: number): Query => ({
     text: 'SELECT transaction_id::text AS txid, global_position AS position FROM events WHERE global_position = $1',

@@ -209,14 +209,14 @@ describe('events feed (WebSocket)', function () {
     expect(got[0]!.global_position).to.be.lessThan(got[1]!.global_position);
   });
 
-  it('shares one LISTEN connection among all sockets of the process', async () => {
-    const feeds = await Promise.all([1, 2, 3, 4].map(() => feed(feedPath)));
-    expect(feeds.every((f) => f.ws.readyState === WebSocket.OPEN)).to.equal(true);
-    const listeners = await srv.db.db.rows({
-      text: `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN svc_events'`,
-      values: [],
-    });
-    expect(listeners).to.have.length(1);
+  it('delivers a new event to every socket of a fresh project', async () => {
+    const owner = client(srv.url, srv.token);
+    const p3 = (await owner.post('/v1/projects', { name: 'Fanout', repo_url: repo.url })).body.project.project_id;
+    const feeds = await Promise.all([1, 2, 3, 4].map(() => feed(`/v1/projects/${p3}/events`)));
+    expect((await owner.post(`/v1/projects/${p3}/change-requests`, { title: 'Fan', head_ref: 'feature' })).status).to.equal(201);
+    const got = await Promise.all(feeds.map((f) => f.take(1)));
+    expect(got.map((m) => m[0]!.type)).to.deep.equal(Array(4).fill('ChangeRequestOpened'));
+    expect(new Set(got.map((m) => m[0]!.global_position)).size).to.equal(1);
   });
 
   it('closes its sockets (1001) when the server stops', async () => {
