@@ -228,9 +228,13 @@ class RemoteProjectRepo implements ProjectRepo {
     } catch (e) {
       throw this.unavailable(e);
     }
-    const flag = porcelainFlag(out, ref);
-    if (code === 0 && flag !== null && flag !== '!') return;
-    if (flag === '!') throw refMoved(ref);
+    const result = porcelainRef(out, ref);
+    if (code === 0 && result !== null && result.flag !== '!') return;
+    if (result?.flag === '!' && result.summary.startsWith('[remote rejected]')) {
+      const reason = /^\[remote rejected\] \((.{1,200})\)/.exec(result.summary)?.[1] ?? 'no reason given';
+      throw new DomainError('unavailable', 'Push rejected', `The repository refused to update ${branch}: ${reason}.`, { reason });
+    }
+    if (result?.flag === '!') throw refMoved(ref);
     throw this.unavailable(new GitCommandError(['push'], code, null, ''));
   }
 
@@ -262,10 +266,16 @@ class RemoteProjectRepo implements ProjectRepo {
 }
 
 /** `git push --porcelain` prints `<flag>\t<src>:<dst>\t<summary>` per ref. */
-function porcelainFlag(stdout: Buffer, ref: string): string | null {
+/**
+ * `git push --porcelain` reports each ref as `<flag>\t<from>:<to>\t<summary>`. The
+ * summary of a refused ref starts with `[rejected]` (refused here: with a lease, only a
+ * stale one) or `[remote rejected] (<reason>)` (refused by the server: a hook, a
+ * protected or checked-out branch).
+ */
+function porcelainRef(stdout: Buffer, ref: string): { flag: string; summary: string } | null {
   for (const line of stdout.toString('utf8').split('\n')) {
     const parts = line.split('\t');
-    if (parts.length >= 2 && parts[1]!.endsWith(`:${ref}`)) return parts[0]!;
+    if (parts.length >= 2 && parts[1]!.endsWith(`:${ref}`)) return { flag: parts[0]!, summary: parts[2] ?? '' };
   }
   return null;
 }
