@@ -26,7 +26,7 @@ export interface EventsFeed {
   routes(deps: ApiDeps): Router;
   /** The HTTP server's `upgrade` listener. */
   upgradeHandler(app: Express): (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void;
-  /** Closes every socket (1001) and the shared listener. */
+  /** Closes every socket (1001) and stops the shared watcher. */
   close(): Promise<void>;
 }
 
