@@ -1,5 +1,6 @@
 import type { Db, Executor } from '../db/db.js';
-import { append, ConcurrencyError, type StoredEvent } from '../event-store.js';
+import { randomUUID } from 'node:crypto';
+import { append, ConcurrencyError, streamVersion, type StoredEvent } from '../event-store.js';
 import {
   decide,
   fold,
@@ -11,7 +12,7 @@ import {
 } from '../../domain/change-request/index.js';
 import { notFound } from '../../domain/errors.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
-import { fromRow, projectChangeRequest, type CrRow } from '../../projections/change-requests.js';
+import { fromRow, projectChangeRequest, toRow, type CrRow } from '../../projections/change-requests.js';
 
 export interface Handled {
   cr: ChangeRequest;
@@ -19,10 +20,15 @@ export interface Handled {
 }
 
 /**
- * Load, decide, append and project in one transaction: the CR's current state comes from
- * its projected row (which carries the stream version it reflects), the events are
- * appended with that version expected, and the row is rewritten in the same transaction.
- * A concurrent writer makes the append fail; the whole step is retried on fresh state.
+ * Load, decide, append and project. The CR's current state comes from its projected row,
+ * which carries the stream version it reflects; the event is appended with that version
+ * expected and the row rewritten atomically with it. A concurrent writer makes the
+ * append fail; the whole step is retried on fresh state.
+ *
+ * Two round trips: the row is read outside any transaction (a stale read is a stale
+ * expected version, which the append refuses), and the append plus the projection are one
+ * statement. With `inTx`, whose work must commit with the event, all of it runs in one
+ * explicit transaction instead.
  */
 export async function handleCommand(
   db: Db,
@@ -32,6 +38,35 @@ export async function handleCommand(
   opts: { attempts?: number; inTx?: (tx: Executor, cr: ChangeRequest) => Promise<void> } = {},
 ): Promise<Handled> {
   const attempts = opts.attempts ?? 5;
+  if (!opts.inTx) {
+    for (let i = 1; i <= attempts; i++) {
+      const row = await db.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
+      if (!row) throw notFound('Change request');
+      const { stream_version, ...state } = fromRow(row);
+      const cmd = command(state);
+      if (!cmd) return { cr: state, events: [] };
+      const events = decide(cmd, state);
+      if (events.length === 0) return { cr: state, events: [] };
+      const [event] = events;
+      if (events.length !== 1 || !event) break; // the decider emits at most one; if that changes, the transactional path below serves
+      const next = fold(events, state)!;
+      const stored = await db.rows<StoredEvent>(
+        crQueries.appendOneAndProject({
+          streamId: streamIdOf(crId),
+          streamType: STREAM_TYPE,
+          projectId,
+          expected: stream_version,
+          eventId: randomUUID(),
+          type: event.type,
+          data: event.data,
+          metadata: { actor: cmd.meta.actor },
+          row: toRow(next, stream_version + 1),
+        }),
+      );
+      if (stored.length === 1) return { cr: next, events: stored };
+      if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), stream_version, await streamVersion(db, streamIdOf(crId)));
+    }
+  }
   for (let i = 1; ; i++) {
     try {
       return await db.transaction(async (tx) => {

@@ -1,4 +1,5 @@
 import type { Query } from '../../infra/db/db.js';
+import { EVENT_COLUMNS } from './events.js';
 
 /** Every column of `change_requests`, in table order. */
 export const CR_COLUMNS = [
@@ -39,6 +40,53 @@ export const crQueries = {
       ${guardedRows('jsonb_populate_record(null::change_requests, $1::jsonb)')}
       ON CONFLICT (cr_id) DO UPDATE SET ${setAll}`,
     values: [JSON.stringify(row)],
+  }),
+
+  /**
+   * One event appended to a CR stream and the CR's row rewritten, in one statement (its
+   * own transaction): the stream moves from `expected` only if it is still there, and the
+   * row is written only if the event was. Returns the stored event, or no row when the
+   * stream had moved on (the caller re-reads and decides again).
+   */
+  appendOneAndProject: (p: {
+    streamId: string;
+    streamType: string;
+    projectId: string;
+    expected: number;
+    eventId: string;
+    type: string;
+    data: unknown;
+    metadata: unknown;
+    row: object;
+  }): Query => ({
+    name: 'cr_append_one_and_project',
+    text: `WITH s AS (
+        INSERT INTO streams (stream_id, stream_type, project_id, version)
+        VALUES ($1, $2, $3, $4::bigint + 1)
+        ON CONFLICT (stream_id) DO UPDATE
+          SET version = streams.version + 1, updated_at = now()
+          WHERE streams.version = $4::bigint
+        RETURNING version),
+      e AS (
+        INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
+        SELECT $1, $4::bigint + 1, $5::uuid, $6, $7::jsonb, $8::jsonb, $3 FROM s
+        RETURNING ${EVENT_COLUMNS}),
+      p AS (
+        INSERT INTO change_requests
+        ${guardedRows('jsonb_populate_record(null::change_requests, $9::jsonb)')} AND EXISTS (SELECT 1 FROM e)
+        ON CONFLICT (cr_id) DO UPDATE SET ${setAll})
+      SELECT * FROM e`,
+    values: [
+      p.streamId,
+      p.streamType,
+      p.projectId,
+      p.expected,
+      p.eventId,
+      p.type,
+      JSON.stringify(p.data),
+      JSON.stringify(p.metadata),
+      JSON.stringify(p.row),
+    ],
   }),
 
   insertMany: (table: CrTable, rows: object[]): Query => ({

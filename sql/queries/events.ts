@@ -1,7 +1,7 @@
 import type { Query } from '../../infra/db/db.js';
 
 /** Columns every read returns, in the shape of `StoredEvent`. */
-const cols = `global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
+export const EVENT_COLUMNS = `global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
   event_id, type, data, metadata, project_id, recorded_at`;
 
 export const eventQueries = {
@@ -30,7 +30,7 @@ export const eventQueries = {
       SELECT $1, $4::bigint + e.ord, e.event_id, e.type, e.data, $8::jsonb, $3
       FROM s, unnest($5::uuid[], $6::text[], $7::jsonb[]) WITH ORDINALITY AS e(event_id, type, data, ord)
       ORDER BY e.ord
-      RETURNING ${cols}`,
+      RETURNING ${EVENT_COLUMNS}`,
     values: [
       p.streamId,
       p.streamType,
@@ -68,12 +68,12 @@ export const eventQueries = {
         RETURNING version)
       INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
       SELECT $1, $4::bigint + 1, $5::uuid, $6, $7::jsonb, $8::jsonb, $3 FROM s
-      RETURNING ${cols}`,
+      RETURNING ${EVENT_COLUMNS}`,
     values: [p.streamId, p.streamType, p.projectId, p.expected, p.eventId, p.type, JSON.stringify(p.data), JSON.stringify(p.metadata)],
   }),
 
   byEventIds: (ids: string[]): Query => ({
-    text: `SELECT ${cols} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, stream_position`,
+    text: `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, stream_position`,
     values: [ids],
   }),
 
@@ -84,7 +84,7 @@ export const eventQueries = {
   }),
 
   readStream: (streamId: string, upTo: Date | null): Query => ({
-    text: `SELECT ${cols} FROM events
+    text: `SELECT ${EVENT_COLUMNS} FROM events
       WHERE stream_id = $1 AND ($2::timestamptz IS NULL OR date_trunc('milliseconds', recorded_at) <= $2)
       ORDER BY stream_position`,
     values: [streamId, upTo],
@@ -95,7 +95,7 @@ export const eventQueries = {
    * running are visible, so a reader that has passed a position never misses an event.
    */
   readAll: (after: { txid: string; position: number }, limit: number, projectId: string | null): Query => ({
-    text: `SELECT ${cols} FROM events
+    text: `SELECT ${EVENT_COLUMNS} FROM events
       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
         AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
         AND ($4::uuid IS NULL OR project_id = $4::uuid)
