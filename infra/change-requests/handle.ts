@@ -30,6 +30,26 @@ export interface Handled {
  * statement. With `inTx`, whose work must commit with the event, all of it runs in one
  * explicit transaction instead.
  */
+type Decision =
+  | { done: Handled }
+  | { done?: undefined; state: ChangeRequest; version: number; events: ChangeRequestEvent[]; actor: string };
+
+/** Reads the CR's row and decides on it: nothing to do, or the events to append at a version. */
+async function decideOnRow(
+  db: Executor,
+  projectId: string,
+  crId: string,
+  command: (cr: ChangeRequest) => ChangeRequestCommand | null,
+): Promise<Decision> {
+  const row = await db.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
+  if (!row) throw notFound('Change request');
+  const { stream_version, ...state } = fromRow(row);
+  const cmd = command(state);
+  const events = cmd ? decide(cmd, state) : [];
+  if (!cmd || events.length === 0) return { done: { cr: state, events: [] } };
+  return { state, version: stream_version, events, actor: cmd.meta.actor };
+}
+
 export async function handleCommand(
   db: Db,
   projectId: string,
@@ -40,44 +60,34 @@ export async function handleCommand(
   const attempts = opts.attempts ?? 5;
   if (!opts.inTx) {
     for (let i = 1; i <= attempts; i++) {
-      const row = await db.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
-      if (!row) throw notFound('Change request');
-      const { stream_version, ...state } = fromRow(row);
-      const cmd = command(state);
-      if (!cmd) return { cr: state, events: [] };
-      const events = decide(cmd, state);
-      if (events.length === 0) return { cr: state, events: [] };
-      const [event] = events;
-      if (events.length !== 1 || !event) break; // the decider emits at most one; if that changes, the transactional path below serves
-      const next = fold(events, state)!;
+      const d = await decideOnRow(db, projectId, crId, command);
+      if (d.done) return d.done;
+      const [event] = d.events;
+      if (d.events.length !== 1 || !event) break; // the decider emits at most one; if that changes, the transactional path serves
+      const next = fold(d.events, d.state)!;
       const stored = await db.rows<StoredEvent>(
         crQueries.appendOneAndProject({
           streamId: streamIdOf(crId),
           streamType: STREAM_TYPE,
           projectId,
-          expected: stream_version,
+          expected: d.version,
           eventId: randomUUID(),
           type: event.type,
           data: event.data,
-          metadata: { actor: cmd.meta.actor },
-          row: toRow(next, stream_version + 1),
+          metadata: { actor: d.actor },
+          row: toRow(next, d.version + 1),
         }),
       );
       if (stored.length === 1) return { cr: next, events: stored };
-      if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), stream_version, await streamVersion(db, streamIdOf(crId)));
+      if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), d.version, await streamVersion(db, streamIdOf(crId)));
     }
   }
   for (let i = 1; ; i++) {
     try {
       return await db.transaction(async (tx) => {
-        const row = await tx.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
-        if (!row) throw notFound('Change request');
-        const { stream_version, ...state } = fromRow(row);
-        const cmd = command(state);
-        if (!cmd) return { cr: state, events: [] };
-        const events = decide(cmd, state);
-        if (events.length === 0) return { cr: state, events: [] };
-        const stored = await appendAndProject(tx, state.project_id, state.cr_id, stream_version, state, events, cmd.meta.actor);
+        const d = await decideOnRow(tx, projectId, crId, command);
+        if (d.done) return d.done;
+        const stored = await appendAndProject(tx, projectId, crId, d.version, d.state, d.events, d.actor);
         await opts.inTx?.(tx, stored.cr);
         return stored;
       });

@@ -1,5 +1,5 @@
 import type { Query } from '../../infra/db/db.js';
-import { EVENT_COLUMNS } from './events.js';
+import { APPEND_ONE_CTES } from './events.js';
 
 /** Every column of `change_requests`, in table order. */
 export const CR_COLUMNS = [
@@ -60,17 +60,7 @@ export const crQueries = {
     row: object;
   }): Query => ({
     name: 'cr_append_one_and_project',
-    text: `WITH s AS (
-        INSERT INTO streams (stream_id, stream_type, project_id, version)
-        VALUES ($1, $2, $3, $4::bigint + 1)
-        ON CONFLICT (stream_id) DO UPDATE
-          SET version = streams.version + 1, updated_at = now()
-          WHERE streams.version = $4::bigint
-        RETURNING version),
-      e AS (
-        INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
-        SELECT $1, $4::bigint + 1, $5::uuid, $6, $7::jsonb, $8::jsonb, $3 FROM s
-        RETURNING ${EVENT_COLUMNS}),
+    text: `${APPEND_ONE_CTES},
       p AS (
         INSERT INTO change_requests
         ${guardedRows('jsonb_populate_record(null::change_requests, $9::jsonb)')} AND EXISTS (SELECT 1 FROM e)

@@ -4,6 +4,24 @@ import type { Query } from '../../infra/db/db.js';
 export const EVENT_COLUMNS = `global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
   event_id, type, data, metadata, project_id, recorded_at`;
 
+/**
+ * Appending one event as two CTEs, `s` (the stream moves from $4 to $4 + 1, only if it is
+ * still at $4) and `e` (the event, inserted only if the stream moved). Parameters: $1
+ * stream id, $2 stream type, $3 project id, $4 expected version, $5 event id, $6 type,
+ * $7 data, $8 metadata. Shared by the plain append and the CR command path.
+ */
+export const APPEND_ONE_CTES = `WITH s AS (
+        INSERT INTO streams (stream_id, stream_type, project_id, version)
+        VALUES ($1, $2, $3, $4::bigint + 1)
+        ON CONFLICT (stream_id) DO UPDATE
+          SET version = streams.version + 1, updated_at = now()
+          WHERE streams.version = $4::bigint
+        RETURNING version),
+      e AS (
+        INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
+        SELECT $1, $4::bigint + 1, $5::uuid, $6, $7::jsonb, $8::jsonb, $3 FROM s
+        RETURNING ${EVENT_COLUMNS})`;
+
 export const eventQueries = {
   /**
    * Moves the stream from `expected` to `expected + n` and inserts the events, in one
@@ -59,16 +77,8 @@ export const eventQueries = {
     metadata: unknown;
   }): Query => ({
     name: 'events_append_one',
-    text: `WITH s AS (
-        INSERT INTO streams (stream_id, stream_type, project_id, version)
-        VALUES ($1, $2, $3, $4::bigint + 1)
-        ON CONFLICT (stream_id) DO UPDATE
-          SET version = streams.version + 1, updated_at = now()
-          WHERE streams.version = $4::bigint
-        RETURNING version)
-      INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
-      SELECT $1, $4::bigint + 1, $5::uuid, $6, $7::jsonb, $8::jsonb, $3 FROM s
-      RETURNING ${EVENT_COLUMNS}`,
+    text: `${APPEND_ONE_CTES}
+      SELECT * FROM e`,
     values: [p.streamId, p.streamType, p.projectId, p.expected, p.eventId, p.type, JSON.stringify(p.data), JSON.stringify(p.metadata)],
   }),
 
