@@ -71,7 +71,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       res.status(status).json({ error: http.STATUS_CODES[status] ?? 'Bad request', message: 'The request could not be read.' });
       return;
     }
-    logger.error({ err, method: req.method, url: req.originalUrl }, 'unhandled error');
+    logger.error({ err, method: req.method, path: req.path /* never the query: it may carry ?access_token= */ }, 'unhandled error');
     res.status(500).json({ error: 'Internal error', message: 'Something went wrong on our side.' });
   };
 }

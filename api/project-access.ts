@@ -26,9 +26,10 @@ export async function resolveProject(db: Db, req: Request): Promise<ProjectRecor
     if (!project || project.project_id !== principal.project_id) {
       throw forbidden('This project token is bound to another project.');
     }
-    return project;
+  } else if (!project) {
+    throw notFound('Project');
   }
-  if (!project) throw notFound('Project');
+  // Both kinds act as their user: one removed from the account loses every token's access.
   const member = await db.one(accountQueries.isMember(project.account_id, principal.user_id));
   if (!member) throw forbidden('You do not have write access to this project.');
   return project;

@@ -19,6 +19,15 @@ const schema = z.object({
   SVC_PUBLIC_URL: z.string().url().optional(),
   /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
   SVC_SECRET_KEY: z.string().optional(),
+  /**
+   * Allow projects whose repo_url is a path on this server (`file://`). Off by default:
+   * a tenant could otherwise point a project at any repository the server can read,
+   * another project's mirror included. For tests and single-tenant installs.
+   */
+  SVC_ALLOW_FILE_REPOS: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('0')
+    .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
 });
 

@@ -133,13 +133,19 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
               await notify(DONE_CHANNEL, job.id).catch(() => {});
               return;
             }
-            await boss.complete(name, job.id, out as object);
+            try {
+              await boss.complete(name, job.id, out as object);
+            } catch (err) {
+              // The work is done and idempotent; the job expires and its retry finds it done.
+              logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not record a job result');
+            }
             await notify(DONE_CHANNEL, job.id).catch(() => {});
           })().finally(() => {
             active--;
             running.delete(p);
             void pump();
           });
+          p.catch(() => {}); // every failure is logged above; never an unhandled rejection
           running.add(p);
         }
         if (jobs.length > 0 || pending) void pump();

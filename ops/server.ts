@@ -49,7 +49,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
-    queue.work(CR_MERGE, opts.mergeConcurrency ?? 4, crMergeHandler({ db, repos, logger }));
+    // Each merge holds one pool connection; keep one for the queue listener and one for the API.
+    const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? 4, (db.pool.options.max ?? 10) - 2));
+    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger }));
   }
 
   let server: http.Server | undefined;

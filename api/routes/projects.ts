@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../../infra/config.js';
 import { Router } from 'express';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
@@ -38,6 +41,26 @@ function splitCredentials(raw: string): { url: string; credentials: { username: 
   return { url: u.toString(), credentials };
 }
 
+/** `file://` repositories only when the operator allows them, and never inside the data dir. */
+function assertRepoAllowed(url: string, config: Config): void {
+  if (!url.toLowerCase().startsWith('file:')) return;
+  if (!config.SVC_ALLOW_FILE_REPOS) {
+    throw validationError('file:// repositories are disabled on this server (an operator can allow them with SVC_ALLOW_FILE_REPOS=1).', [
+      { path: 'repo_url', message: 'file:// not allowed' },
+    ]);
+  }
+  let target: string;
+  try {
+    target = path.resolve(fileURLToPath(url));
+  } catch {
+    throw validationError('repo_url is not a valid file:// URL.', [{ path: 'repo_url', message: 'invalid file URL' }]);
+  }
+  const dataDir = path.resolve(config.dataDir);
+  if (target === dataDir || target.startsWith(dataDir + path.sep)) {
+    throw validationError("repo_url must not point inside the server's data directory.", [{ path: 'repo_url', message: 'inside the data dir' }]);
+  }
+}
+
 export function projectRoutes(deps: ApiDeps): Router {
   const r = Router();
 
@@ -52,6 +75,7 @@ export function projectRoutes(deps: ApiDeps): Router {
     }
     const { url, credentials } = splitCredentials(body.repo_url);
     assertRemoteUrl(url);
+    assertRepoAllowed(url, deps.config);
     const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
     const accountId = body.account_id ?? accounts[0]?.account_id;
     if (!accountId || !accounts.some((a) => a.account_id === accountId)) {
@@ -100,8 +124,12 @@ export function projectRoutes(deps: ApiDeps): Router {
 
   /** A project token for the CLI, acting as the caller, bound to this project. */
   r.post('/:projectId/cli-token', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
     const p = principalOf(req);
+    if (p.project_id) {
+      // A project token lives as long as its sandbox; it may not mint one that outlives it.
+      throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot mint tokens; use a user token.');
+    }
+    const project = await resolveProject(deps.db, req);
     const minted = await mintToken(deps.db, { userId: p.user_id, projectId: project.project_id, name: 'cli' });
     res.status(201).json(minted);
   });

@@ -2,7 +2,7 @@ import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import { decide, type ChangeRequest } from '../../domain/change-request/index.js';
 import { defaultMergeMessage, type MergeResult } from '../git/port.js';
 import { failpoint } from '../failpoints.js';
-import { executor } from '../db/db.js';
+import { withMergeLock } from './merge-lock.js';
 import { mergeAttemptQueries as attempts, type MergeAttemptRow } from '../../sql/queries/merge-attempts.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { handleCommand } from './handle.js';
@@ -39,15 +39,15 @@ export function assertMergeable(cr: ChangeRequest, actor: string): void {
 export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeRequest> {
   const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
   if (!project) throw notFound('Project');
-  const cr = await findCr(deps.db, project.project_id, job.cr_id);
-  assertMergeable(cr, job.actor);
+  const first = await findCr(deps.db, project.project_id, job.cr_id);
+  assertMergeable(first, job.actor);
   const repo = deps.repos.for(project);
-  const lockKey = `merge:${project.project_id}:${cr.base_ref}`;
-  const conn = await deps.db.connect();
-  const lockConn = executor(conn);
-  await lockConn.run(attempts.lock(lockKey));
-  try {
-    const recovered = await recoverPublished(deps, project, cr);
+  return withMergeLock(deps, project.project_id, first.base_ref, async (db) => {
+    const locked: CrDeps = { ...deps, db };
+    // Re-read under the lock: a close that committed meanwhile wins, and nothing merges.
+    const cr = await findCr(db, project.project_id, job.cr_id);
+    assertMergeable(cr, job.actor);
+    const recovered = await recoverPublished(locked, project, cr);
     if (recovered) return recovered;
 
     let result: MergeResult | undefined;
@@ -62,7 +62,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
           },
           {
             beforePublish: async (r) => {
-              await deps.db.run(
+              await db.run(
                 attempts.save({
                   cr_id: cr.cr_id,
                   project_id: project.project_id,
@@ -79,22 +79,20 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
       } catch (err) {
         // The base moved between computing and publishing: nothing was overwritten; recompute.
         if (isDomainError(err) && err.code === 'concurrency' && attempt < 3) continue;
-        await deps.db.run(attempts.remove(cr.cr_id));
+        await db.run(attempts.remove(cr.cr_id));
         throw err;
       }
     }
     failpoint('merge.after-publish');
-    return await recordMerged(deps, project, cr.cr_id, job.actor, {
+    return recordMerged(locked, project, cr.cr_id, job.actor, {
       strategy: result.kind,
       base_commit_sha: result.base_sha,
       head_commit_sha: result.head_sha,
       merge_commit_sha: result.merge_commit_sha,
     });
-  } finally {
-    await lockConn.run(attempts.unlock(lockKey)).catch(() => {});
-    conn.release();
-  }
+  });
 }
+
 
 async function recordMerged(
   deps: CrDeps,
@@ -146,22 +144,17 @@ export async function reconcileMergeAttempts(deps: CrDeps): Promise<number> {
     if (!project) continue;
     const cr = await findCr(deps.db, project.project_id, a.cr_id).catch(() => null);
     if (!cr) continue;
-    const lockKey = `merge:${project.project_id}:${cr.base_ref}`;
-    const conn = await deps.db.connect();
-    const lockConn = executor(conn);
-    await lockConn.run(attempts.lock(lockKey));
     try {
-      const fresh = await findCr(deps.db, project.project_id, a.cr_id);
-      if (fresh.status !== 'open') {
-        await deps.db.run(attempts.remove(a.cr_id));
-        continue;
-      }
-      if (await recoverPublished(deps, project, fresh)) settled++;
+      await withMergeLock(deps, project.project_id, cr.base_ref, async (db) => {
+        const fresh = await findCr(db, project.project_id, a.cr_id);
+        if (fresh.status !== 'open') {
+          await db.run(attempts.remove(a.cr_id));
+          return;
+        }
+        if (await recoverPublished({ ...deps, db }, project, fresh)) settled++;
+      });
     } catch (err) {
       deps.logger.warn({ cr_id: a.cr_id, err: (err as Error).message }, 'could not settle a merge attempt; its job will retry');
-    } finally {
-      await lockConn.run(attempts.unlock(lockKey)).catch(() => {});
-      conn.release();
     }
   }
   return settled;

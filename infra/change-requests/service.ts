@@ -16,6 +16,7 @@ import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { fromRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand } from './handle.js';
+import { withMergeLock } from './merge-lock.js';
 import type { ProjectRecord, ProjectRepos } from './repos.js';
 
 export interface CrDeps {
@@ -125,13 +126,16 @@ export async function refreshCr(deps: CrDeps, project: ProjectRecord, cr: Change
   try {
     tips = await deps.repos.for(project).readTips([cr.base_ref, cr.head_ref]);
   } catch (err) {
-    if (isDomainError(err)) return cr;
-    throw err;
+    // Whatever the reason, a refresh failure serves the stored metadata (the spec's rule).
+    deps.logger.debug({ cr_id: cr.cr_id, err: (err as Error).message }, 'refresh skipped');
+    return cr;
   }
   const head = tips[cr.head_ref] ?? null;
   const base = tips[cr.base_ref] ?? null;
   if (!head || !base || (head === cr.head_commit_sha && base === cr.base_commit_sha)) return cr;
-  const { cr: next } = await handleCommand(deps.db, project.project_id, cr.cr_id, () => ({
+  // Tips read before the row changed (another reader refreshed, or anything else) are not
+  // written over it: the next read refreshes from newer tips.
+  const { cr: next } = await handleCommand(deps.db, project.project_id, cr.cr_id, (fresh) => fresh.updated_at !== cr.updated_at ? null : ({
     type: 'RefreshChangeRequest',
     data: { head_commit_sha: head, base_commit_sha: base },
     meta: { actor, now: now(deps) },
@@ -169,12 +173,18 @@ export async function editCr(
 
 export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  return (await handleCommand(deps.db, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps) } }))).cr;
+  // Under the merge lock: a close never lands between a merge's push and its record.
+  return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
+    (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+  );
 }
 
 export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  return (await handleCommand(deps.db, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr;
+  // Under the merge lock: a close never lands between a merge's push and its record.
+  return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
+    (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+  );
 }
 
 /**

@@ -84,6 +84,33 @@ export function createDb(url: string, opts: { max?: number; logger?: Logger; app
   };
 }
 
+/**
+ * A `Db` bound to one checked-out connection: everything (transactions included) runs on
+ * it. For work that must stay on the connection holding a session-level advisory lock,
+ * and that must not need a second pool connection while it holds one.
+ */
+export function singleConnection(client: pg.PoolClient, base: Db): Db {
+  const ex = executor(client);
+  return {
+    ...ex,
+    pool: base.pool,
+    url: base.url,
+    connect: () => base.connect(),
+    async transaction<T>(fn: (tx: Executor) => Promise<T>, o: { isolation?: Isolation } = {}) {
+      await client.query(o.isolation ? `BEGIN ISOLATION LEVEL ${isolationSql[o.isolation]}` : 'BEGIN');
+      try {
+        const result = await fn(ex);
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      }
+    },
+    close: async () => {},
+  };
+}
+
 const isolationSql: Record<Isolation, string> = {
   'read committed': 'READ COMMITTED',
   'repeatable read': 'REPEATABLE READ',

@@ -28,10 +28,10 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; mergeConcurrency?: number } = {}): Promise<TestServer> {
-  const db = await createTestDb();
+export async function startTestServer(opts: { env?: Record<string, string>; mergeConcurrency?: number; poolSize?: number } = {}): Promise<TestServer> {
+  const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', ...opts.env });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...opts.env });
   let server: RunningServer;
   try {
     server = await startServer({
@@ -80,7 +80,7 @@ export interface SpawnedServer {
 export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
   const port = await freePort();
   const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -111,7 +111,7 @@ export const run: BenchSuite = async ({ quick }) => {
   try {
     const { db, url } = await pgb.database('svc', { max: 20 });
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-api-data-'));
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', DATABASE_URL: url });
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', DATABASE_URL: url, SVC_ALLOW_FILE_REPOS: '1' });
     server = await startServer({
       config,
       logger: silentLogger,
