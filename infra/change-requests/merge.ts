@@ -115,15 +115,9 @@ async function recordMerged(
 async function recoverPublished(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<ChangeRequest | null> {
   const attempt = await deps.db.one<MergeAttemptRow>(attempts.get(cr.cr_id));
   if (!attempt) return null;
-  const repo = deps.repos.for(project);
-  const tips = await repo.readTips([cr.base_ref]);
-  const baseTip = tips[cr.base_ref] ?? null;
-  let published = baseTip === attempt.merge_commit_sha;
-  if (!published && baseTip) {
-    // The base may have moved on since; the merge is in it if the head it merged is.
-    const preview = await repo.preview(cr.base_ref, cr.head_ref).catch(() => null);
-    published = preview !== null && preview.is_up_to_date && preview.head_sha === attempt.head_commit_sha;
-  }
+  // Published means the recorded merge commit is in the base's history now, however far
+  // the base has moved since (other merges, direct pushes).
+  const published = await deps.repos.for(project).branchContains(cr.base_ref, attempt.merge_commit_sha);
   if (!published) {
     await deps.db.run(attempts.remove(cr.cr_id));
     return null;

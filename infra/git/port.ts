@@ -105,6 +105,8 @@ export interface ProjectRepo {
   /** Three-dot diff between two recorded commits (merged CRs). */
   diffCommits(baseSha: string, headSha: string): Promise<DiffResult>;
   preview(baseRef: string, headRef: string): Promise<MergePreview>;
+  /** Whether commit `sha` is in the live history of `branch` (false when either is missing). */
+  branchContains(branch: string, sha: string): Promise<boolean>;
   /**
    * Merges head into base on the remote: fast-forward when head is strictly ahead, else
    * a merge commit by the system identity; the base moves only if it still has the tip

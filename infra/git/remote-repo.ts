@@ -109,6 +109,20 @@ class RemoteProjectRepo implements ProjectRepo {
     return this.engine.preview(this.mirror.path, base, head);
   }
 
+  async branchContains(branch: string, sha: string): Promise<boolean> {
+    assertSha(sha);
+    const tip = (await this.readTips([assertBranchName(branch)]))[branch] ?? null;
+    if (tip === null) return false;
+    if (tip === sha) return true;
+    try {
+      await this.ensureCommits([tip, sha], () => notFound('Commit'));
+    } catch (err) {
+      if (err instanceof DomainError && err.code === 'not_found') return false;
+      throw err;
+    }
+    return this.engine.isAncestor(this.mirror.path, sha, tip);
+  }
+
   async merge(req: MergeRequest, hooks: MergeHooks = {}): Promise<MergeResult> {
     const baseRef = assertBranchName(req.base_ref, 'base_ref');
     const headRef = assertBranchName(req.head_ref, 'head_ref');

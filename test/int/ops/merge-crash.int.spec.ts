@@ -28,17 +28,17 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  for (const shape of ['merge-commit', 'fast-forward'] as const) {
-    it(`records a ${shape} published before the crash exactly once after restart`, async () => {
+  for (const [shape, movesOn] of [['merge-commit', false], ['fast-forward', false], ['merge-commit', true]] as const) {
+    it(`records a ${shape} published before the crash exactly once after restart${movesOn ? ', after base and head moved on' : ''}`, async () => {
       const env = { DATABASE_URL: t.url, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
       const { token } = (await bootstrapUser(t.db, { email: 'crash@example.test' })).token;
-      const branch = `crash-${shape}`;
-      if (shape === 'merge-commit') await repo.commit('main', { [`main-${shape}.txt`]: 'moved\n' });
-      const head = await repo.commit(branch, { [`${shape}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
+      const branch = `crash-${shape}${movesOn ? '-moved' : ''}`;
+      if (shape === 'merge-commit') await repo.commit('main', { [`main-${branch}.txt`]: 'moved\n' });
+      const head = await repo.commit(branch, { [`${branch}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
 
       const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: 'merge.after-publish' });
       const api1 = client(first.url, token);
-      const slug = `crash-${shape}`;
+      const slug = `crash-${shape}${movesOn ? '-moved' : ''}`;
       await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
       const base = `/v1/projects/${slug}/change-requests`;
       const cr = (await api1.post(base, { title: 'Crash me', head_ref: branch })).body.change_request;
@@ -61,6 +61,14 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
         (await t.db.rows<{ type: string }>({ text: `SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position`, values: [`cr-${cr.cr_id}`] })).map((r) => r.type);
       expect(await types()).to.deep.equal(['ChangeRequestOpened']);
 
+      let unreviewed: string | null = null;
+      if (movesOn) {
+        // Before anyone restarts the worker: someone pushes to base, the agent pushes more to head.
+        await repo.commit('main', { [`later-${branch}.txt`]: 'later\n' });
+        unreviewed = await repo.commit(branch, { [`unreviewed-${branch}.txt`]: 'x\n' });
+      }
+      const baseNow = repo.tip('main');
+
       const second = await spawnTestServer(env);
       try {
         const api2 = client(second.url, token);
@@ -70,10 +78,22 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
         expect(after.base_commit_sha).to.equal(mainBefore);
         expect(after.head_commit_sha).to.equal(head);
         expect(await types()).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
-        expect(repo.tip('main'), 'nothing merged twice').to.equal(published);
+        expect(repo.tip('main'), 'nothing merged twice').to.equal(baseNow);
         // A retry of the original request is a 409 now, not a second merge.
         expect((await api2.post(`${base}/${cr.number}/merge`, {})).status).to.equal(409);
-        expect(repo.tip('main')).to.equal(published);
+        expect(repo.tip('main')).to.equal(baseNow);
+        if (unreviewed) {
+          repo.git('fetch', '-q', 'origin');
+          const inBase = (() => {
+            try {
+              repo.git('merge-base', '--is-ancestor', unreviewed, repo.tip('main')!);
+              return true;
+            } catch {
+              return false;
+            }
+          })();
+          expect(inBase, 'the commit pushed after the merge was not merged').to.equal(false);
+        }
       } finally {
         expect(await second.stop()).to.equal(0);
       }
