@@ -90,8 +90,13 @@ export function resolveHost(c: ConfigData, env: Env, flagHost: string | undefine
   } else if (link?.host && hostExists(c, link.host)) {
     r = fromConfig(c, link.host, 'link');
   } else if (link?.host_url) {
-    // Linked on another machine under a host name this config does not know.
-    r = { name: link.host ?? link.host_url, url: normalizeUrl(link.host_url), source: 'link' };
+    // Linked under a host this config does not know (another machine, or a link file that
+    // came with a cloned repository). Never send a token to a URL only a file vouches for.
+    const name = link.host ?? 'linked';
+    throw new CliError(
+      `unknown host "${name}" in .svc/link.json (${link.host_url})`,
+      `if you trust it: svc hosts add ${name} --url ${link.host_url}`,
+    );
   } else {
     r = fromConfig(c, activeHostName(c), 'active');
   }

@@ -35,11 +35,11 @@ describe('cli resolution', () => {
       expect(resolveHost({ hosts: {} }, {}, undefined, undefined)).to.include({ name: 'cloud', source: 'active' });
     });
 
-    it('a link to a host this config does not know uses its host_url', () => {
-      expect(resolveHost({ hosts: {} }, {}, undefined, { project_id: 'p', host: 'elsewhere', host_url: 'http://elsewhere:9/v1' })).to.include({
-        name: 'elsewhere',
-        url: 'http://elsewhere:9',
-      });
+    it('a link to a host this config does not know is refused, so no token goes to its host_url', () => {
+      const link = { project_id: 'p', host: 'elsewhere', host_url: 'http://elsewhere:9/v1' };
+      for (const env of [{}, { SVC_CLI_TOKEN: 'svc_pat_secret' }]) {
+        expect(() => resolveHost({ hosts: {} }, env, undefined, link)).to.throw(/unknown host "elsewhere" in \.svc\/link\.json/);
+      }
     });
 
     it('SVC_CLI_TOKEN, then SVC_EXECUTOR_TOKEN, beat the stored token; SVC_TOKEN is never read', () => {
