@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DomainError } from '../domain/errors.js';
-import type { Db, Executor } from './db/db.js';
+import type { Executor } from './db/db.js';
 import { pgCode } from './db/db.js';
 import { eventQueries as q } from '../sql/queries/events.js';
 
@@ -145,15 +145,4 @@ export function checkpointAfter(e: Pick<StoredEvent, 'transaction_id' | 'global_
 export async function checkpointOf(db: Executor, globalPosition: number): Promise<Checkpoint | null> {
   if (globalPosition <= 0) return START;
   return (await db.one<Checkpoint>(q.checkpointOf(globalPosition))) ?? null;
-}
-
-/** Iterates the whole log in pages (rebuilds, catch-up subscribers). */
-export async function* readAllPages(db: Db, from: Checkpoint = START, pageSize = 5000): AsyncGenerator<StoredEvent[]> {
-  let at = from;
-  for (;;) {
-    const page = await readAll(db, at, { limit: pageSize });
-    if (page.length === 0) return;
-    yield page;
-    at = checkpointAfter(page[page.length - 1]!);
-  }
 }

@@ -3,6 +3,7 @@ import { assertBranchName, assertSha } from './refs.js';
 import { mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { classify, previewFor } from './engine-ort.js';
 import { ngErrno, type NgRepository, type NodeGit } from './nodegit-types.js';
+import { diffResult } from './diff-result.js';
 
 /**
  * libgit2 through nodegit. Same port and, where libgit2 and merge-ort agree, the same
@@ -125,15 +126,7 @@ export class Libgit2Engine implements GitEngine {
         binary,
       };
     });
-    return {
-      base_sha: baseSha,
-      head_sha: headSha,
-      merge_base: mb,
-      files,
-      additions: files.reduce((n, f) => n + f.additions, 0),
-      deletions: files.reduce((n, f) => n + f.deletions, 0),
-      patch: String(patch),
-    };
+    return diffResult(baseSha, headSha, mb, files, String(patch));
   }
 
   preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {

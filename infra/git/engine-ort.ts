@@ -2,6 +2,7 @@ import type { DiffFile, DiffResult, FileStatus, GitEngine, MergeCommitRequest, M
 import { assertBranchName, assertSha } from './refs.js';
 import { runGit, splitNul, type GitResult } from './run.js';
 import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './errors.js';
+import { diffResult } from './diff-result.js';
 
 /**
  * The default engine: git's own merge-ort through plumbing (merge-tree --write-tree,
@@ -257,15 +258,7 @@ export function buildDiff(
     const s = stats.get(path) ?? { additions: 0, deletions: 0, binary: false };
     files.push({ path, status: STATUS[fields[i]!.charAt(0)] ?? 'modified', ...s });
   }
-  return {
-    base_sha: baseSha,
-    head_sha: headSha,
-    merge_base: mb,
-    files,
-    additions: files.reduce((n, f) => n + f.additions, 0),
-    deletions: files.reduce((n, f) => n + f.deletions, 0),
-    patch: patch.toString('utf8'),
-  };
+  return diffResult(baseSha, headSha, mb, files, patch.toString('utf8'));
 }
 
 export function identityEnv(req: MergeCommitRequest): Record<string, string> {

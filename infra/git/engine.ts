@@ -3,7 +3,6 @@ import { OrtEngine } from './engine-ort.js';
 import { Libgit2Engine, loadNodeGit } from './engine-libgit2.js';
 
 export type EngineName = 'git' | 'libgit2';
-export const ENGINE_NAMES: readonly EngineName[] = ['git', 'libgit2'];
 
 export class EngineUnavailableError extends Error {
   constructor(readonly engine: EngineName, reason: string) {

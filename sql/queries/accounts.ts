@@ -26,10 +26,6 @@ export const accountQueries = {
     text: 'SELECT 1 AS ok FROM memberships WHERE account_id = $1 AND user_id = $2',
     values: [accountId, userId],
   }),
-  userById: (userId: string): Query => ({
-    text: 'SELECT user_id, email, name FROM users WHERE user_id = $1',
-    values: [userId],
-  }),
 };
 
 export const tokenQueries = {
@@ -45,9 +41,5 @@ export const tokenQueries = {
       FROM tokens t JOIN users u USING (user_id)
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     values: [hash],
-  }),
-  revoke: (tokenId: string): Query => ({
-    text: 'UPDATE tokens SET revoked_at = now() WHERE token_id = $1 AND revoked_at IS NULL',
-    values: [tokenId],
   }),
 };

@@ -129,5 +129,4 @@ export const crQueries = {
 
   deleteAll: (): Query => ({ text: 'DELETE FROM change_requests', values: [] }),
   copyScratchToLive: (): Query => ({ text: 'INSERT INTO change_requests TABLE cr_rebuilt', values: [] }),
-  count: (): Query => ({ text: 'SELECT count(*)::int AS n FROM change_requests', values: [] }),
 };

@@ -16,13 +16,6 @@ export const projectQueries = {
       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${cols}`,
     values: [p.projectId, p.accountId, p.name, p.slug, p.repoUrl, p.repoCredentialsEnc, p.defaultBranch],
   }),
-  /** By uuid or slug, among the projects of accounts the user belongs to. */
-  forUser: (userId: string, idOrSlug: string, isUuid: boolean): Query => ({
-    text: `SELECT ${cols} FROM projects p
-      WHERE ${isUuid ? 'p.project_id = $2::uuid' : 'p.slug = $2'}
-        AND EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)`,
-    values: [userId, idOrSlug],
-  }),
   byId: (projectId: string): Query => ({
     text: `SELECT ${cols} FROM projects WHERE project_id = $1`,
     values: [projectId],
@@ -37,10 +30,6 @@ export const projectQueries = {
       WHERE EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)
       ORDER BY p.created_at, p.project_id`,
     values: [userId],
-  }),
-  slugTaken: (slug: string): Query => ({
-    text: 'SELECT 1 AS taken FROM projects WHERE slug = $1',
-    values: [slug],
   }),
   sessionInProject: (projectId: string, sessionId: string): Query => ({
     text: 'SELECT 1 AS ok FROM project_sessions WHERE project_id = $1 AND session_id = $2',
