@@ -14,6 +14,8 @@ import { projectRoot } from '../../infra/paths.js';
 import { freePort } from '../../infra/net.js';
 import { startServer, type RunningServer } from '../../ops/server.js';
 import { createTestDb, type TestDb } from './db.js';
+import { fixtureRepo, type FixtureRepo } from './repo.js';
+import { client } from './http.js';
 
 export interface TestServer {
   url: string;
@@ -115,4 +117,32 @@ export async function traversableTempDir(prefix: string): Promise<string> {
   const dir = await mkdtemp(path.join(os.tmpdir(), prefix));
   await chmod(dir, 0o755);
   return dir;
+}
+
+export interface TestProject {
+  srv: TestServer;
+  repo: FixtureRepo;
+  /** A client with the owner's token. */
+  api: ReturnType<typeof client>;
+  /** `/v1/projects/<slug>/change-requests` */
+  base: string;
+}
+
+/** A server, a fixture repo and a project on it for the length of `fn`; both cleaned up after. */
+export async function withProject<T>(
+  opts: { slug: string; env?: Record<string, string>; poolSize?: number; mergeConcurrency?: number },
+  fn: (p: TestProject) => Promise<T>,
+): Promise<T> {
+  const { slug, ...serverOpts } = opts;
+  const srv = await startTestServer(serverOpts);
+  const repo = await fixtureRepo();
+  try {
+    const api = client(srv.url, srv.token);
+    const created = await api.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+    if (created.status !== 201) throw new Error(`could not create project ${slug}: ${JSON.stringify(created.body)}`);
+    return await fn({ srv, repo, api, base: `/v1/projects/${slug}/change-requests` });
+  } finally {
+    await srv.stop();
+    await repo.cleanup();
+  }
 }

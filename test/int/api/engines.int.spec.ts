@@ -1,7 +1,5 @@
 import { expect } from 'chai';
-import { startTestServer } from '../../support/server.js';
-import { fixtureRepo } from '../../support/repo.js';
-import { client } from '../../support/http.js';
+import { withProject } from '../../support/server.js';
 
 /**
  * The server honours SVC_GIT_ENGINE, and both engines give the API the same answers for
@@ -10,14 +8,8 @@ import { client } from '../../support/http.js';
 describe('the API on each git engine', function () {
   this.timeout(90_000);
   for (const engine of ['git', 'libgit2'] as const) {
-    it(`previews, diffs, refuses a conflict and merges with SVC_GIT_ENGINE=${engine}`, async () => {
-      const srv = await startTestServer({ env: { SVC_GIT_ENGINE: engine } });
-      const repo = await fixtureRepo();
-      try {
-        const api = client(srv.url, srv.token);
-        const slug = `eng-${engine}`;
-        await api.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
-        const base = `/v1/projects/${slug}/change-requests`;
+    it(`previews, diffs, refuses a conflict and merges with SVC_GIT_ENGINE=${engine}`, () =>
+      withProject({ slug: `eng-${engine}`, env: { SVC_GIT_ENGINE: engine } }, async ({ api, repo, base }) => {
         await repo.commit('main', { 'main.txt': 'm\n', 'clash.txt': 'main\n' });
         const head = await repo.commit('topic', { 'topic.txt': 't\n', 'README.md': 'fixture\nmore\n' }, { from: 'main~1' });
         await repo.commit('clash', { 'clash.txt': 'topic\n' }, { from: 'main~1' });
@@ -42,10 +34,6 @@ describe('the API on each git engine', function () {
         repo.git('fetch', '-q', 'origin');
         expect(repo.git('log', '-1', '--format=%P %an <%ae>', merged.merge_commit_sha)).to.equal(`${mainBefore} ${head} svc <noreply@svc.local>`);
         expect(repo.git('show', `${merged.merge_commit_sha}:topic.txt`)).to.equal('t');
-      } finally {
-        await srv.stop();
-        await repo.cleanup();
-      }
-    });
+      }));
   }
 });

@@ -1,21 +1,14 @@
 import { expect } from 'chai';
 import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { startTestServer } from '../../support/server.js';
-import { fixtureRepo } from '../../support/repo.js';
-import { client } from '../../support/http.js';
+import { withProject } from '../../support/server.js';
 
 describe('merges, closes and the per-base lock', function () {
   this.timeout(90_000);
 
-  it('a close sent while a merge is publishing waits for it: merged wins, and git and the log agree', async () => {
-    const srv = await startTestServer();
-    const repo = await fixtureRepo();
-    try {
-      const api = client(srv.url, srv.token);
-      await api.post('/v1/projects', { name: 'Slow', slug: 'slow', repo_url: repo.url });
+  it('a close sent while a merge is publishing waits for it: merged wins, and git and the log agree', () =>
+    withProject({ slug: 'slow' }, async ({ srv, repo, api, base }) => {
       const head = await repo.commit('topic', { 't.txt': 't\n' });
-      const base = '/v1/projects/slow/change-requests';
       const cr = (await api.post(base, { title: 'Slow push', head_ref: 'topic' })).body.change_request;
       // The remote takes a while to accept the push.
       const hook = path.join(repo.bare, 'hooks', 'pre-receive');
@@ -33,19 +26,10 @@ describe('merges, closes and the per-base lock', function () {
       expect(repo.tip('main')).to.equal(head);
       const left = await srv.db.db.rows({ text: 'SELECT cr_id FROM merge_attempts', values: [] });
       expect(left).to.deep.equal([]);
-    } finally {
-      await srv.stop();
-      await repo.cleanup();
-    }
-  });
+    }));
 
-  it('merges concurrently into one base on a small pool without deadlocking the pool or the API', async () => {
-    const srv = await startTestServer({ poolSize: 5, mergeConcurrency: 4 });
-    const repo = await fixtureRepo();
-    try {
-      const api = client(srv.url, srv.token);
-      await api.post('/v1/projects', { name: 'Small', slug: 'small', repo_url: repo.url });
-      const base = '/v1/projects/small/change-requests';
+  it('merges concurrently into one base on a small pool without deadlocking the pool or the API', () =>
+    withProject({ slug: 'small', poolSize: 5, mergeConcurrency: 4 }, async ({ repo, api, base }) => {
       for (let i = 0; i < 6; i++) {
         await repo.commit(`s${i}`, { [`s${i}.txt`]: `${i}\n` });
         await api.post(base, { title: `S${i}`, head_ref: `s${i}` });
@@ -53,9 +37,5 @@ describe('merges, closes and the per-base lock', function () {
       const results = await Promise.all([1, 2, 3, 4, 5, 6].map((n) => api.post(`${base}/${n}/merge`, {})));
       expect(results.map((r) => r.status)).to.deep.equal([200, 200, 200, 200, 200, 200]);
       expect((await api.get('/v1/projects')).status).to.equal(200);
-    } finally {
-      await srv.stop();
-      await repo.cleanup();
-    }
-  });
+    }));
 });
