@@ -25,7 +25,8 @@ export interface NewEvent {
 
 export interface StoredEvent<T extends string = string, D = unknown> {
   global_position: number;
-  transaction_id: string;
+  /** The appending transaction's id (xid8, as text): with global_position, the feed's order. */
+  txid: string;
   stream_id: string;
   stream_position: number;
   event_id: string;
@@ -137,8 +138,8 @@ export async function readAll(
   return db.rows<StoredEvent>(q.readAll(after, opts.limit ?? 1000, opts.projectId ?? null));
 }
 
-export function checkpointAfter(e: Pick<StoredEvent, 'transaction_id' | 'global_position'>): Checkpoint {
-  return { txid: e.transaction_id, position: e.global_position };
+export function checkpointAfter(e: Pick<StoredEvent, 'txid' | 'global_position'>): Checkpoint {
+  return { txid: e.txid, position: e.global_position };
 }
 
 /** Resolves a public global position (as given to `?after=`) to a resumable checkpoint. */

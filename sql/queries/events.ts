@@ -1,7 +1,11 @@
 import type { Query } from '../../infra/db/db.js';
 
-/** Columns every read returns, in the shape of `StoredEvent`. */
-export const EVENT_COLUMNS = `global_position, transaction_id::text AS transaction_id, stream_id, stream_position,
+/**
+ * Columns every read returns, in the shape of `StoredEvent`. The xid8 goes out as text
+ * under another name (`txid`): an output alias equal to a column name would capture a
+ * bare ORDER BY, which would then sort the ids as strings ("1062" before "771").
+ */
+export const EVENT_COLUMNS = `global_position, transaction_id::text AS txid, stream_id, stream_position,
   event_id, type, data, metadata, project_id, recorded_at`;
 
 /**
@@ -106,10 +110,10 @@ export const eventQueries = {
    */
   readAll: (after: { txid: string; position: number }, limit: number, projectId: string | null): Query => ({
     text: `SELECT ${EVENT_COLUMNS} FROM events
-      WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
-        AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())
-        AND ($4::uuid IS NULL OR project_id = $4::uuid)
-      ORDER BY transaction_id, global_position
+      WHERE (events.transaction_id, events.global_position) > ($1::xid8, $2::bigint)
+        AND events.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        AND ($4::uuid IS NULL OR events.project_id = $4::uuid)
+      ORDER BY events.transaction_id, events.global_position
       LIMIT $3`,
     values: [after.txid, after.position, limit, projectId],
   }),

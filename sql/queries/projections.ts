@@ -7,7 +7,7 @@ export const projectionQueries = {
    * what the live tables in the same snapshot reflect.
    */
   pageOfLog: (after: { txid: string; position: number }, limit: number): Query => ({
-    text: `SELECT e.global_position, e.transaction_id::text AS transaction_id, e.stream_id, e.stream_position,
+    text: `SELECT e.global_position, e.transaction_id::text AS txid, e.stream_id, e.stream_position,
         e.event_id, e.type, e.data, e.metadata, e.project_id, e.recorded_at
       FROM events e JOIN streams s USING (stream_id)
       WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint) AND s.stream_type = ANY($3::text[])

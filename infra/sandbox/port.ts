@@ -1,0 +1,71 @@
+/**
+ * The sandbox provider port. A provider runs one sandbox: `svc-entrypoint` (PID 1 of the
+ * sandbox) starting `svc-agent`, which clones the project repo into the workspace on the
+ * session branch and fronts the agent runtime. Every provider obeys the same states and
+ * receives the same injected environment (the spec's "Injected sandbox environment").
+ *
+ * Providers: `process` (a child process with its own workspace dir and ports; the
+ * laptop default), `bwrap` (the same inside bubblewrap namespaces), `docker` (one
+ * container per sandbox through the Engine API), `kubernetes` (one Pod + Service per
+ * sandbox). Chosen by `SVC_SANDBOX_PROVIDER`.
+ */
+
+export type SandboxProviderName = 'process' | 'bwrap' | 'docker' | 'kubernetes';
+
+export interface SandboxSpec {
+  /** One sandbox incarnation (a restart makes a new one). */
+  sandboxId: string;
+  sessionId: string;
+  projectId: string;
+  accountId: string;
+  /**
+   * The injected environment: the spec's SVC_* table plus the project's secrets. The
+   * provider adds only what its own plumbing needs (ports, workspace path on a shared
+   * host) and never drops or renames a variable given here.
+   */
+  env: Record<string, string>;
+  /** docker / kubernetes: the image to run (the repo's `.svc/Dockerfile` build or the default sandbox image). */
+  image?: string;
+  /** Labels for re-attaching after a server restart (docker labels, pod labels). */
+  labels: Record<string, string>;
+}
+
+/** What the server keeps about a running sandbox, enough to reach it and to find it again. */
+export interface SandboxHandle {
+  sandboxId: string;
+  provider: SandboxProviderName;
+  /** Base URL of the daemon (`svc-agent`) as the server reaches it, e.g. `http://127.0.0.1:41234`. */
+  url: string;
+  /** Provider-specific identity: a pid, a container id, a pod name. Persisted; given back to `inspect`/`stop`. */
+  ref: string;
+}
+
+export type SandboxLiveness = 'running' | 'exited' | 'unknown';
+
+export interface SandboxProvider {
+  readonly name: SandboxProviderName;
+  /**
+   * Starts the sandbox and returns once the provider has started it (not once the daemon
+   * answers: the caller waits for `GET <url>/svc/health`). Throws `SandboxError` on failure.
+   */
+  create(spec: SandboxSpec): Promise<SandboxHandle>;
+  /** Whether a sandbox created earlier (perhaps by another server process) still runs. */
+  inspect(handle: SandboxHandle): Promise<SandboxLiveness>;
+  /** Stops it and frees everything it held (workspace, container, pod). Idempotent. */
+  destroy(handle: SandboxHandle): Promise<void>;
+  /** Every sandbox of this provider that carries `labels` (re-attach / orphan sweep at start). */
+  list?(labels: Record<string, string>): Promise<SandboxHandle[]>;
+  /** Releases provider resources held by the server process itself (clients, timers). */
+  close?(): Promise<void>;
+}
+
+export class SandboxError extends Error {
+  constructor(
+    readonly code: 'unavailable' | 'create_failed' | 'not_found',
+    message: string,
+    readonly detail?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = 'SandboxError';
+  }
+}
