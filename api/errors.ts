@@ -18,6 +18,7 @@ export const statusOf: Record<ErrorCode, number> = {
   payload_too_large: 413,
   rate_limited: 429,
   unavailable: 503,
+  timeout: 504,
 };
 
 export interface ErrorBody {
@@ -38,6 +39,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
     if (res.headersSent) return;
     if (err instanceof DomainError) {
+      if (typeof err.details.retry_after === 'number') res.set('Retry-After', String(err.details.retry_after));
       res.status(statusOf[err.code]).json(bodyOf(err));
       return;
     }

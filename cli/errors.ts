@@ -72,6 +72,8 @@ export function codeForStatus(status: number, reason: string): ApiError['code'] 
       return 'rate_limited';
     case 503:
       return 'unavailable';
+    case 504:
+      return 'timeout';
     default:
       return status >= 500 ? 'server_error' : 'http_error';
   }

@@ -14,7 +14,8 @@ export type ErrorCode =
   | 'concurrency' // 409: optimistic concurrency on a stream, or a moved ref
   | 'payload_too_large' // 413
   | 'rate_limited' // 429
-  | 'unavailable'; // 503: a dependency (repo, runtime) cannot be reached
+  | 'unavailable' // 503: a dependency (repo, runtime) cannot be reached
+  | 'timeout'; // 504: a dependency did not answer within the request's budget
 
 export interface ErrorIssue {
   path: string;
@@ -45,3 +46,7 @@ export const notFound = (what: string): DomainError => new DomainError('not_foun
 export const conflict = (message: string): DomainError => new DomainError('conflict', 'Conflict', message);
 
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
+
+/** 503 or 429 with `Retry-After`: the error body carries `retry_after` (seconds), api/errors.ts sets the header. */
+export const retryLater = (code: 'unavailable' | 'rate_limited' | 'conflict', reason: string, message: string, retryAfterS: number): DomainError =>
+  new DomainError(code, reason, message, { retry_after: Math.max(1, Math.ceil(retryAfterS)) });

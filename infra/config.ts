@@ -29,6 +29,37 @@ const schema = z.object({
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  // --- hardening (issue 15): outbound repository URLs, read budgets, auth abuse, diff limits ---
+  /** Allow repository hosts that resolve to loopback, private, link-local, multicast or unspecified addresses. */
+  SVC_REPO_ALLOW_LOCAL_NETWORKS: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('0')
+    .transform((v) => v === '1' || v === 'true'),
+  /** Comma-separated host patterns (`example.com`, `*.example.com`); when set, only these hosts. */
+  SVC_REPO_ALLOWED_HOSTS: z.string().default(''),
+  /** Comma-separated host patterns always refused. */
+  SVC_REPO_BLOCKED_HOSTS: z.string().default(''),
+  /** Send stored repository credentials over plain http:// (off: https only). */
+  SVC_REPO_ALLOW_HTTP_CREDENTIALS: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('0')
+    .transform((v) => v === '1' || v === 'true'),
+  /** Budget of the refresh a read of an open CR makes; past it the stored CR is served. */
+  SVC_REFRESH_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(1500),
+  /** Budget of a diff or merge preview; past it 504. */
+  SVC_DIFF_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(30_000),
+  /** Longest wait for the per-base merge lock (close, reopen, merge); past it 503 with Retry-After. */
+  SVC_MERGE_LOCK_WAIT_MS: z.coerce.number().int().min(1).max(600_000).default(10_000),
+  /** Failed authentications allowed per client address per window; then 429. */
+  SVC_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(60),
+  SVC_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(60),
+  /** Diff limits (GitHub's shape): per-file and total patch bytes and lines. */
+  SVC_DIFF_MAX_FILE_BYTES: z.coerce.number().int().min(1).default(500_000),
+  SVC_DIFF_MAX_FILE_LINES: z.coerce.number().int().min(1).default(20_000),
+  SVC_DIFF_MAX_TOTAL_BYTES: z.coerce.number().int().min(1).default(5_000_000),
+  SVC_DIFF_MAX_TOTAL_LINES: z.coerce.number().int().min(1).default(100_000),
+  SVC_DIFF_MAX_FILES: z.coerce.number().int().min(1).default(3000),
+  // --- end hardening ---
 });
 
 export type Env = z.infer<typeof schema>;

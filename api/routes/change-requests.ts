@@ -48,7 +48,14 @@ const MERGE_WAIT_MS = 120_000;
 /** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
 export function changeRequestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = { db: deps.db, repos: deps.repos, logger: deps.logger };
+  const crDeps = {
+    db: deps.db,
+    repos: deps.repos,
+    logger: deps.logger,
+    refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,
+    diffTimeoutMs: deps.config.SVC_DIFF_TIMEOUT_MS,
+    lockWaitMs: deps.config.SVC_MERGE_LOCK_WAIT_MS,
+  };
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const crRef = (req: Request) => String(req.params.crId ?? '');
 

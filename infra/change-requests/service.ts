@@ -3,7 +3,7 @@ import type { Db } from '../db/db.js';
 import { readStream } from '../event-store.js';
 import type { DiffResult, MergePreview, ProjectRepo } from '../git/port.js';
 import type { Logger } from '../logger.js';
-import { isDomainError, notFound, validationError } from '../../domain/errors.js';
+import { DomainError, isDomainError, notFound, validationError } from '../../domain/errors.js';
 import {
   decide,
   fold,
@@ -24,6 +24,36 @@ export interface CrDeps {
   repos: ProjectRepos;
   logger: Logger;
   now?: () => Date;
+  /** Budget of the refresh a read makes (SVC_REFRESH_TIMEOUT_MS); past it the stored CR is served. */
+  refreshTimeoutMs?: number;
+  /** Budget of a diff or a merge preview (SVC_DIFF_TIMEOUT_MS); past it 504. */
+  diffTimeoutMs?: number;
+  /** Longest wait for the per-base merge lock (SVC_MERGE_LOCK_WAIT_MS). */
+  lockWaitMs?: number;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** `p`'s value, or TIMED_OUT once `ms` passed (p keeps running; its failure is then ignored here). */
+export async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<typeof TIMED_OUT>((r) => (timer = setTimeout(() => r(TIMED_OUT), ms)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A git read bounded by the diff budget: 504 with the contract's body past it. */
+async function bounded<T>(deps: CrDeps, what: string, p: Promise<T>): Promise<T> {
+  p.catch(() => {}); // a failure after the budget is nobody's to handle
+  const ms = deps.diffTimeoutMs ?? 30_000;
+  const r = await within(p, ms);
+  if (r === TIMED_OUT) {
+    throw new DomainError('timeout', 'Repository timeout', `The repository did not answer the ${what} within ${ms} ms; try again.`, { timeout_ms: ms });
+  }
+  return r;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -118,18 +148,39 @@ export async function openCr(deps: CrDeps, project: ProjectRecord, actor: string
 /**
  * An open CR follows its branches: every read re-resolves both tips and records a
  * `Refreshed` event when either moved. A missing branch or an unreachable repository
- * skips the refresh silently; the stored metadata is served.
+ * skips the refresh silently; the stored metadata is served. The read has a budget
+ * (`refreshTimeoutMs`): past it the stored CR is served at once and the refresh goes on
+ * in the background, recording its `Refreshed` event if it lands.
  */
 export async function refreshCr(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest, actor: string): Promise<ChangeRequest> {
   if (cr.status !== 'open' || !project.repo_url) return cr;
-  let tips: Record<string, string | null>;
+  const read = (async () => deps.repos.for(project).readTips([cr.base_ref, cr.head_ref]))();
+  let tips: Record<string, string | null> | typeof TIMED_OUT;
   try {
-    tips = await deps.repos.for(project).readTips([cr.base_ref, cr.head_ref]);
+    tips = await within(read, deps.refreshTimeoutMs ?? 1500);
   } catch (err) {
     // Whatever the reason, a refresh failure serves the stored metadata (the spec's rule).
     deps.logger.debug({ cr_id: cr.cr_id, err: (err as Error).message }, 'refresh skipped');
     return cr;
   }
+  if (tips === TIMED_OUT) {
+    deps.logger.debug({ cr_id: cr.cr_id }, 'refresh over budget; serving the stored CR');
+    read
+      .then((late) => applyTips(deps, project, cr, late, actor))
+      .catch((err: unknown) => deps.logger.debug({ cr_id: cr.cr_id, err: (err as Error).message }, 'background refresh skipped'));
+    return cr;
+  }
+  return applyTips(deps, project, cr, tips, actor);
+}
+
+/** Records a `Refreshed` event when the tips moved from those `cr` holds. */
+export async function applyTips(
+  deps: CrDeps,
+  project: ProjectRecord,
+  cr: ChangeRequest,
+  tips: Record<string, string | null>,
+  actor: string,
+): Promise<ChangeRequest> {
   const head = tips[cr.head_ref] ?? null;
   const base = tips[cr.base_ref] ?? null;
   if (!head || !base || (head === cr.head_commit_sha && base === cr.base_commit_sha)) return cr;
@@ -195,14 +246,14 @@ export async function diffCr(deps: CrDeps, project: ProjectRecord, ref: string):
   const cr = await findCr(deps.db, project.project_id, ref);
   const repo = deps.repos.for(project);
   if (cr.status === 'merged' && cr.base_commit_sha && cr.head_commit_sha) {
-    return repo.diffCommits(cr.base_commit_sha, cr.head_commit_sha);
+    return bounded(deps, 'diff', repo.diffCommits(cr.base_commit_sha, cr.head_commit_sha));
   }
   try {
-    return await repo.diffBranches(cr.base_ref, cr.head_ref);
+    return await bounded(deps, 'diff', repo.diffBranches(cr.base_ref, cr.head_ref));
   } catch (err) {
     // A deleted branch: the last tips we saw still describe the change.
     if (isDomainError(err) && err.code === 'not_found' && cr.base_commit_sha && cr.head_commit_sha) {
-      return repo.diffCommits(cr.base_commit_sha, cr.head_commit_sha);
+      return bounded(deps, 'diff', repo.diffCommits(cr.base_commit_sha, cr.head_commit_sha));
     }
     throw err;
   }
@@ -210,7 +261,7 @@ export async function diffCr(deps: CrDeps, project: ProjectRecord, ref: string):
 
 export async function previewCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<MergePreview> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  return deps.repos.for(project).preview(cr.base_ref, cr.head_ref);
+  return bounded(deps, 'merge preview', deps.repos.for(project).preview(cr.base_ref, cr.head_ref));
 }
 
 export async function crHistory(deps: CrDeps, project: ProjectRecord, ref: string) {
