@@ -1,7 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Config } from '../../infra/config.js';
 import { Router } from 'express';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
@@ -10,7 +7,7 @@ import { CreateProjectBody } from '../schemas.js';
 import { resolveProject, serializeProject } from '../project-access.js';
 import { accountQueries } from '../../sql/queries/accounts.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { assertRemoteUrl } from '../../infra/git/remote-url.js';
+import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { mintToken } from '../../infra/tokens.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
 import { pgCode } from '../../infra/db/db.js';
@@ -41,26 +38,6 @@ function splitCredentials(raw: string): { url: string; credentials: { username: 
   return { url: u.toString(), credentials };
 }
 
-/** `file://` repositories only when the operator allows them, and never inside the data dir. */
-function assertRepoAllowed(url: string, config: Config): void {
-  if (!url.toLowerCase().startsWith('file:')) return;
-  if (!config.SVC_ALLOW_FILE_REPOS) {
-    throw validationError('file:// repositories are disabled on this server (an operator can allow them with SVC_ALLOW_FILE_REPOS=1).', [
-      { path: 'repo_url', message: 'file:// not allowed' },
-    ]);
-  }
-  let target: string;
-  try {
-    target = path.resolve(fileURLToPath(url));
-  } catch {
-    throw validationError('repo_url is not a valid file:// URL.', [{ path: 'repo_url', message: 'invalid file URL' }]);
-  }
-  const dataDir = path.resolve(config.dataDir);
-  if (target === dataDir || target.startsWith(dataDir + path.sep)) {
-    throw validationError("repo_url must not point inside the server's data directory.", [{ path: 'repo_url', message: 'inside the data dir' }]);
-  }
-}
-
 export function projectRoutes(deps: ApiDeps): Router {
   const r = Router();
 
@@ -74,8 +51,7 @@ export function projectRoutes(deps: ApiDeps): Router {
       ]);
     }
     const { url, credentials } = splitCredentials(body.repo_url);
-    assertRemoteUrl(url);
-    assertRepoAllowed(url, deps.config);
+    await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
     const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
     const accountId = body.account_id ?? accounts[0]?.account_id;
     if (!accountId || !accounts.some((a) => a.account_id === accountId)) {

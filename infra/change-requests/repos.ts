@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { GitEngine, ProjectRepo } from '../git/port.js';
 import { openProjectRepo } from '../git/remote-repo.js';
+import type { RepoUrlPolicy } from '../git/url-policy.js';
 import { DomainError } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
@@ -21,7 +22,7 @@ export interface ProjectRepos {
   for(project: ProjectRecord): ProjectRepo;
 }
 
-export function createProjectRepos(opts: { dataDir: string; engine: GitEngine; secrets: SecretBox; logger: Logger }): ProjectRepos {
+export function createProjectRepos(opts: { dataDir: string; engine: GitEngine; secrets: SecretBox; logger: Logger; policy?: RepoUrlPolicy }): ProjectRepos {
   const cache = new Map<string, ProjectRepo>();
   return {
     for(project) {
@@ -39,6 +40,7 @@ export function createProjectRepos(opts: { dataDir: string; engine: GitEngine; s
           mirrorsDir: path.join(opts.dataDir, 'mirrors'),
           engine: opts.engine,
           logger: opts.logger,
+          ...(opts.policy ? { policy: opts.policy } : {}),
         });
         cache.set(key, repo);
       }

@@ -5,8 +5,16 @@ import type { RepoLocation } from './port.js';
  * them: a credential helper given on the command line (`-c`, never written to any config
  * file) that prints two variables of its own environment. The argv therefore holds the
  * helper's text but never a secret, and the mirror's config never learns anything.
+ *
+ * The helper answers only for the protocol and host the credential was stored for: it is
+ * scoped to that URL in git's config (`credential.<url>.helper`) and checks git's
+ * `protocol=`/`host=` request lines itself, so a redirect to another host (or port) never
+ * gets the password. Redirects are not followed either (see remote-repo.ts).
  */
-const HELPER = '!f() { test "$1" = get || exit 0; echo "username=$SVC_GIT_USERNAME"; echo "password=$SVC_GIT_PASSWORD"; }; f';
+const HELPER =
+  '!f() { test "$1" = get || exit 0; p=; h=; while IFS== read -r k v; do case "$k" in protocol) p="$v";; host) h="$v";; esac; done; ' +
+  'test "$p" = "$SVC_GIT_CRED_PROTOCOL" && test "$h" = "$SVC_GIT_CRED_HOST" || exit 0; ' +
+  'echo "username=$SVC_GIT_USERNAME"; echo "password=$SVC_GIT_PASSWORD"; }; f';
 
 export interface GitAuth {
   /** `-c` options that go before the git subcommand. */
@@ -16,14 +24,23 @@ export interface GitAuth {
   secrets: string[];
 }
 
-export function gitAuth(location: RepoLocation): GitAuth {
+/** `allowHttp` false: no credential is ever offered over plain http://. */
+export function gitAuth(location: RepoLocation, opts: { allowHttp?: boolean } = {}): GitAuth {
   // The empty value first clears any helper git might otherwise consult.
   const configArgs = ['-c', 'credential.helper='];
   const c = location.credentials;
   if (!c) return { configArgs, env: {}, secrets: [] };
+  let u: URL;
+  try {
+    u = new URL(location.url);
+  } catch {
+    return { configArgs, env: {}, secrets: [] };
+  }
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && opts.allowHttp !== false)) return { configArgs, env: {}, secrets: [] };
+  const protocol = u.protocol.slice(0, -1);
   return {
-    configArgs: [...configArgs, '-c', `credential.helper=${HELPER}`],
-    env: { SVC_GIT_USERNAME: c.username, SVC_GIT_PASSWORD: c.password },
+    configArgs: [...configArgs, '-c', `credential.${protocol}://${u.host}.helper=${HELPER}`],
+    env: { SVC_GIT_USERNAME: c.username, SVC_GIT_PASSWORD: c.password, SVC_GIT_CRED_PROTOCOL: protocol, SVC_GIT_CRED_HOST: u.host },
     secrets: [c.password],
   };
 }

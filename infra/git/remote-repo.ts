@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -15,6 +16,7 @@ import { assertBranchName, assertSha } from './refs.js';
 import { runGit, type GitRunOptions } from './run.js';
 import { gitAuth, type GitAuth } from './credentials.js';
 import { assertRemoteUrl } from './remote-url.js';
+import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
@@ -29,6 +31,11 @@ export interface OpenProjectRepoOptions {
   mirrors?: MirrorRegistry;
   /** Limit for each network git call. */
   networkTimeoutMs?: number;
+  /**
+   * Where repositories may live, checked again before every network call (DNS rebinding);
+   * http(s) calls are pinned to the addresses that were checked. Absent: syntax checks only.
+   */
+  policy?: RepoUrlPolicy;
 }
 
 /**
@@ -51,12 +58,16 @@ class RemoteProjectRepo implements ProjectRepo {
   private readonly timeoutMs: number;
   private readonly localRefs: LocalRefReader | null;
   private readonly lsRemote: LsRemoteBatcher;
+  private readonly policy: RepoUrlPolicy | undefined;
+  private readonly hasCredentials: boolean;
 
   constructor(opts: OpenProjectRepoOptions) {
     this.url = assertRemoteUrl(opts.location.url);
     this.localRefs = opts.location.credentials ? null : localRefReader(this.url);
     this.lsRemote = new LsRemoteBatcher((names) => this.lsRemoteHeads(names));
-    this.auth = gitAuth(opts.location);
+    this.policy = opts.policy;
+    this.hasCredentials = !!opts.location.credentials;
+    this.auth = gitAuth(opts.location, { allowHttp: opts.policy ? opts.policy.allowHttpCredentials : true });
     this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
     this.engine = opts.engine;
     this.log = opts.logger?.child({ component: 'git-remote', project_id: opts.location.projectId });
@@ -67,6 +78,7 @@ class RemoteProjectRepo implements ProjectRepo {
     const names = [...new Set(branches.map((b) => assertBranchName(b)))];
     const tips: Record<string, string | null> = Object.fromEntries(names.map((n) => [n, null]));
     if (names.length === 0) return tips;
+    if (this.localRefs && this.policy) await checkRepoUrl(this.url, this.policy);
     const local = this.localRefs ? await this.localRefs.readTips(names) : null;
     if (local) return local;
     const found = await this.lsRemote.read(names);
@@ -260,9 +272,25 @@ class RemoteProjectRepo implements ProjectRepo {
     }
   }
 
+  /**
+   * The policy again, right before git connects; for http(s) the connection is pinned to
+   * the addresses just checked (`http.curloptResolve`), so a second resolution by git
+   * cannot land elsewhere. Redirects are never followed.
+   */
+  private async connectArgs(): Promise<string[]> {
+    const args = ['-c', 'http.followRedirects=false'];
+    if (!this.policy) return args;
+    const t = await checkRepoUrl(this.url, this.policy, { hasCredentials: this.hasCredentials });
+    if ((t.protocol === 'http:' || t.protocol === 'https:') && t.port && !net.isIP(t.host) && t.addresses.length > 0) {
+      const addrs = t.addresses.map((a) => (net.isIPv6(a) ? `[${a}]` : a)).join(',');
+      args.push('-c', `http.curloptResolve=${t.host}:${t.port}:${addrs}`);
+    }
+    return args;
+  }
+
   private git(args: string[], extra: GitRunOptions = {}) {
-    return this.mirror.ensureCreated().then(() =>
-      runGit([...this.auth.configArgs, ...args], {
+    return Promise.all([this.mirror.ensureCreated(), this.connectArgs()]).then(([, connect]) =>
+      runGit([...this.auth.configArgs, ...connect, ...args], {
         cwd: this.mirror.path,
         env: this.auth.env,
         secrets: this.auth.secrets,

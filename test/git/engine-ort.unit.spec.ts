@@ -78,7 +78,7 @@ describe('git runner and credentials hygiene', () => {
     const auth = gitAuth({ projectId: 'p', url: 'https://h/x.git', credentials: { username: 'bob', password: 'hunter2' } });
     expect(auth.configArgs.join(' ')).to.not.include('hunter2');
     expect(auth.configArgs.join(' ')).to.not.include('bob');
-    expect(auth.env).to.deep.equal({ SVC_GIT_USERNAME: 'bob', SVC_GIT_PASSWORD: 'hunter2' });
+    expect(auth.env).to.deep.equal({ SVC_GIT_USERNAME: 'bob', SVC_GIT_PASSWORD: 'hunter2', SVC_GIT_CRED_PROTOCOL: 'https', SVC_GIT_CRED_HOST: 'h' });
     expect(auth.configArgs.slice(0, 2)).to.deep.equal(['-c', 'credential.helper=']);
     expect(gitAuth({ projectId: 'p', url: 'file:///x' }).env).to.deep.equal({});
   });

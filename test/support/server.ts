@@ -17,6 +17,16 @@ import { createTestDb, type TestDb } from './db.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
 
+/**
+ * Tests run against repositories on this machine (file:// and loopback http): local
+ * networks are allowed, as on a single-tenant install. Specs of the policy override it.
+ */
+export const TEST_ENV: Record<string, string> = {
+  SVC_REPO_ALLOW_LOCAL_NETWORKS: '1',
+  SVC_REPO_ALLOW_HTTP_CREDENTIALS: '1',
+  SVC_AUTH_FAILURE_LIMIT: '1000000',
+};
+
 export interface TestServer {
   url: string;
   /** A user token (owner of the account `accountId`). */
@@ -33,7 +43,7 @@ export interface TestServer {
 export async function startTestServer(opts: { env?: Record<string, string>; mergeConcurrency?: number; poolSize?: number } = {}): Promise<TestServer> {
   const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...opts.env });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...opts.env });
   let server: RunningServer;
   try {
     server = await startServer({
@@ -82,7 +92,7 @@ export interface SpawnedServer {
 export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
   const port = await freePort();
   const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...env },
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
