@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isDomainError } from '../domain/errors.js';
-import { runMerge } from '../infra/change-requests/merge.js';
+import { MergeOutcomeUnknown, runMerge } from '../infra/change-requests/merge.js';
 import type { CrDeps } from '../infra/change-requests/service.js';
 import type { JobOutput } from '../infra/queue.js';
 
@@ -26,6 +26,8 @@ export function crMergeHandler(deps: CrDeps) {
       const cr = await runMerge(deps, job);
       return { ok: true, value: cr };
     } catch (err) {
+      // Unknown outcome: a retry settles it (found published and recorded, or merged anew).
+      if (err instanceof MergeOutcomeUnknown) throw err;
       if (isDomainError(err)) {
         return { ok: false, error: { code: err.code, reason: err.reason, message: err.message, details: err.details } };
       }

@@ -9,6 +9,31 @@ import { handleCommand } from './handle.js';
 import type { ProjectRecord } from './repos.js';
 import { findCr, type CrDeps } from './service.js';
 
+/**
+ * The push's outcome is unknown: the merge record is kept and the job must be retried
+ * (workers/cr-merge.ts rethrows it so pg-boss does). Inline, it is a 503.
+ */
+export class MergeOutcomeUnknown extends DomainError {
+  constructor(
+    readonly crId: string,
+    readonly causeError: unknown,
+  ) {
+    super(
+      'unavailable',
+      'Merge outcome unknown',
+      'The repository did not confirm the merge; it is settled when the repository answers again. Check the change request shortly.',
+      { retry_after: 5 },
+    );
+  }
+}
+
+/** Errors after which the base certainly did not move: a refusal by the remote, a stale lease, a policy refusal. */
+function definitelyNotPublished(err: unknown): boolean {
+  if (!isDomainError(err)) return false;
+  if (err.code === 'concurrency' || err.code === 'validation') return true;
+  return err.code === 'unavailable' && err.reason === 'Push rejected';
+}
+
 export interface MergeJobData {
   project_id: string;
   cr_id: string;
@@ -52,6 +77,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
 
     let result: MergeResult | undefined;
     for (let attempt = 1; !result; attempt++) {
+      let recorded = false;
       try {
         result = await repo.merge(
           {
@@ -73,14 +99,22 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
                   actor: job.actor,
                 }),
               );
+              recorded = true;
             },
           },
         );
       } catch (err) {
         // The base moved between computing and publishing: nothing was overwritten; recompute.
         if (isDomainError(err) && err.code === 'concurrency' && attempt < 3) continue;
-        await db.run(attempts.remove(cr.cr_id));
-        throw err;
+        if (!recorded || definitelyNotPublished(err)) {
+          await db.run(attempts.remove(cr.cr_id));
+          throw err;
+        }
+        // The push may have moved the base (killed by its timeout, its answer lost): the
+        // record stays for the retry and the start-up reconcile, which compare the base
+        // with the recorded merge commit.
+        deps.logger.warn({ cr_id: cr.cr_id, err: (err as Error).message }, 'merge outcome unknown; the record stays for the retry');
+        throw new MergeOutcomeUnknown(cr.cr_id, err);
       }
     }
     failpoint('merge.after-publish');

@@ -17,6 +17,7 @@ import { runGit, type GitRunOptions } from './run.js';
 import { gitAuth, type GitAuth } from './credentials.js';
 import { assertRemoteUrl } from './remote-url.js';
 import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
+import { failpointAsync } from '../failpoints.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
@@ -255,7 +256,11 @@ class RemoteProjectRepo implements ProjectRepo {
       throw this.unavailable(e);
     }
     const result = porcelainRef(out, ref);
-    if (code === 0 && result !== null && result.flag !== '!') return;
+    if (code === 0 && result !== null && result.flag !== '!') {
+      // Tests: the remote moved, and then the answer is lost on its way back.
+      await failpointAsync('git.push.after-remote-moved');
+      return;
+    }
     if (result?.flag === '!' && result.summary.startsWith('[remote rejected]')) {
       const reason = /^\[remote rejected\] \((.{1,200})\)/.exec(result.summary)?.[1] ?? 'no reason given';
       throw new DomainError('unavailable', 'Push rejected', `The repository refused to update ${branch}: ${reason}.`, { reason });
