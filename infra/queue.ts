@@ -2,6 +2,7 @@ import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import type { Db } from './db/db.js';
 import type { Logger } from './logger.js';
+import { jobQueries } from '../sql/queries/jobs.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -31,7 +32,12 @@ export interface Queue {
   stop(): Promise<void>;
 }
 
-export async function startQueue(db: Db, logger: Logger, opts: { queues: string[]; schedule?: boolean }): Promise<Queue> {
+export async function startQueue(
+  db: Db,
+  logger: Logger,
+  opts: { queues: string[]; schedule?: boolean; /** Job lease (ms): a job whose worker stopped renewing it this long is retried. */ leaseMs?: number },
+): Promise<Queue> {
+  const leaseMs = opts.leaseMs ?? 4000;
   const boss = new PgBoss({
     connectionString: db.url,
     schema: 'pgboss',
@@ -103,6 +109,8 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
     },
     work(name, concurrency, handler) {
       let active = 0;
+      /** Jobs this process runs: their leases are renewed while they run. */
+      const mine = new Set<string>();
       let fetching = false;
       let pending = false;
       // One fetch in flight per queue: notifications arrive in bursts, and concurrent
@@ -122,6 +130,7 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
         fetching = false;
         for (const job of jobs) {
           active++;
+          mine.add(job.id);
           const p = (async () => {
             let out: JobOutput;
             try {
@@ -131,6 +140,8 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
               await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
               await notify(DONE_CHANNEL, job.id).catch(() => {});
+              // Its retry is due after the retry delay (1 s): look again then, not at the next poll.
+              setTimeout(() => void pump(), 1100).unref();
               return;
             }
             try {
@@ -142,6 +153,7 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
             await notify(DONE_CHANNEL, job.id).catch(() => {});
           })().finally(() => {
             active--;
+            mine.delete(job.id);
             running.delete(p);
             void pump();
           });
@@ -154,7 +166,27 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
       const timer = setInterval(() => void pump(), 2000);
       timer.unref();
       timers.push(timer);
-      void pump();
+      // Leases: renew ours, and take back jobs whose worker died (its lease lapsed), at
+      // start and then every fifth of a lease. A dead worker's job runs again within
+      // about 1.2 leases of its death.
+      const leases = async () => {
+        if (stopped) return;
+        try {
+          if (mine.size > 0) await db.run(jobQueries.renew(name, [...mine]));
+          const taken = await db.rows<{ id: string; state: string }>(jobQueries.reclaim(name, leaseMs));
+          for (const j of taken) {
+            logger.warn({ queue: name, job: j.id, state: j.state }, 'took back a job whose worker stopped renewing its lease');
+            if (j.state === 'failed') await notify(DONE_CHANNEL, j.id);
+          }
+          if (taken.length > 0) await notify(JOBS_CHANNEL, name);
+        } catch (err) {
+          logger.warn({ err: (err as Error).message, queue: name }, 'job lease upkeep failed');
+        }
+      };
+      const leaseTimer = setInterval(() => void leases(), Math.max(100, Math.floor(leaseMs / 5)));
+      leaseTimer.unref();
+      timers.push(leaseTimer);
+      void leases().then(() => pump());
     },
     async stop() {
       stopped = true;

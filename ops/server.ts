@@ -46,13 +46,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE], leaseMs: config.SVC_JOB_LEASE_MS });
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
     // Each merge holds one pool connection; keep one for the queue listener and one for the API.
-    const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? 4, (db.pool.options.max ?? 10) - 2));
-    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger }));
+    const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? config.SVC_MERGE_CONCURRENCY, (db.pool.options.max ?? 10) - 2));
+    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, lockWaitMs: 60_000 }));
+    logger.info({ queue: CR_MERGE, concurrency }, 'worker ready');
   }
 
   let server: http.Server | undefined;

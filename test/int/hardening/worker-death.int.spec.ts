@@ -1,0 +1,130 @@
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { bootstrapUser } from '../../../infra/accounts.js';
+import { projectRoot } from '../../../infra/paths.js';
+import { createTestDb, type TestDb } from '../../support/db.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { client } from '../../support/http.js';
+import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
+
+const N = 12;
+
+/** `svc-server worker` in its own process group (so its git children die with it), ready when it says so. */
+async function startWorker(env: Record<string, string>): Promise<{ proc: ChildProcess; output: () => string }> {
+  const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), 'worker'], {
+    env: { ...process.env, LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  const ready = new Promise<void>((resolve, reject) => {
+    const onData = (c: Buffer) => {
+      out += c.toString();
+      if (out.includes('worker ready')) resolve();
+    };
+    proc.stdout!.on('data', onData);
+    proc.stderr!.on('data', onData);
+    proc.once('exit', (code) => reject(new Error(`worker exited (${code}):\n${out}`)));
+  });
+  await ready;
+  return { proc, output: () => out };
+}
+
+const killGroup = (p: ChildProcess) => {
+  try {
+    process.kill(-p.pid!, 'SIGKILL');
+  } catch {
+    /* gone */
+  }
+};
+
+/** Waits for a signal the git hook leaves on disk (not a clock). */
+async function until(cond: () => Promise<boolean>, what: string, ms = 60_000) {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('merges outlive their workers (issue 15 item 9)', function () {
+  this.timeout(180_000);
+  let t: TestDb;
+  let repo: FixtureRepo;
+  let dir: string;
+  const workers: ChildProcess[] = [];
+
+  before(async () => {
+    t = await createTestDb();
+    repo = await fixtureRepo();
+    dir = await traversableTempDir('svc-workers-');
+  });
+  after(async () => {
+    for (const w of workers) killGroup(w);
+    await t?.drop();
+    await repo?.cleanup();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it(`two workers SIGKILLed with ${N} merges in flight: a fresh worker merges each exactly once within 10 s`, async () => {
+    const env = { DATABASE_URL: t.url, SVC_DATA_DIR: path.join(dir, 'data'), SVC_MERGE_CONCURRENCY: '6', DATABASE_POOL_SIZE: '10' };
+    const { token } = (await bootstrapUser(t.db, { email: 'workers@example.test' })).token;
+    const heads: string[] = [];
+    for (let i = 0; i < N; i++) {
+      await repo.commit(`base-${i}`, { [`base-${i}.txt`]: 'base\n' });
+      heads.push(await repo.commit(`topic-${i}`, { [`topic-${i}.txt`]: 'work\n' }, { from: 'main' }));
+    }
+    // From now on every push to the remote stops in its hook while SLOW exists, leaving a mark.
+    const slow = path.join(dir, 'SLOW');
+    const marks = path.join(dir, 'marks');
+    await mkdir(marks);
+    const hook = path.join(repo.bare, 'hooks', 'pre-receive');
+    await writeFile(hook, `#!/bin/sh\nif [ -f '${slow}' ]; then touch '${marks}'/$$; sleep 120; fi\nexit 0\n`);
+    await chmod(hook, 0o755);
+
+    const api = await spawnTestServer(env, 'api');
+    try {
+      const c = client(api.url, token);
+      expect((await c.post('/v1/projects', { name: 'workers', slug: 'workers', repo_url: repo.url })).status).to.equal(201);
+      const base = '/v1/projects/workers/change-requests';
+      const crs = [];
+      for (let i = 0; i < N; i++) {
+        crs.push((await c.post(base, { title: `W${i}`, head_ref: `topic-${i}`, base_ref: `base-${i}` })).body.change_request);
+      }
+      const w1 = await startWorker(env);
+      const w2 = await startWorker(env);
+      workers.push(w1.proc, w2.proc);
+      await writeFile(slow, '');
+      const merges = crs.map((cr) => c.post(`${base}/${cr.number}/merge`, {}));
+      await until(async () => (await readdir(marks)).length >= N, `${N} pushes in flight`);
+
+      killGroup(w1.proc);
+      killGroup(w2.proc);
+      const killedAt = Date.now();
+      await rm(slow);
+      const w3 = await startWorker(env);
+      workers.push(w3.proc);
+      const results = await Promise.all(merges);
+      const elapsed = Date.now() - killedAt;
+      console.log(`      ${N} orphaned merges finished ${elapsed} ms after both workers died`);
+      expect(results.map((r) => r.status), JSON.stringify(results.map((r) => r.body))).to.deep.equal(Array(N).fill(200));
+      expect(elapsed).to.be.at.most(10_000);
+
+      repo.git('fetch', '-q', 'origin');
+      for (let i = 0; i < N; i++) {
+        const cr = (await c.get(`${base}/${crs[i].number}`)).body.change_request;
+        expect(cr.status).to.equal('merged');
+        expect(cr.merge_commit_sha).to.equal(repo.tip(`base-${i}`));
+        expect(repo.git('rev-parse', `${cr.merge_commit_sha}^2`)).to.equal(heads[i]);
+        expect(repo.git('rev-list', '--count', `origin/base-${i}`, `^origin/main`)).to.equal('3'); // the base commit, the topic commit and one merge
+        const types = await t.db.rows<{ type: string }>({ text: 'SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position', values: [`cr-${cr.cr_id}`] });
+        expect(types.map((x) => x.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
+      }
+      killGroup(w3.proc);
+    } finally {
+      await api.stop();
+    }
+  });
+});
