@@ -5,33 +5,40 @@ import type { ProjectRecord } from '../infra/change-requests/repos.js';
 import { accountQueries } from '../sql/queries/accounts.js';
 import { projectQueries } from '../sql/queries/projects.js';
 import { principalOf } from './auth.js';
+import type { Principal } from '../infra/tokens.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden', message);
 
 /**
- * Resolves `:projectId` (uuid or slug) and checks the caller may write to it: a project
- * token only its own project (anything else 403, as the spec says), a user token the
- * projects of accounts it belongs to (a project outside them: 403, write access missing).
+ * Resolves `:projectId` (uuid or slug) and checks the caller may write to it. A user
+ * token sees only the projects of its accounts: a slug is looked up within them, and a
+ * project of another account answers 404 exactly like one that does not exist (no slug
+ * or id enumeration). A project token sees only its own project (another one: 403, as the
+ * spec says); both kinds act as their user, so one removed from the account loses access (403).
  */
 export async function resolveProject(db: Db, req: Request): Promise<ProjectRecord> {
-  const principal = principalOf(req);
-  const ref = String(req.params.projectId ?? '');
+  return resolveProjectRef(db, principalOf(req), String(req.params.projectId ?? ''));
+}
+
+/** The same resolution for callers that hold a principal and a reference (smart HTTP's `/git/<slug-or-id>.git`). */
+export async function resolveProjectRef(db: Db, principal: Principal, ref: string): Promise<ProjectRecord> {
   const isUuid = UUID.test(ref);
   // Postgres text cannot hold NUL (it would be a 500); no slug contains a control character.
-  const lookable = ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
-  const project = lookable ? await db.one<ProjectRecord>(projectQueries.byIdOrSlug(isUuid ? ref.toLowerCase() : ref, isUuid)) : undefined;
+  const lookable = ref.length > 0 && ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
   if (principal.project_id) {
-    if (!project || project.project_id !== principal.project_id) {
-      throw forbidden('This project token is bound to another project.');
-    }
-  } else if (!project) {
-    throw notFound('Project');
+    const own = await db.one<ProjectRecord>(projectQueries.byId(principal.project_id));
+    const matches = own && lookable && (isUuid ? own.project_id === ref.toLowerCase() : own.slug === ref);
+    if (!own || !matches) throw forbidden('This project token is bound to another project.');
+    const member = await db.one(accountQueries.isMember(own.account_id, principal.user_id));
+    if (!member) throw forbidden('You do not have write access to this project.');
+    return own;
   }
-  // Both kinds act as their user: one removed from the account loses every token's access.
-  const member = await db.one(accountQueries.isMember(project.account_id, principal.user_id));
-  if (!member) throw forbidden('You do not have write access to this project.');
+  const project = lookable
+    ? await db.one<ProjectRecord>(projectQueries.byIdOrSlugForUser(isUuid ? ref.toLowerCase() : ref, isUuid, principal.user_id))
+    : undefined;
+  if (!project) throw notFound('Project');
   return project;
 }
 

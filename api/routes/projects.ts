@@ -58,28 +58,34 @@ export function projectRoutes(deps: ApiDeps): Router {
       throw new DomainError('forbidden', 'Forbidden', 'You are not a member of that account.');
     }
     const base = body.slug ?? slugify(body.name);
+    const sealed = credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null;
     let project: ProjectRecord | undefined;
-    for (let i = 0; !project; i++) {
-      const slug = i === 0 ? base : `${base.slice(0, 56)}-${i + 1}`;
+    // Slugs are unique per account. A requested slug that is taken is a 409 naming it; a
+    // derived one takes the first free `<base>-<n>`, read in one query (a race with
+    // another create of the same name retries a few times, then 409).
+    for (let round = 0; !project; round++) {
+      let slug = base;
+      if (!body.slug) {
+        const taken = new Set((await deps.db.rows<{ slug: string }>(projectQueries.slugsLike(accountId, base))).map((r) => r.slug));
+        for (let n = 2; taken.has(slug); n++) slug = `${base.slice(0, 56)}-${n}`;
+      }
       try {
-        project = await deps.db.transaction(async (tx) => {
-          const row = await tx.one<ProjectRecord>(
-            projectQueries.insert({
-              projectId: randomUUID(),
-              accountId,
-              name: body.name,
-              slug,
-              repoUrl: url,
-              repoCredentialsEnc: credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null,
-              defaultBranch: body.default_branch ?? 'main',
-            }),
-          );
-          return row!;
-        });
+        project = await deps.db.one<ProjectRecord>(
+          projectQueries.insert({
+            projectId: randomUUID(),
+            accountId,
+            name: body.name,
+            slug,
+            repoUrl: url,
+            repoCredentialsEnc: sealed,
+            defaultBranch: body.default_branch ?? 'main',
+          }),
+        );
       } catch (err) {
         if (pgCode(err) !== '23505') throw err;
-        if (body.slug) throw new DomainError('conflict', 'Conflict', `The slug '${body.slug}' is taken.`);
-        if (i > 20) throw err;
+        if (body.slug || round >= 4) {
+          throw new DomainError('conflict', 'Slug taken', `The slug '${slug}' is taken in this account; choose another.`, { slug });
+        }
       }
     }
     res.status(201).json({ project: serializeProject(project) });

@@ -25,6 +25,23 @@ export const projectQueries = {
     text: `SELECT ${cols} FROM projects WHERE ${isUuid ? 'project_id = $1::uuid' : 'slug = $1'}`,
     values: [idOrSlug],
   }),
+  /**
+   * A project by uuid or slug among the projects of the user's accounts (a slug is unique
+   * per account; if two of the user's accounts use it, the earliest membership wins).
+   */
+  byIdOrSlugForUser: (idOrSlug: string, isUuid: boolean, userId: string): Query => ({
+    name: isUuid ? 'project_by_id_for_user' : 'project_by_slug_for_user',
+    text: `SELECT ${cols.split(', ').map((c) => `p.${c}`).join(', ')} FROM projects p
+      JOIN memberships m ON m.account_id = p.account_id AND m.user_id = $2
+      WHERE ${isUuid ? 'p.project_id = $1::uuid' : 'p.slug = $1'}
+      ORDER BY m.created_at, p.account_id LIMIT 1`,
+    values: [idOrSlug, userId],
+  }),
+  /** Slugs of one account equal to `base` or `base-<n>`: to pick a free one in one read. */
+  slugsLike: (accountId: string, base: string): Query => ({
+    text: `SELECT slug FROM projects WHERE account_id = $1 AND (slug = $2 OR (starts_with(slug, $2 || '-') AND substr(slug, length($2) + 2) ~ '^[0-9]{1,6}$'))`,
+    values: [accountId, base],
+  }),
   listForUser: (userId: string): Query => ({
     text: `SELECT ${cols} FROM projects p
       WHERE EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)

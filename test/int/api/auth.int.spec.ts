@@ -70,13 +70,13 @@ describe('auth matrix', function () {
     }
   });
 
-  it('403 for a user token outside the account and for a project token of another project', async () => {
-    for (const kind of ['nonMember', 'otherProject']) {
+  it('404 for a user token outside the account (like a missing project), 403 for a project token of another project', async () => {
+    for (const [kind, status, error] of [['nonMember', 404, 'Not found'], ['otherProject', 403, 'Forbidden']] as const) {
       const api = client(srv.url, tokens[kind]);
       for (const [method, path, body] of projectRoutes(projectId)) {
         const res = await api.call(method, path, body);
-        expect(res.status, `${kind} ${method} ${path}`).to.equal(403);
-        expect(res.body.error).to.equal('Forbidden');
+        expect(res.status, `${kind} ${method} ${path}`).to.equal(status);
+        expect(res.body.error).to.equal(error);
       }
     }
   });
