@@ -23,7 +23,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
 
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
-  v1.use(requireAuth(deps.db));
+  v1.use(requireAuth(deps.db, deps.config));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));

@@ -143,7 +143,8 @@ export function checkpointAfter(e: Pick<StoredEvent, 'txid' | 'global_position'>
 }
 
 /** Resolves a public global position (as given to `?after=`) to a resumable checkpoint. */
-export async function checkpointOf(db: Executor, globalPosition: number): Promise<Checkpoint | null> {
+export async function checkpointOf(db: Executor, globalPosition: number, projectId?: string): Promise<Checkpoint | null> {
   if (globalPosition <= 0) return START;
-  return (await db.one<Checkpoint>(q.checkpointOf(globalPosition))) ?? null;
+  const query = projectId === undefined ? q.checkpointOf(globalPosition) : q.checkpointOfInProject(globalPosition, projectId);
+  return (await db.one<Checkpoint>(query)) ?? null;
 }

@@ -65,3 +65,9 @@ export async function authenticate(db: Executor, value: string): Promise<Princip
   const { token_hash: _h, ...principal } = row;
   return principal;
 }
+
+/** Of `tokenIds`, those no longer live (revoked, expired, deleted). */
+export async function deadTokens(db: Executor, tokenIds: string[]): Promise<Set<string>> {
+  if (tokenIds.length === 0) return new Set();
+  return new Set((await db.rows<{ token_id: string }>(tokenQueries.deadAmong(tokenIds))).map((r) => r.token_id));
+}

@@ -9,6 +9,8 @@ import type { Logger } from '../../infra/logger.js';
 import { checkpointOf, type Checkpoint, type StoredEvent } from '../../infra/event-store.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
+import { principalOf } from '../auth.js';
+import { deadTokens } from '../../infra/tokens.js';
 import { EventsFeedQuery } from '../schemas.js';
 import { createFeedHub, type FeedHub, type FeedSink } from '../feed-hub.js';
 
@@ -39,6 +41,8 @@ export interface EventsFeedOptions {
   /** How long a client may leave queued messages unread before it is closed with 1013. */
   stallMs?: number;
   pingMs?: number;
+  /** How often open feeds' tokens are checked for revocation or expiry (ms). */
+  tokenCheckMs?: number;
 }
 
 const FEED_PATH = /^\/v1\/projects\/[^/]+\/events\/?$/;
@@ -62,10 +66,12 @@ export const feedMessage = (e: StoredEvent) =>
     recorded_at: new Date(e.recorded_at).toISOString(),
   });
 
-async function startingPoint(db: Db, after: string | undefined): Promise<Checkpoint> {
-  const cp = await checkpointOf(db, after === undefined ? 0 : Number(after));
+async function startingPoint(db: Db, after: string | undefined, projectId: string): Promise<Checkpoint> {
+  // Only a position of this project's own events: another project's checkpoint is refused
+  // like an unknown one (it would tell which positions other tenants hold).
+  const cp = await checkpointOf(db, after === undefined ? 0 : Number(after), projectId);
   if (!cp) {
-    throw validationError(`No event at global position ${after}; resume from a position the feed delivered.`, [
+    throw validationError(`No event of this project at global position ${after}; resume from a position the feed delivered.`, [
       { path: 'after', message: 'unknown global position' },
     ]);
   }
@@ -105,6 +111,42 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
   const handshaking = new Set<Duplex>();
   let closing = false;
 
+  /**
+   * A feed lives no longer than its token: one query per tick for every open socket finds
+   * the tokens revoked or expired since, and their sockets are closed (1008) within
+   * `tokenCheckMs` (+ the query). No sockets, no queries.
+   */
+  const tokenOf = new Map<WebSocket, string>();
+  const tokenCheckMs = opts.tokenCheckMs ?? 250;
+  let tokenTimer: NodeJS.Timeout | undefined;
+  let checking = false;
+  const checkTokens = async () => {
+    if (checking || tokenOf.size === 0) return;
+    checking = true;
+    try {
+      const ids = [...new Set(tokenOf.values())];
+      const dead = await deadTokens(db, ids);
+      if (dead.size === 0) return;
+      for (const [ws, id] of tokenOf) {
+        if (!dead.has(id)) continue;
+        tokenOf.delete(ws);
+        ws.close(1008, 'Token revoked or expired');
+        setTimeout(() => ws.terminate(), 1000).unref();
+      }
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'event feed could not check its tokens');
+    } finally {
+      checking = false;
+    }
+  };
+  const watchTokens = () => {
+    tokenTimer ??= setInterval(() => void checkTokens(), tokenCheckMs).unref();
+  };
+  const stopWatchingTokens = () => {
+    clearInterval(tokenTimer);
+    tokenTimer = undefined;
+  };
+
   /** Sends a page, waiting whenever the client has more than `highWater` bytes unread. */
   const sinkFor = (ws: WebSocket, giveUp: () => void): FeedSink => {
     const flushed = (sent: Promise<void>) =>
@@ -137,9 +179,11 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
     };
   };
 
-  const attach = (ws: WebSocket, projectId: string, from: Checkpoint) => {
+  const attach = (ws: WebSocket, projectId: string, from: Checkpoint, tokenId: string) => {
     if (closing) return ws.close(1001, 'Server stopping');
     sockets.add(ws);
+    tokenOf.set(ws, tokenId);
+    watchTokens();
     const sub = hub.subscribe(projectId, from, sinkFor(ws, () => sub.close()));
     let alive = true;
     ws.on('pong', () => (alive = true));
@@ -154,6 +198,8 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
       clearInterval(ping);
       sub.close();
       sockets.delete(ws);
+      tokenOf.delete(ws);
+      if (sockets.size === 0) stopWatchingTokens();
     });
   };
 
@@ -163,7 +209,8 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
       r.get('/', async (req, res) => {
         const project = await resolveProject(deps.db, req);
         const q = EventsFeedQuery.parse(req.query);
-        const from = await startingPoint(deps.db, q.after);
+        const from = await startingPoint(deps.db, q.after, project.project_id);
+        const tokenId = principalOf(req).token_id;
         const up = pending.get(req);
         if (!up) {
           res
@@ -180,7 +227,7 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
         pending.delete(req);
         handshaking.delete(up.socket);
         res.detachSocket(up.socket as net.Socket);
-        wss.handleUpgrade(req, up.socket, up.head, (ws) => attach(ws, project.project_id, from));
+        wss.handleUpgrade(req, up.socket, up.head, (ws) => attach(ws, project.project_id, from, tokenId));
       });
       return r;
     },
@@ -223,6 +270,7 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
             }),
         ),
       );
+      stopWatchingTokens();
       await hub.close();
       wss.close();
     },

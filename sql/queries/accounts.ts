@@ -34,6 +34,14 @@ export const tokenQueries = {
       VALUES ($1, $2, $3, $4, $5, $6) RETURNING token_id, name, project_id, created_at, expires_at`,
     values: [t.tokenId, t.userId, t.projectId, t.name, t.hash, t.expiresAt],
   }),
+  /** Of `tokenIds`, those no longer live (revoked, expired or deleted): their feeds are closed. */
+  deadAmong: (tokenIds: string[]): Query => ({
+    name: 'tokens_dead_among',
+    text: `SELECT id::text AS token_id FROM unnest($1::uuid[]) AS id
+      WHERE NOT EXISTS (SELECT 1 FROM tokens t WHERE t.token_id = id
+        AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))`,
+    values: [tokenIds],
+  }),
   /** A live token by the hash of its value, with its owner. */
   byHash: (hash: Buffer): Query => ({
     name: 'token_by_hash',

@@ -137,4 +137,10 @@ export const eventQueries = {
     text: 'SELECT transaction_id::text AS txid, global_position AS position FROM events WHERE global_position = $1',
     values: [globalPosition],
   }),
+
+  /** The same, only for an event of `projectId`: a feed never resumes from another project's position. */
+  checkpointOfInProject: (globalPosition: number, projectId: string): Query => ({
+    text: 'SELECT transaction_id::text AS txid, global_position AS position FROM events WHERE global_position = $1 AND project_id = $2',
+    values: [globalPosition, projectId],
+  }),
 };

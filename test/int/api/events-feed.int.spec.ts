@@ -6,6 +6,7 @@ import express from 'express';
 import { WebSocket } from 'ws';
 import { append } from '../../../infra/event-store.js';
 import { executor } from '../../../infra/db/db.js';
+import { mintToken } from '../../../infra/tokens.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
@@ -104,7 +105,7 @@ describe('events feed (WebSocket)', function () {
     await repo.cleanup();
   });
 
-  it('refuses before the upgrade: 401 without or with a bad token, 403 for another project or account, 404 for an unknown project', async () => {
+  it('refuses before the upgrade: 401 without or with a bad token, 403 for another project, 404 for an unknown project or one of another account', async () => {
     const owner = client(srv.url, srv.token);
     const other = (await owner.post('/v1/projects', { name: 'Elsewhere', repo_url: repo.url })).body.project.project_id;
     const otherToken = (await owner.post(`/v1/projects/${other}/cli-token`)).body.token;
@@ -114,7 +115,7 @@ describe('events feed (WebSocket)', function () {
       [feedPath, `svc_pat_${randomBytes(32).toString('base64url')}`, 401, 'Unauthorized'],
       [`${feedPath}?access_token=not-a-token`, undefined, 401, 'Unauthorized'],
       [feedPath, otherToken, 403, 'Forbidden'],
-      [feedPath, stranger.token, 403, 'Forbidden'],
+      [feedPath, stranger.token, 404, 'Not found'],
       ['/v1/projects/no-such-project/events', srv.token, 404, 'Not found'],
       [`${feedPath}?after=999999999`, srv.token, 400, 'Validation failed'],
       [`${feedPath}?after=-1`, srv.token, 400, 'Validation failed'],
@@ -246,8 +247,10 @@ describe('events feed (WebSocket)', function () {
     // The feed alone, with small limits, behind a stand-in for the auth middleware.
     const feedUnderTest = createEventsFeed({ db: srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
     const app = express();
+    // A live token: feeds close when their token is revoked.
+    const { token_id } = await mintToken(srv.db.db, { userId: srv.userId, name: 'slow-reader' });
     app.use('/v1/projects/:projectId/events', (req, _res, next) => {
-      req.principal = { token_id: randomUUID(), user_id: srv.userId, email: 'owner@example.test', user_name: 'Owner', project_id: null };
+      req.principal = { token_id, user_id: srv.userId, email: 'owner@example.test', user_name: 'Owner', project_id: null };
       next();
     }, feedUnderTest.routes({ db: srv.db.db } as ApiDeps));
     const server = http.createServer(app);
