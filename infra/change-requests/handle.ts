@@ -57,7 +57,10 @@ export async function handleCommand(
   command: (cr: ChangeRequest) => ChangeRequestCommand | null,
   opts: { attempts?: number; inTx?: (tx: Executor, cr: ChangeRequest) => Promise<void> } = {},
 ): Promise<Handled> {
-  const attempts = opts.attempts ?? 5;
+  // Stream conflicts are retried on fresh state: the command is decided again, so a rule
+  // that no longer holds (a close that raced a merge) is still a 409, and one that does
+  // (an edit of the title) lands. Bounded, with full jitter so racing writers spread out.
+  const attempts = opts.attempts ?? 50;
   if (!opts.inTx) {
     for (let i = 1; i <= attempts; i++) {
       const d = await decideOnRow(db, projectId, crId, command);
@@ -80,6 +83,7 @@ export async function handleCommand(
       );
       if (stored.length === 1) return { cr: next, events: stored };
       if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), d.version, await streamVersion(db, streamIdOf(crId)));
+      await backoff(i);
     }
   }
   for (let i = 1; ; i++) {
@@ -92,11 +96,17 @@ export async function handleCommand(
         return stored;
       });
     } catch (err) {
-      if (err instanceof ConcurrencyError && i < attempts) continue;
+      if (err instanceof ConcurrencyError && i < attempts) {
+        await backoff(i);
+        continue;
+      }
       throw err;
     }
   }
 }
+
+/** Full jitter: a random wait up to min(50 ms, 1 ms * 2^attempt). */
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
 
 export async function appendAndProject(
   tx: Executor,
