@@ -77,9 +77,17 @@ export const MergeChangeRequestBody = z.strictObject({
 
 export const EmptyBody = z.strictObject({});
 
-export const ListChangeRequestsQuery = z.object({
+/** Cursor pagination (GitHub's shape): `per_page` 1..100, default 30; `cursor` from `next_cursor` / `Link: rel="next"`. */
+export const PageQuery = z.object({
+  per_page: z.coerce.number().int().min(1).max(100).default(30),
+  cursor: z.string().min(1).max(200).optional(),
+});
+
+export const ListChangeRequestsQuery = PageQuery.extend({
   status: z.enum(['open', 'merged', 'closed', 'all']).default('all'),
 });
+
+export const ListProjectsQuery = PageQuery;
 
 export const GetChangeRequestQuery = z.object({
   as_of: z.iso.datetime({ offset: true }).optional(),

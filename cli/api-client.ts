@@ -100,8 +100,33 @@ export class ApiClient {
     return this.request('GET', '/accounts/me');
   }
 
-  async listProjects(): Promise<Project[]> {
-    return this.envelope('projects', 'GET', '/projects');
+  async listProjects(limit = 30): Promise<Project[]> {
+    return this.pages<Project>('projects', '/projects', limit);
+  }
+
+  /**
+   * Follows cursor pages (`next_cursor`) until `limit` items or the last page: lists are
+   * paginated (per_page at most 100), the CLI asks for what it shows.
+   */
+  private async pages<T>(key: string, path: string, limit: number): Promise<T[]> {
+    const out: T[] = [];
+    let cursor: string | null = null;
+    const sep = path.includes('?') ? '&' : '?';
+    do {
+      // The server's default page is 30: ask for a size only when another one saves a round trip.
+      const perPage = Math.min(100, Math.max(1, limit - out.length));
+      const params: string[] = [...(perPage !== 30 && limit - out.length !== 30 ? [`per_page=${perPage}`] : []), ...(cursor ? [`cursor=${enc(cursor)}`] : [])];
+      const r: Record<string, unknown> | null = await this.request<Record<string, unknown> | null>(
+        'GET',
+        params.length ? `${path}${sep}${params.join('&')}` : path,
+      );
+      if (!r || typeof r !== 'object' || !Array.isArray(r[key])) {
+        throw new ApiError(200, 'http_error', 'Bad response', `GET ${path}: response has no "${key}"`, {});
+      }
+      out.push(...(r[key] as T[]));
+      cursor = typeof r.next_cursor === 'string' && r.next_cursor ? r.next_cursor : null;
+    } while (cursor && out.length < limit);
+    return out.slice(0, limit);
   }
 
   async getProject(idOrSlug: string): Promise<Project> {
@@ -113,8 +138,8 @@ export class ApiClient {
     return cr === undefined ? base : `${base}/${enc(String(cr))}${tail}`;
   }
 
-  async listChangeRequests(project: string, status: CRStatus | 'all'): Promise<ChangeRequest[]> {
-    return this.envelope('change_requests', 'GET', `${this.crPath(project)}?status=${enc(status)}`);
+  async listChangeRequests(project: string, status: CRStatus | 'all', limit = 30): Promise<ChangeRequest[]> {
+    return this.pages<ChangeRequest>('change_requests', `${this.crPath(project)}?status=${enc(status)}`, limit);
   }
 
   async getChangeRequest(project: string, cr: string | number): Promise<ChangeRequest> {

@@ -3,6 +3,7 @@ import { DomainError } from '../../domain/errors.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
+import { setNextLink } from '../pagination.js';
 import { resolveProject } from '../project-access.js';
 import {
   CreateChangeRequestBody,
@@ -60,10 +61,11 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   const crRef = (req: Request) => String(req.params.crId ?? '');
 
   r.get('/', async (req, res) => {
-    const { project } = await ctx(req);
+    const { project, actor } = await ctx(req);
     const q = ListChangeRequestsQuery.parse(req.query);
-    const list = await crs.listCrs(deps.db, project.project_id, q.status);
-    res.json({ change_requests: list.map(serializeCr) });
+    const page = await crs.listCrPage(crDeps, project, q.status, { perPage: q.per_page, cursor: q.cursor }, actor);
+    setNextLink(req, res, page.next_cursor);
+    res.json({ change_requests: page.change_requests.map(serializeCr), next_cursor: page.next_cursor });
   });
 
   r.post('/', async (req, res) => {

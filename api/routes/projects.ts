@@ -3,7 +3,8 @@ import { Router } from 'express';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
-import { CreateProjectBody } from '../schemas.js';
+import { CreateProjectBody, ListProjectsQuery } from '../schemas.js';
+import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
 import { accountQueries } from '../../sql/queries/accounts.js';
 import { projectQueries } from '../../sql/queries/projects.js';
@@ -36,6 +37,18 @@ function splitCredentials(raw: string): { url: string; credentials: { username: 
   u.username = '';
   u.password = '';
   return { url: u.toString(), credentials };
+}
+
+function decodeProjectCursor(cursor: string): { created_at: string; project_id: string } {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { c?: unknown; id?: unknown };
+    if (typeof v.c === 'string' && /^\d{4}-\d\d-\d\dT[\d:.]+Z$/.test(v.c) && typeof v.id === 'string' && /^[0-9a-f-]{36}$/.test(v.id)) {
+      return { created_at: v.c, project_id: v.id };
+    }
+  } catch {
+    /* below */
+  }
+  throw validationError('cursor is not one this server gave out; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
 }
 
 export function projectRoutes(deps: ApiDeps): Router {
@@ -93,10 +106,19 @@ export function projectRoutes(deps: ApiDeps): Router {
 
   r.get('/', async (req, res) => {
     const p = principalOf(req);
-    const rows = p.project_id
-      ? await deps.db.rows<ProjectRecord>(projectQueries.byId(p.project_id))
-      : await deps.db.rows<ProjectRecord>(projectQueries.listForUser(p.user_id));
-    res.json({ projects: rows.map(serializeProject) });
+    const q = ListProjectsQuery.parse(req.query);
+    if (p.project_id) {
+      res.json({ projects: (await deps.db.rows<ProjectRecord>(projectQueries.byId(p.project_id))).map(serializeProject), next_cursor: null });
+      return;
+    }
+    const after = q.cursor ? decodeProjectCursor(q.cursor) : null;
+    const rows = await deps.db.rows<ProjectRecord & { cursor_at: string }>(projectQueries.listForUser(p.user_id, q.per_page + 1, after));
+    const more = rows.length > q.per_page;
+    const shown = more ? rows.slice(0, q.per_page) : rows;
+    const last = shown[shown.length - 1];
+    const next = more && last ? Buffer.from(JSON.stringify({ c: last.cursor_at, id: last.project_id })).toString('base64url') : null;
+    setNextLink(req, res, next);
+    res.json({ projects: shown.map(serializeProject), next_cursor: next });
   });
 
   r.get('/:projectId', async (req, res) => {

@@ -14,7 +14,7 @@ import {
 } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { fromRow } from '../../projections/change-requests.js';
+import { fromRow, toRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
 import type { ProjectRecord, ProjectRepos } from './repos.js';
@@ -75,6 +75,108 @@ export async function listCrs(db: Db, projectId: string, status: CrStatus | 'all
     const { stream_version: _v, ...cr } = fromRow(r);
     return cr;
   });
+}
+
+export interface CrPage {
+  change_requests: ChangeRequest[];
+  /** Opaque; null on the last page. */
+  next_cursor: string | null;
+}
+
+/** Cursors are opaque to clients: base64url of the last number served. */
+const encodeCursor = (number: number) => Buffer.from(JSON.stringify({ b: number })).toString('base64url');
+function decodeCursor(cursor: string): number {
+  try {
+    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { b?: unknown };
+    if (typeof v.b === 'number' && Number.isInteger(v.b) && v.b > 0 && v.b <= 2_147_483_647) return v.b;
+  } catch {
+    /* below */
+  }
+  throw validationError('cursor is not one this server gave out; start again without it.', [{ path: 'cursor', message: 'invalid cursor' }]);
+}
+
+/**
+ * One page of a project's CRs, newest first (cursor pagination: `number` below the
+ * cursor's). Reads of open CRs refresh, the list too: one tips read of every branch the
+ * page's open CRs name (one `ls-remote`), then one statement appending a `Refreshed`
+ * event for each CR whose SHAs moved, all within the read budget (past it the stored
+ * page is served and the refresh lands in the background).
+ */
+export async function listCrPage(
+  deps: CrDeps,
+  project: ProjectRecord,
+  status: CrStatus | 'all',
+  page: { perPage: number; cursor?: string | undefined },
+  actor: string,
+): Promise<CrPage> {
+  const before = page.cursor ? decodeCursor(page.cursor) : null;
+  const rows = (await deps.db.rows(crQueries.list(project.project_id, status === 'all' ? null : status, page.perPage + 1, before))).map(fromRow);
+  const more = rows.length > page.perPage;
+  const shown = more ? rows.slice(0, page.perPage) : rows;
+  const refreshed = await refreshMany(deps, project, shown, actor);
+  const items = shown.map((r) => {
+    const { stream_version: _v, ...cr } = refreshed.get(r.cr_id) ?? r;
+    return cr;
+  });
+  return { change_requests: items, next_cursor: more ? encodeCursor(shown[shown.length - 1]!.number) : null };
+}
+
+type VersionedCr = ChangeRequest & { stream_version: number };
+
+async function refreshMany(deps: CrDeps, project: ProjectRecord, rows: VersionedCr[], actor: string): Promise<Map<string, VersionedCr>> {
+  const open = rows.filter((r) => r.status === 'open');
+  if (open.length === 0 || !project.repo_url) return new Map();
+  const refs = [...new Set(open.flatMap((r) => [r.base_ref, r.head_ref]))];
+  const read = (async () => deps.repos.for(project).readTips(refs))();
+  let tips: Record<string, string | null> | typeof TIMED_OUT;
+  try {
+    tips = await within(read, deps.refreshTimeoutMs ?? 1500);
+  } catch (err) {
+    deps.logger.debug({ project_id: project.project_id, err: (err as Error).message }, 'list refresh skipped');
+    return new Map();
+  }
+  if (tips === TIMED_OUT) {
+    read
+      .then((late) => applyManyTips(deps, project, open, late, actor))
+      .catch((err: unknown) => deps.logger.debug({ err: (err as Error).message }, 'background list refresh skipped'));
+    return new Map();
+  }
+  return applyManyTips(deps, project, open, tips, actor);
+}
+
+async function applyManyTips(
+  deps: CrDeps,
+  project: ProjectRecord,
+  open: VersionedCr[],
+  tips: Record<string, string | null>,
+  actor: string,
+): Promise<Map<string, VersionedCr>> {
+  const items: { streamId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }[] = [];
+  const next = new Map<string, VersionedCr>();
+  for (const cr of open) {
+    const head = tips[cr.head_ref] ?? null;
+    const base = tips[cr.base_ref] ?? null;
+    if (!head || !base || (head === cr.head_commit_sha && base === cr.base_commit_sha)) continue;
+    const { stream_version, ...state } = cr;
+    const events = decide({ type: 'RefreshChangeRequest', data: { head_commit_sha: head, base_commit_sha: base }, meta: { actor, now: now(deps) } }, state);
+    if (events.length !== 1) continue;
+    const folded = fold(events, state)!;
+    items.push({
+      streamId: streamIdOf(cr.cr_id),
+      expected: stream_version,
+      eventId: randomUUID(),
+      type: events[0]!.type,
+      data: events[0]!.data,
+      metadata: { actor },
+      row: toRow(folded, stream_version + 1),
+    });
+    next.set(cr.cr_id, { ...folded, stream_version: stream_version + 1 });
+  }
+  if (items.length === 0) return new Map();
+  const stored = await deps.db.rows<{ stream_id: string }>(crQueries.appendManyAndProject(project.project_id, items));
+  const written = new Set(stored.map((r) => r.stream_id));
+  // A stream that moved meanwhile was skipped: its stored row is served, the next read refreshes it.
+  return new Map([...next].filter(([id]) => written.has(streamIdOf(id))));
 }
 
 const now = (deps: CrDeps) => (deps.now ? deps.now() : new Date());

@@ -96,12 +96,46 @@ export const crQueries = {
     values: [projectId, number],
   }),
 
-  /** Newest first. `status` null: all. */
-  list: (projectId: string, status: string | null, limit: number): Query => ({
+  /** Newest first. `status` null: all. `before`: only numbers below it (the cursor). */
+  list: (projectId: string, status: string | null, limit: number, before: number | null = null): Query => ({
+    name: 'cr_list_page',
     text: `SELECT ${selectCols} FROM change_requests
       WHERE project_id = $1 AND ($2::cr_status IS NULL OR status = $2::cr_status)
+        AND ($4::int IS NULL OR number < $4::int)
       ORDER BY number DESC LIMIT $3`,
-    values: [projectId, status, limit],
+    values: [projectId, status, limit, before],
+  }),
+
+  /**
+   * Several CRs' single events appended and their rows rewritten, in one statement (one
+   * round trip): each stream moves from its expected version only if it is still there;
+   * the others are skipped (their next read decides again). Returns the stored events.
+   */
+  appendManyAndProject: (projectId: string, items: { streamId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }[]): Query => ({
+    text: `WITH input AS (
+        SELECT * FROM jsonb_to_recordset($2::jsonb)
+          AS x(stream_id text, expected bigint, event_id uuid, type text, data jsonb, metadata jsonb, row jsonb)),
+      s AS (
+        UPDATE streams st SET version = st.version + 1, updated_at = now()
+        FROM input i WHERE st.stream_id = i.stream_id AND st.version = i.expected
+        RETURNING st.stream_id),
+      e AS (
+        INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
+        SELECT i.stream_id, i.expected + 1, i.event_id, i.type, i.data, i.metadata, $1
+        FROM input i JOIN s USING (stream_id)
+        ORDER BY i.stream_id
+        RETURNING stream_id, stream_position),
+      p AS (
+        INSERT INTO change_requests
+        ${guardedRows('(SELECT (jsonb_populate_record(null::change_requests, i.row)).* FROM input i JOIN s USING (stream_id))')}
+        ON CONFLICT (cr_id) DO UPDATE SET ${setAll})
+      SELECT stream_id, stream_position FROM e`,
+    values: [
+      projectId,
+      JSON.stringify(
+        items.map((i) => ({ stream_id: i.streamId, expected: i.expected, event_id: i.eventId, type: i.type, data: i.data, metadata: i.metadata, row: i.row })),
+      ),
+    ],
   }),
 
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */

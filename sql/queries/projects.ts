@@ -42,11 +42,13 @@ export const projectQueries = {
     text: `SELECT slug FROM projects WHERE account_id = $1 AND (slug = $2 OR (starts_with(slug, $2 || '-') AND substr(slug, length($2) + 2) ~ '^[0-9]{1,6}$'))`,
     values: [accountId, base],
   }),
-  listForUser: (userId: string): Query => ({
-    text: `SELECT ${cols} FROM projects p
+  listForUser: (userId: string, limit: number | null = null, after: { created_at: string; project_id: string } | null = null): Query => ({
+    text: `SELECT ${cols}, to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at FROM projects p
       WHERE EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = p.account_id AND m.user_id = $1)
-      ORDER BY p.created_at, p.project_id`,
-    values: [userId],
+        AND ($3::timestamptz IS NULL OR (p.created_at, p.project_id) > ($3::timestamptz, $4::uuid))
+      ORDER BY p.created_at, p.project_id
+      LIMIT $2`,
+    values: [userId, limit, after?.created_at ?? null, after?.project_id ?? null],
   }),
   sessionInProject: (projectId: string, sessionId: string): Query => ({
     text: 'SELECT 1 AS ok FROM project_sessions WHERE project_id = $1 AND session_id = $2',
