@@ -172,10 +172,15 @@ export const DiffSchema = z.object({
       additions: z.number().int(),
       deletions: z.number().int(),
       binary: z.boolean(),
+      patch_truncated: z.boolean(),
     }),
   ),
   additions: z.number().int(),
   deletions: z.number().int(),
+  truncated: z.boolean(),
+  files_truncated: z.boolean(),
+  total_files: z.number().int(),
+  limits: z.object({}).passthrough(),
   patch: z.string(),
 });
 

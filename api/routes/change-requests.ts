@@ -56,6 +56,13 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
     refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,
     diffTimeoutMs: deps.config.SVC_DIFF_TIMEOUT_MS,
     lockWaitMs: deps.config.SVC_MERGE_LOCK_WAIT_MS,
+    diffLimits: {
+      maxFileBytes: deps.config.SVC_DIFF_MAX_FILE_BYTES,
+      maxFileLines: deps.config.SVC_DIFF_MAX_FILE_LINES,
+      maxTotalBytes: deps.config.SVC_DIFF_MAX_TOTAL_BYTES,
+      maxTotalLines: deps.config.SVC_DIFF_MAX_TOTAL_LINES,
+      maxFiles: deps.config.SVC_DIFF_MAX_FILES,
+    },
   };
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const crRef = (req: Request) => String(req.params.crId ?? '');

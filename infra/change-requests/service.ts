@@ -17,6 +17,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { fromRow, toRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
+import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRecord, ProjectRepos } from './repos.js';
 
 export interface CrDeps {
@@ -30,6 +31,8 @@ export interface CrDeps {
   diffTimeoutMs?: number;
   /** Longest wait for the per-base merge lock (SVC_MERGE_LOCK_WAIT_MS). */
   lockWaitMs?: number;
+  /** Diff limits (SVC_DIFF_MAX_*). */
+  diffLimits?: DiffLimits;
 }
 
 const TIMED_OUT = Symbol('timed out');
@@ -344,7 +347,11 @@ export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string
  * Open and closed CRs: the live three-dot diff base...head. Merged CRs: the diff between
  * the SHAs captured at merge, so it still renders after the branches move on.
  */
-export async function diffCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<DiffResult> {
+export async function diffCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<LimitedDiff> {
+  return limitDiff(await rawDiffCr(deps, project, ref), deps.diffLimits ?? DEFAULT_DIFF_LIMITS);
+}
+
+async function rawDiffCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<DiffResult> {
   const cr = await findCr(deps.db, project.project_id, ref);
   const repo = deps.repos.for(project);
   if (cr.status === 'merged' && cr.base_commit_sha && cr.head_commit_sha) {

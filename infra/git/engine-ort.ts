@@ -74,9 +74,9 @@ export class OrtEngine implements GitEngine {
         diffCmd(repoPath, ['--name-status', '-z'], empty, headSha),
         diffCmd(repoPath, ['--patch'], empty, headSha),
       ]);
-      return buildDiff(baseSha, headSha, null, n!, s!, p!);
+      return withoutHugeFiles(repoPath, buildDiff(baseSha, headSha, null, n!, s!, p!), [empty, headSha]);
     }
-    return buildDiff(baseSha, headSha, mb, numstat!, status!, patch!);
+    return withoutHugeFiles(repoPath, buildDiff(baseSha, headSha, mb, numstat!, status!, patch!), [range]);
   }
 
   async preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
@@ -217,16 +217,44 @@ export function parseMergeTree(r: GitResult): MergeTreeResult {
 
 const DIFF_FLAGS = ['--no-renames', '--no-ext-diff', '--no-textconv', '--no-color', '--ignore-submodules=none'];
 
+/** The most patch text read from git for one diff: memory stays bounded (the API's limits cut further). */
+export const PATCH_READ_CAP = 32 * 1024 * 1024;
+/** Patch buffers that hit PATCH_READ_CAP (their last file section is partial). */
+const cutPatches = new WeakSet<Buffer>();
+
 async function diffCmd(repoPath: string, format: string[], ...revs: string[]): Promise<Buffer | null> {
   // With unrelated histories `a...b` has no merge base and git fails: that is decided
   // by the merge-base call running beside this one, so a failure here is only used then.
   try {
-    const r = await runGit(['diff', ...DIFF_FLAGS, ...format, '--end-of-options', ...revs, '--'], { cwd: repoPath });
+    const capped = format.includes('--patch');
+    const r = await runGit(['diff', ...DIFF_FLAGS, ...format, '--end-of-options', ...revs, '--'], {
+      cwd: repoPath,
+      ...(capped ? { maxStdoutBytes: PATCH_READ_CAP } : {}),
+    });
+    if (r.truncated) cutPatches.add(r.stdout);
     return r.stdout;
   } catch (e) {
     if (revs.length === 1 && isGitCommandError(e) && e.exitCode === 128) return null;
     throw e;
   }
+}
+
+/** A file changing more lines than this is never worth its patch text (the API's limits are far lower). */
+const HUGE_FILE_LINES = 100_000;
+
+/**
+ * The patch hit PATCH_READ_CAP (a huge generated file, typically): read it again without
+ * the files whose stats say they are huge, so the files after them keep their patches.
+ */
+async function withoutHugeFiles(repoPath: string, result: DiffResult, revs: string[]): Promise<DiffResult> {
+  if ((result as { patch_complete?: boolean }).patch_complete !== false) return result;
+  const huge = result.files.filter((f) => f.additions + f.deletions > HUGE_FILE_LINES).map((f) => f.path);
+  if (huge.length === 0) return result;
+  const r = await runGit(
+    ['diff', ...DIFF_FLAGS, '--patch', '--end-of-options', ...revs, '--', '.', ...huge.map((p) => `:(exclude,literal)${p}`)],
+    { cwd: repoPath, maxStdoutBytes: PATCH_READ_CAP },
+  );
+  return { ...result, patch: r.stdout.toString('utf8'), ...(r.truncated ? { patch_complete: false } : { patch_complete: true }) } as DiffResult;
 }
 
 async function emptyTree(repoPath: string): Promise<string> {
@@ -258,7 +286,8 @@ export function buildDiff(
     const s = stats.get(path) ?? { additions: 0, deletions: 0, binary: false };
     files.push({ path, status: STATUS[fields[i]!.charAt(0)] ?? 'modified', ...s });
   }
-  return diffResult(baseSha, headSha, mb, files, patch.toString('utf8'));
+  const result = diffResult(baseSha, headSha, mb, files, patch.toString('utf8'));
+  return cutPatches.has(patch) ? Object.assign(result, { patch_complete: false }) : result;
 }
 
 export function identityEnv(req: MergeCommitRequest): Record<string, string> {

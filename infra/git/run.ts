@@ -20,12 +20,19 @@ export interface GitRunOptions {
   timeoutMs?: number;
   /** Values removed from argv and stderr before they can reach an error or a log. */
   secrets?: readonly string[];
+  /**
+   * Stop reading stdout past this many bytes: git is killed and the call resolves with
+   * what was read and `truncated: true` (bounded memory for outputs like a huge patch).
+   */
+  maxStdoutBytes?: number;
 }
 
 export interface GitResult {
   code: number;
   stdout: Buffer;
   stderr: string;
+  /** Set when `maxStdoutBytes` cut the output. */
+  truncated?: boolean;
 }
 
 /** Variables taken from the parent: enough to find git and ssh, nothing that steers git. */
@@ -76,7 +83,20 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
     const err: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;
     if (opts.timeoutMs) timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
-    child.stdout.on('data', (b: Buffer) => out.push(b));
+    let outBytes = 0;
+    let cut = false;
+    child.stdout.on('data', (b: Buffer) => {
+      if (cut) return;
+      if (opts.maxStdoutBytes !== undefined && outBytes + b.length > opts.maxStdoutBytes) {
+        out.push(b.subarray(0, opts.maxStdoutBytes - outBytes));
+        outBytes = opts.maxStdoutBytes;
+        cut = true;
+        child.kill('SIGKILL');
+        return;
+      }
+      outBytes += b.length;
+      out.push(b);
+    });
     child.stderr.on('data', (b: Buffer) => err.push(b));
     // git may exit before reading all of stdin (EPIPE); its exit code tells the outcome.
     child.stdin.on('error', () => {});
@@ -87,6 +107,10 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
     child.on('close', (code, signal) => {
       if (timer) clearTimeout(timer);
       const stderr = redact(Buffer.concat(err).toString('utf8'), opts.secrets);
+      if (cut) {
+        resolve({ code: 0, stdout: Buffer.concat(out), stderr, truncated: true });
+        return;
+      }
       if (code !== null && okCodes.includes(code)) {
         resolve({ code, stdout: Buffer.concat(out), stderr });
       } else {

@@ -26,8 +26,9 @@ export async function run({ f, cr: ref, color, project, host, json }: CrDiffOpti
   const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
   const diff = await ctx.api.getDiff(ctx.projectId, crId);
   if (json) return printJson(f.io, diff);
+  const cut = truncationNote(diff as TruncatedDiff);
   if (!diff.patch) {
-    f.io.err.write('No changes.\n');
+    f.io.err.write(cut ?? 'No changes.\n');
     return;
   }
   const c = colors(f.io, f.env, !color);
@@ -35,6 +36,24 @@ export async function run({ f, cr: ref, color, project, host, json }: CrDiffOpti
   const body = text.endsWith('\n') ? text : text + '\n';
   if (f.io.stdoutIsTTY && f.io.withPager) await f.io.withPager(f.env, (out) => out.write(body));
   else f.io.out.write(body);
+  if (cut) f.io.err.write(cut);
+}
+
+interface TruncatedDiff {
+  truncated?: boolean;
+  files_truncated?: boolean;
+  total_files?: number;
+  files: { path: string; additions: number; deletions: number; patch_truncated?: boolean }[];
+}
+
+/** What the server's diff limits left out, for stderr; null when nothing was. */
+export function truncationNote(diff: TruncatedDiff): string | null {
+  if (!diff.truncated) return null;
+  const cut = diff.files.filter((x) => x.patch_truncated);
+  const lines = cut.slice(0, 20).map((x) => `  ${x.path} (+${x.additions} -${x.deletions})\n`);
+  if (cut.length > 20) lines.push(`  ... and ${cut.length - 20} more\n`);
+  const more = diff.files_truncated ? ` Only ${diff.files.length} of ${diff.total_files ?? '?'} changed files are listed.` : '';
+  return `note: the diff is over the server's limits; ${cut.length} file(s) shown without their patch:${more}\n${lines.join('')}`;
 }
 
 export function colorize(patch: string, c: Colors): string {
