@@ -29,6 +29,11 @@ const schema = z.object({
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  // --- managed repositories (issue 11) ---
+  /** Root of the bare repositories this server hosts (default `<data dir>/repos`); a shared volume in scale-out. */
+  SVC_REPOS_DIR: z.string().min(1).optional(),
+  /** Largest push (request body, after decompression) smart HTTP accepts, in bytes. */
+  SVC_GIT_MAX_PUSH_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 ** 3),
 });
 
 export type Env = z.infer<typeof schema>;

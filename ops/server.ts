@@ -8,6 +8,7 @@ import { startQueue, type Queue } from '../infra/queue.js';
 import { loadSecretKey, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
+import { reposDirOf } from '../infra/git/managed-repo.js';
 import { createApp } from '../api/app.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
 import { clientErrorHandler } from '../api/errors.js';
@@ -44,7 +45,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   await migrate(db, { logger });
   const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
-  const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger });
+  // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
+  const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });

@@ -14,6 +14,18 @@ import { assertRemoteUrl } from '../../infra/git/remote-url.js';
 import { mintToken } from '../../infra/tokens.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
 import { pgCode } from '../../infra/db/db.js';
+import { createManagedRepo, managedRepoPath, removeManagedRepo, reposDirOf } from '../../infra/git/managed-repo.js';
+import type { Request } from 'express';
+
+/** `SVC_PUBLIC_URL`, else this request's own origin (a sane Host header only). */
+export function publicBaseUrl(req: Request, config: Config): string {
+  if (config.SVC_PUBLIC_URL) return config.SVC_PUBLIC_URL.replace(/\/+$/, '');
+  const host = req.get('host') ?? '';
+  if (!/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$/.test(host)) {
+    throw validationError('The Host header is not a host name; set SVC_PUBLIC_URL on the server.');
+  }
+  return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
+}
 
 const slugify = (name: string) =>
   name
@@ -68,14 +80,15 @@ export function projectRoutes(deps: ApiDeps): Router {
     const p = principalOf(req);
     if (p.project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot create projects; use a user token.');
     const body = CreateProjectBody.parse(req.body ?? {});
-    if (!body.repo_url) {
-      throw validationError('repo_url is required: managed repositories are not available yet.', [
-        { path: 'repo_url', message: 'required' },
-      ]);
+    // No repo_url: a managed repository, hosted here and served at <public url>/git/<slug>.git.
+    const managed = !body.repo_url;
+    const { url, credentials } = managed ? { url: '', credentials: null } : splitCredentials(body.repo_url!);
+    if (!managed) {
+      assertRemoteUrl(url);
+      assertRepoAllowed(url, deps.config);
     }
-    const { url, credentials } = splitCredentials(body.repo_url);
-    assertRemoteUrl(url);
-    assertRepoAllowed(url, deps.config);
+    const defaultBranch = body.default_branch ?? 'main';
+    const gitBase = managed ? publicBaseUrl(req, deps.config) : '';
     const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
     const accountId = body.account_id ?? accounts[0]?.account_id;
     if (!accountId || !accounts.some((a) => a.account_id === accountId)) {
@@ -83,24 +96,30 @@ export function projectRoutes(deps: ApiDeps): Router {
     }
     const base = body.slug ?? slugify(body.name);
     let project: ProjectRecord | undefined;
+    const projectId = randomUUID();
+    const repoPath = managed ? managedRepoPath(reposDirOf(deps.config), projectId) : '';
     for (let i = 0; !project; i++) {
       const slug = i === 0 ? base : `${base.slice(0, 56)}-${i + 1}`;
       try {
         project = await deps.db.transaction(async (tx) => {
           const row = await tx.one<ProjectRecord>(
             projectQueries.insert({
-              projectId: randomUUID(),
+              projectId,
               accountId,
               name: body.name,
               slug,
-              repoUrl: url,
+              repoUrl: managed ? `${gitBase}/git/${slug}.git` : url,
               repoCredentialsEnc: credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null,
-              defaultBranch: body.default_branch ?? 'main',
+              defaultBranch,
+              repoManaged: managed,
             }),
           );
+          // In the transaction: a repository that cannot be created leaves no project.
+          if (managed) await createManagedRepo(repoPath, defaultBranch);
           return row!;
         });
       } catch (err) {
+        if (managed) await removeManagedRepo(repoPath).catch(() => {});
         if (pgCode(err) !== '23505') throw err;
         if (body.slug) throw new DomainError('conflict', 'Conflict', `The slug '${body.slug}' is taken.`);
         if (i > 20) throw err;
@@ -120,6 +139,19 @@ export function projectRoutes(deps: ApiDeps): Router {
   r.get('/:projectId', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     res.json({ project: serializeProject(project) });
+  });
+
+  /** Deletes the project, everything that cascades from it, and its managed repository. */
+  r.delete('/:projectId', async (req, res) => {
+    if (principalOf(req).project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot delete projects; use a user token.');
+    const project = await resolveProject(deps.db, req);
+    await deps.db.run(projectQueries.remove(project.project_id));
+    if (project.repo_managed) {
+      await removeManagedRepo(managedRepoPath(reposDirOf(deps.config), project.project_id)).catch((err: unknown) =>
+        deps.logger.warn({ project_id: project.project_id, err: (err as Error).message }, 'could not remove a managed repository'),
+      );
+    }
+    res.status(204).end();
   });
 
   /** A project token for the CLI, acting as the caller, bound to this project. */
