@@ -129,8 +129,10 @@ export function runGitService(req: Request, res: Response, run: GitServiceRun): 
           const body = errorBody(f.status, f.error, f.message);
           res.writeHead(f.status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close' });
           res.end(body);
+        } else if (failure) {
+          res.destroy(); // cut by us mid-stream: a half-sent pack must not look complete
         } else {
-          res.destroy(); // a half-sent pack must not look complete
+          res.end(); // git's own error (an `ERR` packet) was sent: the client shows it
         }
         // Whatever the client still sends is read and dropped, so it sees the answer.
         if (run.input && !req.complete) {

@@ -116,7 +116,7 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
       ...(advertise && !(v2 && service === 'git-upload-pack') ? { prefix: banner(service) } : {}),
       input: !advertise,
       maxInputBytes: service === 'git-receive-pack' ? deps.config.SVC_GIT_MAX_PUSH_BYTES : (opts.maxFetchRequestBytes ?? 64 * 1024 * 1024),
-      idleTimeoutMs: opts.idleTimeoutMs ?? 120_000,
+      idleTimeoutMs: opts.idleTimeoutMs ?? deps.config.SVC_GIT_IDLE_TIMEOUT_SECONDS * 1000,
       logger: log,
     });
   }
