@@ -113,9 +113,10 @@ describe('smart HTTP: who may clone, fetch and push', function () {
     const res = await fetch(`${repoUrl}/info/refs?service=git-upload-pack`, { headers: { authorization: basic(expired.token) } });
     expect(res.status).to.equal(401);
     const live = await mintToken(srv.db.db, { userId: srv.userId, projectId, name: 'clone-credential', expiresAt: new Date(Date.now() + 900_000) });
-    const ok = await fetch(`${repoUrl}/info/refs?service=git-upload-pack`, { headers: { authorization: basic(live.token) } });
-    expect(ok.status).to.equal(200);
-    await ok.arrayBuffer();
+    // A live clone credential (decision 2: a 15-minute project token, user x-access-token) clones.
+    const w = await fresh();
+    await w.ok(['clone', '-q', authedUrl(repoUrl, live.token), '.']);
+    expect(await w.ok(['log', '--format=%s'])).to.equal('seed');
     await srv.db.db.run({ text: 'UPDATE tokens SET revoked_at = now() WHERE token_id = $1', values: [live.token_id] });
     const revoked = await fetch(`${repoUrl}/info/refs?service=git-upload-pack`, { headers: { authorization: basic(live.token) } });
     expect(revoked.status).to.equal(401);

@@ -55,6 +55,10 @@ describe('managed repositories: pushes over smart HTTP and the CR-only default b
     const d = await w.run(['push', 'origin', ':main']);
     expect(d.code).to.not.equal(0);
     expect(d.stderr).to.contain(CR_ONLY_MESSAGE);
+    // One refused command refuses the whole push: the branch pushed alongside is not created.
+    const both = await w.run(['push', 'origin', 'main', 'main:refs/heads/alongside']);
+    expect(both.code).to.not.equal(0);
+    expect(await w.ok(['ls-remote', 'origin', 'refs/heads/alongside'])).to.equal('');
     await w.ok(['reset', '-q', '--hard', 'HEAD~1']);
   });
 
