@@ -8,6 +8,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
+import { gitHttpRoutes } from './routes/git-http.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
@@ -19,6 +20,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(metricsMiddleware(deps.metrics));
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
+  app.use('/git', gitHttpRoutes(deps)); // managed repositories over smart HTTP (issue 11)
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();

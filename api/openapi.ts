@@ -23,9 +23,12 @@ const ops: Record<string, Record<string, Op>> = {
   '/v1/accounts/tokens': { post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] } },
   '/v1/projects': {
     get: { summary: 'Projects the token can see, oldest first, paginated (per_page, cursor; Link rel="next").', query: s.ListProjectsQuery, ok: { status: 200, schema: z.object({ projects: z.array(s.ProjectSchema), next_cursor: z.string().nullable() }) }, errors: [400, 401] },
-    post: { summary: 'Create a project backed by a git repository.', body: s.CreateProjectBody, ok: { status: 201, schema: z.object({ project: s.ProjectSchema }) }, errors: [400, 401, 403, 409] },
+    post: { summary: 'Create a project backed by a git repository (no repo_url: a managed repository served at /git/<slug>.git).', body: s.CreateProjectBody, ok: { status: 201, schema: z.object({ project: s.ProjectSchema }) }, errors: [400, 401, 403, 409] },
   },
-  '/v1/projects/{projectId}': { get: { summary: 'One project (uuid or slug).', ok: { status: 200, schema: z.object({ project: s.ProjectSchema }) }, errors: [401, 403, 404] } },
+  '/v1/projects/{projectId}': {
+    get: { summary: 'One project (uuid or slug).', ok: { status: 200, schema: z.object({ project: s.ProjectSchema }) }, errors: [401, 403, 404] },
+    delete: { summary: 'Delete the project (user tokens only) and, for a managed repository, the repository.', ok: { status: 204, schema: z.null() }, errors: [401, 403, 404] },
+  },
   '/v1/projects/{projectId}/cli-token': { post: { summary: 'Mint a project token for the CLI, acting as the caller.', ok: { status: 201, schema: z.object({ token: z.string() }) }, errors: [401, 403, 404] } },
   [crPath]: {
     get: { summary: 'List change requests, newest first, paginated (per_page, cursor; Link rel="next"); open ones refresh.', query: s.ListChangeRequestsQuery, ok: { status: 200, schema: z.object({ change_requests: z.array(s.ChangeRequestSchema), next_cursor: z.string().nullable() }) }, errors: [400, 401, 403, 404] },

@@ -129,6 +129,11 @@ export class ApiClient {
     return out.slice(0, limit);
   }
 
+  /** No repo_url: the server creates a managed repository for it. */
+  async createProject(input: { name: string; slug?: string; repo_url?: string; default_branch?: string }): Promise<Project> {
+    return this.envelope('project', 'POST', '/projects', input);
+  }
+
   async getProject(idOrSlug: string): Promise<Project> {
     return this.envelope('project', 'GET', `/projects/${enc(idOrSlug)}`);
   }

@@ -13,6 +13,39 @@ interface Scan {
   group?: GroupSpec;
   leaf?: LeafSpec;
   help: boolean;
+  /** `svc <project-name>`: runs `init <project-name>`. */
+  projectName?: string;
+}
+
+/** Same test as cli/commands/init.ts (kept here so scanning loads no command module). */
+const PROJECT_NAME = /^(?!\.{1,2}$)[A-Za-z0-9._][A-Za-z0-9._-]{0,99}$/;
+
+/** Optimal string alignment distance: insertions, deletions, substitutions, adjacent swaps. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** The command a word is a typo of (1 edit for short words, 2 for longer ones), if any. */
+export function closestCommand(word: string): string | undefined {
+  const w = word.toLowerCase();
+  const limit = w.length <= 4 ? 1 : 2;
+  let best: { name: string; d: number } | undefined;
+  for (const spec of TOP) {
+    for (const name of [spec.name, ...(spec.aliases ?? [])]) {
+      const d = editDistance(w, name);
+      if (d <= limit && (!best || d < best.d)) best = { name: spec.name, d };
+    }
+  }
+  return best?.name;
 }
 
 /** Finds the command words among the arguments, skipping flags (and global flags' values). */
@@ -33,7 +66,13 @@ export function scan(argv: string[]): Scan {
   const [first, second] = words;
   if (first === undefined) return out;
   const top = findSpec(TOP, first);
-  if (!top) throw new UsageError(`unknown command "${first}" for "svc"; run 'svc help'`);
+  if (!top) {
+    // `svc <project-name>` scaffolds a new directory, unless it looks like a typo of a command.
+    const near = closestCommand(first);
+    if (near) throw new UsageError(`unknown command "${first}" for "svc"; did you mean "${near}"?`);
+    if (words.length === 1 && PROJECT_NAME.test(first)) return { ...out, leaf: findSpec(TOP, 'init') as LeafSpec, projectName: first };
+    throw new UsageError(`unknown command "${first}" for "svc"; run 'svc help'`);
+  }
   if (!isGroup(top)) return { ...out, leaf: top };
   out.group = top;
   if (second === undefined) return out;
@@ -64,6 +103,7 @@ export async function main(argv: string[], f: Factory): Promise<number> {
       return EXIT_OK;
     }
     const leaf = s.leaf;
+    if (s.projectName !== undefined) argv = ['init', ...argv];
     if (leaf.raw) {
       const words = argv.filter((a) => !a.startsWith('-'));
       if (s.help) {

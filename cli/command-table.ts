@@ -103,6 +103,13 @@ export const SECTIONS: Section[] = [
     ],
   },
   {
+    title: 'Scaffold',
+    commands: [
+      { name: 'init', args: '[name]', describe: 'Scaffold svc.toml, .svc/ and the agent skill here (or in a new dir <name>)', load: () => import('./commands/init.js') },
+      { name: 'ship', aliases: ['deploy'], describe: 'Push this repo to its svc project (created on first run) and open a CR', load: () => import('./commands/ship.js') },
+    ],
+  },
+  {
     title: 'Other',
     commands: [
       { name: 'version', raw: true, describe: 'Print the version', load: () => import('./commands/version.js') },

@@ -64,6 +64,13 @@ const schema = z.object({
   /** Lease of a running job: a job whose worker stopped renewing it this long runs again elsewhere. */
   SVC_JOB_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(4000),
   // --- end hardening ---
+  // --- managed repositories (issue 11) ---
+  /** Root of the bare repositories this server hosts (default `<data dir>/repos`); a shared volume in scale-out. */
+  SVC_REPOS_DIR: z.string().min(1).optional(),
+  /** Largest push (request body, after decompression) smart HTTP accepts, in bytes. */
+  SVC_GIT_MAX_PUSH_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 ** 3),
+  /** A smart-HTTP transfer that moves no byte for this long is cut (seconds). */
+  SVC_GIT_IDLE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(86_400).default(120),
 });
 
 export type Env = z.infer<typeof schema>;

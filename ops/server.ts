@@ -9,6 +9,7 @@ import { loadSecretKey, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
+import { reposDirOf } from '../infra/git/managed-repo.js';
 import { createApp } from '../api/app.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
 import { clientErrorHandler } from '../api/errors.js';
@@ -45,7 +46,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   await migrate(db, { logger });
   const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
-  const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger, policy: repoUrlPolicy(config) });
+  // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
+  const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE], leaseMs: config.SVC_JOB_LEASE_MS });
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
+import type { Config } from '../../infra/config.js';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
@@ -12,6 +13,18 @@ import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { mintToken } from '../../infra/tokens.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
 import { pgCode } from '../../infra/db/db.js';
+import { createManagedRepo, managedRepoPath, removeManagedRepo, reposDirOf } from '../../infra/git/managed-repo.js';
+import type { Request } from 'express';
+
+/** `SVC_PUBLIC_URL`, else this request's own origin (a sane Host header only). */
+export function publicBaseUrl(req: Request, config: Config): string {
+  if (config.SVC_PUBLIC_URL) return config.SVC_PUBLIC_URL.replace(/\/+$/, '');
+  const host = req.get('host') ?? '';
+  if (!/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$/.test(host)) {
+    throw validationError('The Host header is not a host name; set SVC_PUBLIC_URL on the server.');
+  }
+  return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
+}
 
 const slugify = (name: string) =>
   name
@@ -58,13 +71,12 @@ export function projectRoutes(deps: ApiDeps): Router {
     const p = principalOf(req);
     if (p.project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot create projects; use a user token.');
     const body = CreateProjectBody.parse(req.body ?? {});
-    if (!body.repo_url) {
-      throw validationError('repo_url is required: managed repositories are not available yet.', [
-        { path: 'repo_url', message: 'required' },
-      ]);
-    }
-    const { url, credentials } = splitCredentials(body.repo_url);
-    await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
+    // No repo_url: a managed repository, hosted here and served at <public url>/git/<slug>.git.
+    const managed = !body.repo_url;
+    const { url, credentials } = managed ? { url: '', credentials: null } : splitCredentials(body.repo_url!);
+    if (!managed) await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
+    const defaultBranch = body.default_branch ?? 'main';
+    const gitBase = managed ? publicBaseUrl(req, deps.config) : '';
     const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
     const accountId = body.account_id ?? accounts[0]?.account_id;
     if (!accountId || !accounts.some((a) => a.account_id === accountId)) {
@@ -72,6 +84,8 @@ export function projectRoutes(deps: ApiDeps): Router {
     }
     const base = body.slug ?? slugify(body.name);
     const sealed = credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null;
+    const projectId = randomUUID();
+    const repoPath = managed ? managedRepoPath(reposDirOf(deps.config), projectId) : '';
     let project: ProjectRecord | undefined;
     // Slugs are unique per account. A requested slug that is taken is a 409 naming it; a
     // derived one takes the first free `<base>-<n>`, read in one query (a race with
@@ -83,18 +97,25 @@ export function projectRoutes(deps: ApiDeps): Router {
         for (let n = 2; taken.has(slug); n++) slug = `${base.slice(0, 56)}-${n}`;
       }
       try {
-        project = await deps.db.one<ProjectRecord>(
-          projectQueries.insert({
-            projectId: randomUUID(),
-            accountId,
-            name: body.name,
-            slug,
-            repoUrl: url,
-            repoCredentialsEnc: sealed,
-            defaultBranch: body.default_branch ?? 'main',
-          }),
-        );
+        project = await deps.db.transaction(async (tx) => {
+          const row = await tx.one<ProjectRecord>(
+            projectQueries.insert({
+              projectId,
+              accountId,
+              name: body.name,
+              slug,
+              repoUrl: managed ? `${gitBase}/git/${slug}.git` : url,
+              repoCredentialsEnc: sealed,
+              defaultBranch,
+              repoManaged: managed,
+            }),
+          );
+          // In the transaction: a repository that cannot be created leaves no project.
+          if (managed) await createManagedRepo(repoPath, defaultBranch);
+          return row!;
+        });
       } catch (err) {
+        if (managed) await removeManagedRepo(repoPath).catch(() => {});
         if (pgCode(err) !== '23505') throw err;
         if (body.slug || round >= 4) {
           throw new DomainError('conflict', 'Slug taken', `The slug '${slug}' is taken in this account; choose another.`, { slug });
@@ -124,6 +145,19 @@ export function projectRoutes(deps: ApiDeps): Router {
   r.get('/:projectId', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     res.json({ project: serializeProject(project) });
+  });
+
+  /** Deletes the project, everything that cascades from it, and its managed repository. */
+  r.delete('/:projectId', async (req, res) => {
+    if (principalOf(req).project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot delete projects; use a user token.');
+    const project = await resolveProject(deps.db, req);
+    await deps.db.run(projectQueries.remove(project.project_id));
+    if (project.repo_managed) {
+      await removeManagedRepo(managedRepoPath(reposDirOf(deps.config), project.project_id)).catch((err: unknown) =>
+        deps.logger.warn({ project_id: project.project_id, err: (err as Error).message }, 'could not remove a managed repository'),
+      );
+    }
+    res.status(204).end();
   });
 
   /** A project token for the CLI, acting as the caller, bound to this project. */

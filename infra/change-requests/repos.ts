@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { GitEngine, ProjectRepo } from '../git/port.js';
 import { openProjectRepo } from '../git/remote-repo.js';
 import type { RepoUrlPolicy } from '../git/url-policy.js';
+import { managedRepoPath, openManagedRepo } from '../git/managed-repo.js';
 import { DomainError } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
@@ -15,6 +16,8 @@ export interface ProjectRecord {
   repo_credentials_enc: string | null;
   default_branch: string;
   created_at: Date;
+  /** A bare repository this service hosts (issue 11), served at repo_url over smart HTTP. */
+  repo_managed?: boolean;
 }
 
 /** Hands out each project's repository; one instance per project and URL per process. */
@@ -22,10 +25,20 @@ export interface ProjectRepos {
   for(project: ProjectRecord): ProjectRepo;
 }
 
-export function createProjectRepos(opts: { dataDir: string; engine: GitEngine; secrets: SecretBox; logger: Logger; policy?: RepoUrlPolicy }): ProjectRepos {
+export function createProjectRepos(opts: { dataDir: string; reposDir?: string; engine: GitEngine; secrets: SecretBox; logger: Logger; policy?: RepoUrlPolicy }): ProjectRepos {
   const cache = new Map<string, ProjectRepo>();
+  const reposDir = opts.reposDir ?? path.join(opts.dataDir, 'repos');
   return {
     for(project) {
+      if (project.repo_managed) {
+        const key = `managed\n${project.project_id}`;
+        let repo = cache.get(key);
+        if (!repo) {
+          repo = openManagedRepo({ repoPath: managedRepoPath(reposDir, project.project_id), engine: opts.engine, logger: opts.logger, projectId: project.project_id });
+          cache.set(key, repo);
+        }
+        return repo;
+      }
       if (!project.repo_url) {
         throw new DomainError('unavailable', 'No repository', `Project ${project.slug} has no repository configured.`);
       }

@@ -25,6 +25,8 @@ export interface RepoUrlPolicy {
   blockedHosts: string[];
   /** The server's data directory: a file:// repository never points inside it. */
   dataDir: string;
+  /** Other server-owned directories a file:// repository never points inside (managed repos' root). */
+  privateDirs?: string[];
   /** Host name -> addresses. Default: the system resolver. Stubbed in tests. */
   resolve?: (host: string) => Promise<string[]>;
 }
@@ -52,6 +54,7 @@ export function repoUrlPolicy(config: Config, resolve?: (host: string) => Promis
     allowedHosts: list(config.SVC_REPO_ALLOWED_HOSTS),
     blockedHosts: list(config.SVC_REPO_BLOCKED_HOSTS),
     dataDir: config.dataDir,
+    privateDirs: config.SVC_REPOS_DIR ? [path.resolve(config.SVC_REPOS_DIR)] : [],
     ...(resolve ? { resolve } : {}),
   };
 }
@@ -225,6 +228,11 @@ export async function checkRepoUrl(url: string, policy: RepoUrlPolicy, opts: { h
     const dataDir = await realish(policy.dataDir);
     if (inside(real, dataDir) || inside(raw, path.resolve(policy.dataDir))) {
       throw refused('inside the data dir', "repo_url must not point inside the server's data directory.");
+    }
+    for (const dir of policy.privateDirs ?? []) {
+      if (inside(real, await realish(dir)) || inside(raw, dir)) {
+        throw refused('inside the managed repositories', "repo_url must not point inside the server's managed repositories.");
+      }
     }
     return { protocol: t.protocol, host: '', port: null, addresses: [] };
   }

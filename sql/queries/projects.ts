@@ -1,6 +1,6 @@
 import type { Query } from '../../infra/db/db.js';
 
-const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at';
+const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at, repo_managed';
 
 export const projectQueries = {
   insert: (p: {
@@ -11,10 +11,11 @@ export const projectQueries = {
     repoUrl: string | null;
     repoCredentialsEnc: string | null;
     defaultBranch: string;
+    repoManaged?: boolean;
   }): Query => ({
-    text: `INSERT INTO projects (project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch)
-      VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${cols}`,
-    values: [p.projectId, p.accountId, p.name, p.slug, p.repoUrl, p.repoCredentialsEnc, p.defaultBranch],
+    text: `INSERT INTO projects (project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, repo_managed)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${cols}`,
+    values: [p.projectId, p.accountId, p.name, p.slug, p.repoUrl, p.repoCredentialsEnc, p.defaultBranch, p.repoManaged ?? false],
   }),
   byId: (projectId: string): Query => ({
     text: `SELECT ${cols} FROM projects WHERE project_id = $1`,
@@ -49,6 +50,11 @@ export const projectQueries = {
       ORDER BY p.created_at, p.project_id
       LIMIT $2`,
     values: [userId, limit, after?.created_at ?? null, after?.project_id ?? null],
+  }),
+  /** Deleting a project (its CRs, sessions and tokens cascade). */
+  remove: (projectId: string): Query => ({
+    text: 'DELETE FROM projects WHERE project_id = $1 RETURNING project_id',
+    values: [projectId],
   }),
   sessionInProject: (projectId: string, sessionId: string): Query => ({
     text: 'SELECT 1 AS ok FROM project_sessions WHERE project_id = $1 AND session_id = $2',

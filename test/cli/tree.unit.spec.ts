@@ -39,6 +39,10 @@ CHANGE REQUESTS
   cr close <cr>   Close an open change request
   cr reopen <cr>  Reopen a closed change request
 
+SCAFFOLD
+  init [<name>]  Scaffold svc.toml, .svc/ and the agent skill here (or in a new dir <name>)
+  ship           Push this repo to its svc project (created on first run) and open a CR
+
 OTHER
   version              Print the version
   help [<command>...]  Show help for svc or a command
@@ -110,7 +114,10 @@ describe('cli command tree', () => {
       expect(scan(['cr', 'ls', '-h']).help).to.equal(true);
     });
     it('unknown commands are usage errors naming the parent', () => {
-      expect(() => scan(['nope'])).to.throw(UsageError, 'unknown command "nope" for "svc"');
+      expect(() => scan(['nope', 'more'])).to.throw(UsageError, 'unknown command "nope" for "svc"');
+      expect(() => scan(['crr'])).to.throw(UsageError, 'unknown command "crr" for "svc"; did you mean "cr"?');
+      // One word that is no command and no typo of one: `svc <project-name>` (init in a new dir).
+      expect(scan(['nope']).projectName).to.equal('nope');
       expect(() => scan(['cr', 'nope'])).to.throw(UsageError, 'unknown command "nope" for "svc cr"');
     });
     it('stops at --', () => {

@@ -13,7 +13,7 @@ import { SYSTEM_IDENTITY, type GitEngine } from '../../../infra/git/port.js';
 import { identityEnv } from '../../../infra/git/engine-ort.js';
 import { median, timeRuns, type BenchRow, type BenchSuite } from '../types.js';
 
-interface Shape {
+export interface Shape {
   files: number;
   commits: number;
   branchCommits: number;
@@ -128,7 +128,7 @@ async function tempCloneMerge(repo: string, base: string, head: string): Promise
 }
 
 /** Builds (or reuses from os.tmpdir()) the synthetic bare repository. */
-async function syntheticRepo(shape: Shape): Promise<string> {
+export async function syntheticRepo(shape: Shape): Promise<string> {
   const final = path.join(tmpdir(), `svc-bench-git-${shape.files}-${shape.commits}-${shape.branchCommits}-v1.git`);
   try {
     await access(path.join(final, 'svc-bench-complete'));

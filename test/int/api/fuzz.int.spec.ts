@@ -176,7 +176,9 @@ function request(r: Rng, ids: { project: string; slug: string; token: string }):
     ['GET', `/v1/projects/${p}/events${query(r, 'after')}`, 'none'],
     [r.pick(['PUT', 'DELETE', 'OPTIONS', 'PATCH', 'POST']), r.pick([crs, `/v1/projects/${p}`, '/v1/accounts/me', '/healthz', `/v1/${segment(r, [])}`]), 'cr'],
   ];
-  const [method, path, kind] = r.pick(routes);
+  let [method, path, kind] = r.pick(routes);
+  // DELETE of the real project is a route (it deletes the fuzz target): hostile segments only.
+  if (method === 'DELETE' && (path === `/v1/projects/${ids.project}` || path === `/v1/projects/${ids.slug}`)) path = `${path}/x`;
   const headers: Record<string, string> = {};
   const auth = r.int(20);
   if (auth === 0) headers.authorization = r.pick(['Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer svc_pat_${'A'.repeat(43)}`, 'Bearer svc_pat_\u00ff', `bearer ${ids.token}`, `Bearer ${ids.token} extra`, 'x'.repeat(8000)]);

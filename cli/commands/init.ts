@@ -1,0 +1,69 @@
+import { mkdir, readdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { Argv } from 'yargs';
+import type { Args } from '../command-table.js';
+import { CliError, UsageError } from '../errors.js';
+import type { Factory } from '../factory.js';
+import { str, withJson } from '../flags.js';
+import { gitExec } from '../git-exec.js';
+import { printJson } from '../output.js';
+import { writeScaffold, type Written } from '../scaffold/write.js';
+
+export interface InitOptions {
+  f: Factory;
+  /** `svc <name>` / `svc init <name>`: scaffold a new directory of that name. */
+  name?: string;
+  force: boolean;
+  json: boolean;
+}
+
+export const builder = (y: Argv) =>
+  withJson(
+    y
+      .positional('name', { type: 'string', describe: 'Create this new directory (with git init) and scaffold it' })
+      .option('force', { type: 'boolean', describe: 'Restore files you edited to the template' }),
+  );
+
+export const handler = (argv: Args, f: Factory) => run({ f, name: str(argv.name), force: !!argv.force, json: !!argv.json });
+
+/** A directory name people type: letters, digits, `.`, `_`, `-`; not `.`/`..`, no path. */
+export const PROJECT_NAME = /^(?!\.{1,2}$)[A-Za-z0-9._][A-Za-z0-9._-]{0,99}$/;
+
+export async function run(opts: InitOptions): Promise<void> {
+  const { f } = opts;
+  let root = f.cwd;
+  let created = false;
+  if (opts.name !== undefined) {
+    if (!PROJECT_NAME.test(opts.name)) throw new UsageError(`invalid project name "${opts.name}": use letters, digits, '.', '_' and '-'`);
+    root = path.join(f.cwd, opts.name);
+    const entries = await readdir(root).catch((e: NodeJS.ErrnoException) => {
+      if (e.code === 'ENOENT') return null;
+      throw e;
+    });
+    if (entries && entries.length > 0) throw new CliError(`${root} already exists and is not empty`, `cd ${opts.name} && svc init`);
+    await mkdir(root, { recursive: true });
+    created = true;
+    const g = await gitExec(f, ['init', '-q', '-b', 'main'], { cwd: root });
+    if (g.code !== 0) throw new CliError(`git init failed: ${g.stderr.trim()}`);
+  }
+  // `svc init` in a directory that is not a repository yet makes it one (svc ship pushes it).
+  if (!created && (await gitExec(f, ['rev-parse', '--is-inside-work-tree'], { cwd: root })).code !== 0) {
+    const g = await gitExec(f, ['init', '-q', '-b', 'main'], { cwd: root });
+    if (g.code !== 0) throw new CliError(`git init failed: ${g.stderr.trim()}`);
+    f.io.err.write(`initialized a git repository in ${root}\n`);
+  }
+  const written = await writeScaffold(root, { force: opts.force });
+  if (opts.json) return printJson(f.io, { root, files: written });
+  report(f, written);
+  if (created) f.io.err.write(`\nNext: cd ${opts.name} && git add -A && git commit -m init && svc ship\n`);
+  else if (written.some((w) => w.action !== 'unchanged')) f.io.err.write('\nNext: git add -A && git commit -m "svc init" && svc ship\n');
+}
+
+function report(f: Factory, written: Written[]): void {
+  for (const w of written) {
+    const note = w.action === 'kept' ? ' (you edited it; --force restores the template)' : '';
+    f.io.err.write(`${w.action.padEnd(9)} ${w.path}${note}\n`);
+  }
+  const changed = written.filter((w) => w.action !== 'unchanged' && w.action !== 'kept').length;
+  f.io.err.write(changed ? `svc init: ${changed} file(s) written\n` : 'svc init: nothing to do, everything is in place\n');
+}

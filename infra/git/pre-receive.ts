@@ -1,0 +1,116 @@
+/**
+ * The pre-receive hook of managed repositories: the CR-only default branch, as a property
+ * of the server. `git receive-pack` runs it (through `core.hooksPath`, given on the
+ * command line, never stored in a repository) after the pushed objects are in quarantine
+ * and before any ref moves, with one `<old> <new> <ref>` line per command on stdin.
+ * Anything it prints on stderr reaches the pusher as `remote: ...`; a non-zero exit
+ * refuses every ref of the push.
+ *
+ * Rules (SVC_DEFAULT_BRANCH comes from the server, already validated):
+ *  - the default branch is never created, updated or deleted by a push, except by the
+ *    very first push into an empty repository;
+ *  - a session branch (a uuid name) is never deleted or moved to a commit that does not
+ *    contain its current tip: no rewriting history.
+ * Tags and other branches are not the service's business.
+ */
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CR_ONLY_MESSAGE =
+  'the default branch moves only through change requests: push a branch and open one with `svc cr open`';
+export const NO_REWRITE_MESSAGE = 'no rewriting history: a session branch accepts only fast-forward pushes and is never deleted';
+
+const SESSION_BRANCH = /^refs\/heads\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
+const isZero = (oid: string) => /^0+$/.test(oid);
+
+export interface RefUpdate {
+  old: string;
+  next: string;
+  ref: string;
+}
+
+export interface RepoFacts {
+  /** No ref at all before this push. */
+  empty(): boolean;
+  isAncestor(ancestor: string, descendant: string): boolean;
+}
+
+/** The refusals for a push, one line each (empty: accept). Pure but for the two facts. */
+export function checkPush(updates: RefUpdate[], defaultBranch: string, facts: RepoFacts): string[] {
+  const refusals: string[] = [];
+  const defaultRef = `refs/heads/${defaultBranch}`;
+  for (const u of updates) {
+    if (u.ref === defaultRef) {
+      const firstPush = isZero(u.old) && !isZero(u.next) && facts.empty();
+      if (!firstPush) refusals.push(`${u.ref}: ${CR_ONLY_MESSAGE}`);
+    } else if (SESSION_BRANCH.test(u.ref) && !isZero(u.old)) {
+      if (isZero(u.next)) refusals.push(`${u.ref}: ${NO_REWRITE_MESSAGE} (deletion refused)`);
+      else if (!facts.isAncestor(u.old, u.next)) refusals.push(`${u.ref}: ${NO_REWRITE_MESSAGE} (non-fast-forward refused)`);
+    }
+  }
+  return refusals;
+}
+
+export function parseUpdates(text: string): RefUpdate[] | null {
+  const out: RefUpdate[] = [];
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    const [old, next, ref, extra] = line.split(' ');
+    if (extra !== undefined || !old || !next || !ref || !OID.test(old) || !OID.test(next) || !ref.startsWith('refs/')) return null;
+    out.push({ old, next, ref });
+  }
+  return out;
+}
+
+/** git in the hook's own environment: it carries the quarantine's object directories. */
+function git(args: string[]): { code: number | null; stdout: string } {
+  const r = spawnSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], shell: false });
+  return { code: r.status, stdout: r.stdout ?? '' };
+}
+
+function main(): number {
+  const defaultBranch = process.env.SVC_DEFAULT_BRANCH ?? '';
+  let input = '';
+  try {
+    input = readFileSync(0, 'utf8'); // the whole input is a few lines
+  } catch {
+    input = '';
+  }
+  const updates = parseUpdates(input);
+  if (updates === null || !defaultBranch) {
+    process.stderr.write('svc: this push could not be checked; try again\n');
+    return 1;
+  }
+  let empty: boolean | undefined;
+  const refusals = checkPush(updates, defaultBranch, {
+    empty: () => (empty ??= git(['for-each-ref', '--count=1', '--format=%(refname)']).stdout.trim() === ''),
+    isAncestor: (a, d) => git(['merge-base', '--is-ancestor', '--end-of-options', a, d]).code === 0,
+  });
+  if (refusals.length === 0) return 0;
+  process.stderr.write(refusals.map((r) => `svc: refused ${r}\n`).join(''));
+  return 1;
+}
+
+/**
+ * Writes the hooks directory receive-pack is pointed at: `pre-receive` runs this module
+ * with the running Node. Paths are ours (never user input), single-quoted for sh.
+ */
+export async function installHooks(dir: string): Promise<string> {
+  const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const script = fileURLToPath(import.meta.url);
+  await mkdir(dir, { recursive: true });
+  const file = path.join(dir, 'pre-receive');
+  const tmp = `${file}.${process.pid}.tmp`;
+  await writeFile(tmp, `#!/bin/sh\nexec ${q(process.execPath)} ${q(script)} pre-receive\n`);
+  await chmod(tmp, 0o755);
+  await rename(tmp, file);
+  return dir;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1]) && process.argv[2] === 'pre-receive') {
+  process.exitCode = main();
+}
