@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
+import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
 import type { Db } from './db/db.js';
 import type { Logger } from './logger.js';
 
@@ -23,6 +25,8 @@ export interface SerializedError {
 
 export interface Queue {
   boss: PgBoss;
+  /** This process's worker identity (its claims in `job_claims`). */
+  workerId: string;
   enqueue(name: string, data: object, opts?: { retryLimit?: number }): Promise<string>;
   /** Resolves with the job's output once it completes or fails for good. */
   waitFor(name: string, id: string, timeoutMs: number): Promise<JobOutput | null>;
@@ -31,7 +35,11 @@ export interface Queue {
   stop(): Promise<void>;
 }
 
-export async function startQueue(db: Db, logger: Logger, opts: { queues: string[]; schedule?: boolean }): Promise<Queue> {
+export async function startQueue(
+  db: Db,
+  logger: Logger,
+  opts: { queues: string[]; schedule?: boolean; /** How often a worker looks for dead workers' jobs (ms). */ rescueMs?: number },
+): Promise<Queue> {
   const boss = new PgBoss({
     connectionString: db.url,
     schema: 'pgboss',
@@ -56,6 +64,11 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
   listener.on('error', (err) => logger.warn({ err: err.message }, 'queue listener connection failed'));
   await listener.query(`LISTEN ${DONE_CHANNEL}`);
   await listener.query(`LISTEN ${JOBS_CHANNEL}`);
+  // Held for the life of this process on the listener's connection: while it is held, this
+  // process's job claims are live; once the process dies, Postgres releases it.
+  const workerId = randomUUID();
+  const hold = claims.holdWorkerLock(workerId);
+  await listener.query(hold.text, hold.values);
 
   let stopped = false;
   const timers: NodeJS.Timeout[] = [];
@@ -63,6 +76,34 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
 
   const notify = (channel: string, payload: string) =>
     db.run({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
+
+  /**
+   * Jobs claimed by a worker process that died (its lock is free) go back to the queue now,
+   * as pg-boss retries, instead of staying active until they expire. The job handlers are
+   * safe to re-run (a merge re-run records a published merge once).
+   */
+  let rescuing = false;
+  const rescue = async () => {
+    if (rescuing || stopped) return;
+    rescuing = true;
+    try {
+      for (const { worker_id } of await db.rows<{ worker_id: string }>(claims.otherWorkers(workerId))) {
+        const gone = await db.one<{ gone: boolean }>(claims.workerGone(worker_id));
+        if (!gone?.gone) continue;
+        const taken = await db.rows<{ job_id: string; queue: string }>(claims.takeOver(worker_id));
+        for (const j of taken) {
+          await boss.fail(j.queue, j.job_id, { message: `worker ${worker_id} died while running this job` });
+          logger.warn({ job: j.job_id, queue: j.queue, dead_worker: worker_id }, 're-queued a job a dead worker held');
+        }
+        if (taken.length) await notify(JOBS_CHANNEL, taken[0]!.queue);
+      }
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'could not check for dead workers');
+    } finally {
+      rescuing = false;
+    }
+  };
+  let rescueTimer: NodeJS.Timeout | undefined;
 
   const readOutput = async (name: string, id: string): Promise<JobOutput | null> => {
     const job = await boss.getJobById<object>(name, id, { includeArchive: true });
@@ -77,6 +118,7 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
 
   return {
     boss,
+    workerId,
     async enqueue(name, data, o = {}) {
       const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1 });
       if (!id) throw new Error(`queue ${name} refused the job`);
@@ -125,11 +167,13 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
           const p = (async () => {
             let out: JobOutput;
             try {
+              await db.run(claims.claim(job.id, name, workerId));
               out = await handler(job.data, { id: job.id, retryCount: 0 });
             } catch (err) {
               // Unexpected failures are retried by pg-boss; typed outcomes are results.
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
               await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
+              await db.run(claims.release(job.id, workerId)).catch(() => {});
               await notify(DONE_CHANNEL, job.id).catch(() => {});
               return;
             }
@@ -139,6 +183,7 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
               // The work is done and idempotent; the job expires and its retry finds it done.
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not record a job result');
             }
+            await db.run(claims.release(job.id, workerId)).catch(() => {});
             await notify(DONE_CHANNEL, job.id).catch(() => {});
           })().finally(() => {
             active--;
@@ -154,6 +199,12 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
       const timer = setInterval(() => void pump(), 2000);
       timer.unref();
       timers.push(timer);
+      if (!rescueTimer) {
+        rescueTimer = setInterval(() => void rescue(), opts.rescueMs ?? 2000);
+        rescueTimer.unref();
+        timers.push(rescueTimer);
+        void rescue();
+      }
       void pump();
     },
     async stop() {
@@ -161,6 +212,8 @@ export async function startQueue(db: Db, logger: Logger, opts: { queues: string[
       timers.forEach(clearInterval);
       await Promise.allSettled([...running]);
       await listener.query(`UNLISTEN *`).catch(() => {});
+      // The worker lock goes with the process; a pooled connection must not keep it.
+      await listener.query('SELECT pg_advisory_unlock_all()').catch(() => {});
       listener.release();
       await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch(() => {});
     },

@@ -8,7 +8,9 @@ import { startQueue, type Queue } from '../infra/queue.js';
 import { loadSecretKey, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
+import express from 'express';
 import { createApp } from '../api/app.js';
+import { healthRoutes } from '../api/routes/health.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
 import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
@@ -57,11 +59,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let server: http.Server | undefined;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   let port = 0;
+  // --- ops (issue 14): a worker-only process still answers /healthz, /readyz and /metrics
+  // on PORT, for container health checks and Kubernetes probes. ---
+  if (!opts.roles.api) {
+    const health = express();
+    health.disable('x-powered-by');
+    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }));
+    server = http.createServer(health);
+  }
+  // --- end ops ---
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
     const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
     server = http.createServer(app);
     server.on('upgrade', feed.upgradeHandler(app));
+  }
+  if (server) {
     server.on('clientError', clientErrorHandler);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
@@ -69,7 +82,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       server!.listen(config.PORT, config.HOST, () => resolve());
     });
     port = (server.address() as AddressInfo).port;
-    logger.info({ port, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
+    logger.info({ port, roles: opts.roles, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
   }
 
   let stopping: Promise<void> | undefined;
