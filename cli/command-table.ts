@@ -102,6 +102,23 @@ export const SECTIONS: Section[] = [
       },
     ],
   },
+  // --- ops (issue 14) ---
+  {
+    title: 'Channels',
+    commands: [
+      {
+        name: 'channels',
+        aliases: ['channel'],
+        describe: 'Connect a chat workspace to a project',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: "List the project's channels", load: () => import('./commands/channels/ls.js') },
+          { name: 'add', args: '<kind>', describe: 'Connect a channel: add slack --webhook-url <url>', load: () => import('./commands/channels/add.js') },
+          { name: 'rm', args: '<channel>', aliases: ['remove'], describe: 'Disconnect a channel', load: () => import('./commands/channels/rm.js') },
+        ],
+      },
+    ],
+  },
+  // --- end ops ---
   {
     title: 'Other',
     commands: [

@@ -29,6 +29,18 @@ const schema = z.object({
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  // --- ops (issue 14): chat channels ---
+  /** Accept http:// channel webhooks (tests, a receiver on the same host). Off: https only. */
+  SVC_CHANNELS_ALLOW_HTTP: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('0')
+    .transform((v) => v === '1' || v === 'true'),
+  /** Run the channels subscriber in this process's worker role (default on; one process delivers at a time). */
+  SVC_CHANNELS_DISPATCH: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('1')
+    .transform((v) => v === '1' || v === 'true'),
+  // --- end ops ---
 });
 
 export type Env = z.infer<typeof schema>;

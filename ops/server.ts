@@ -16,6 +16,7 @@ import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
+import { startChannelDispatcher, type ChannelDispatcher } from '../infra/channels/dispatcher.js';
 
 export interface ServerOptions {
   config: Config;
@@ -55,6 +56,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? 4, (db.pool.options.max ?? 10) - 2));
     queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger }));
   }
+  // --- ops (issue 14): the chat channels subscriber runs with the workers ---
+  let channels: ChannelDispatcher | undefined;
+  if (opts.roles.worker && config.SVC_CHANNELS_DISPATCH) {
+    channels = startChannelDispatcher({ db, secrets, logger, ...(config.SVC_PUBLIC_URL ? { publicUrl: config.SVC_PUBLIC_URL } : {}) });
+  }
+  // --- end ops ---
 
   let server: http.Server | undefined;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
@@ -100,6 +107,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           await feed?.close();
           await closed;
         }
+        await channels?.stop();
         await queue.stop();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');

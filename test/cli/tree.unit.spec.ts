@@ -39,6 +39,11 @@ CHANGE REQUESTS
   cr close <cr>   Close an open change request
   cr reopen <cr>  Reopen a closed change request
 
+CHANNELS
+  channels ls            List the project's channels (alias: list)
+  channels add <kind>    Connect a channel: add slack --webhook-url <url>
+  channels rm <channel>  Disconnect a channel (alias: remove)
+
 OTHER
   version              Print the version
   help [<command>...]  Show help for svc or a command
