@@ -118,6 +118,13 @@ export const SECTIONS: Section[] = [
       },
     ],
   },
+  {
+    title: 'Install',
+    commands: [
+      { name: 'update', describe: 'Update the CLI (re-runs the install)', load: () => import('./commands/maintenance/update.js') },
+      { name: 'uninstall', describe: 'Remove the CLI, its shim, ~/.svc and the stored tokens', load: () => import('./commands/maintenance/uninstall.js') },
+    ],
+  },
   // --- end ops ---
   {
     title: 'Other',

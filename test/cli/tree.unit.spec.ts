@@ -44,6 +44,10 @@ CHANNELS
   channels add <kind>    Connect a channel: add slack --webhook-url <url>
   channels rm <channel>  Disconnect a channel (alias: remove)
 
+INSTALL
+  update     Update the CLI (re-runs the install)
+  uninstall  Remove the CLI, its shim, ~/.svc and the stored tokens
+
 OTHER
   version              Print the version
   help [<command>...]  Show help for svc or a command
