@@ -119,6 +119,23 @@ export const SECTIONS: Section[] = [
     ],
   },
   {
+    title: 'Self-host',
+    commands: [
+      {
+        name: 'self-host',
+        aliases: ['selfhost'],
+        describe: 'Run svc on this machine under docker/podman compose',
+        children: [
+          { name: 'start', describe: 'Create the config if needed, start the stack, log in to host selfhost', load: () => import('./commands/selfhost/start.js') },
+          { name: 'configure', describe: 'Create the config and choose optional integrations', load: () => import('./commands/selfhost/configure.js') },
+          { name: 'env', args: '<action> [pairs..]', describe: 'env ls (secrets masked) | env set KEY=VALUE ...', load: () => import('./commands/selfhost/env.js') },
+          { name: 'logs', args: '[service]', describe: 'Follow the logs of one service or all', load: () => import('./commands/selfhost/logs.js') },
+          { name: 'stop', describe: 'Stop the stack; the data is kept', load: () => import('./commands/selfhost/stop.js') },
+        ],
+      },
+    ],
+  },
+  {
     title: 'Install',
     commands: [
       { name: 'update', describe: 'Update the CLI (re-runs the install)', load: () => import('./commands/maintenance/update.js') },

@@ -103,11 +103,11 @@ export function runCapture(f: Factory, cmd: string, args: string[], extraEnv: Re
   });
 }
 
-/** Runs a command with its output passed through to the CLI's own streams. */
-export function runThrough(f: Factory, cmd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<number> {
+/** Runs a command with its output passed through to the CLI's own streams (stdout to stderr unless `toStdout`). */
+export function runThrough(f: Factory, cmd: string, args: string[], extraEnv: Record<string, string> = {}, toStdout = false): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, { env: { ...(f.env as Record<string, string>), ...extraEnv }, cwd: f.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (c: Buffer) => f.io.err.write(c.toString()));
+    child.stdout.on('data', (c: Buffer) => (toStdout ? f.io.out : f.io.err).write(c.toString()));
     child.stderr.on('data', (c: Buffer) => f.io.err.write(c.toString()));
     child.on('error', reject);
     child.on('close', (code) => resolve(code ?? 1));

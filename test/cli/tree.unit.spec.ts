@@ -44,6 +44,13 @@ CHANNELS
   channels add <kind>    Connect a channel: add slack --webhook-url <url>
   channels rm <channel>  Disconnect a channel (alias: remove)
 
+SELF-HOST
+  self-host start                      Create the config if needed, start the stack, log in to host selfhost
+  self-host configure                  Create the config and choose optional integrations
+  self-host env <action> [<pairs>...]  env ls (secrets masked) | env set KEY=VALUE ...
+  self-host logs [<service>]           Follow the logs of one service or all
+  self-host stop                       Stop the stack; the data is kept
+
 INSTALL
   update     Update the CLI (re-runs the install)
   uninstall  Remove the CLI, its shim, ~/.svc and the stored tokens
