@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { Db } from '../db/db.js';
 import type { Logger } from '../logger.js';
 import type { SecretBox } from '../secrets.js';
@@ -52,7 +52,9 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const doFetch = opts.fetch ?? fetch;
   const retries = new Map<string, Retry>();
-  let leaderConn: pg.PoolClient | undefined;
+  // The leader's lock lives on its own connection, outside the pool: holding it never
+  // takes a connection from the API or the merges.
+  let leaderConn: pg.Client | undefined;
   let lastSeen = '';
   let caughtUp = false;
   let running: Promise<void> | undefined;
@@ -61,26 +63,28 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
 
   const lead = async (): Promise<boolean> => {
     if (leaderConn) return true;
-    const conn = await db.connect();
+    // Followers ask with a pooled connection; only a leader keeps one of its own.
+    const free = await db.one<{ free: boolean }>(q.lockFree());
+    if (!free?.free) return false;
+    const conn = new pg.Client({ connectionString: db.url, application_name: 'svc-channels' });
+    conn.on('error', (err) => {
+      logger.warn({ err: err.message }, 'channels: lost the leader connection');
+      if (leaderConn === conn) leaderConn = undefined;
+      conn.end().catch(() => {});
+    });
     try {
+      await conn.connect();
       const r = await conn.query<{ leader: boolean }>(q.tryLead().text, q.tryLead().values);
       if (r.rows[0]?.leader) {
         leaderConn = conn;
-        conn.on('error', (err) => {
-          logger.warn({ err: err.message }, 'channels: lost the leader connection');
-          if (leaderConn === conn) {
-            leaderConn = undefined;
-            conn.release(err);
-          }
-        });
         logger.info('channels: this process delivers chat notifications');
         return true;
       }
     } catch (err) {
-      conn.release(true);
+      await conn.end().catch(() => {});
       throw err;
     }
-    conn.release();
+    await conn.end().catch(() => {});
     return false;
   };
 
@@ -184,9 +188,10 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
       clearInterval(timer);
       await running;
       if (leaderConn) {
-        await leaderConn.query(q.resign().text, q.resign().values).catch(() => {});
-        leaderConn.release();
+        const conn = leaderConn;
         leaderConn = undefined;
+        await conn.query(q.resign().text, q.resign().values).catch(() => {});
+        await conn.end().catch(() => {});
       }
     },
   };

@@ -63,6 +63,12 @@ export const channelQueries = {
     text: `DELETE FROM channel_deliveries WHERE delivered_at < now() - make_interval(days => $1)`,
     values: [olderThanDays],
   }),
+  /** Whether nobody holds the leader lock (taken and released at once on a pooled connection). */
+  lockFree: (): Query => ({
+    text: `SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0))
+      THEN pg_advisory_unlock(hashtextextended($1, 0)) ELSE false END AS free`,
+    values: [CHANNELS_LEADER_KEY],
+  }),
   tryLead: (): Query => ({ text: 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS leader', values: [CHANNELS_LEADER_KEY] }),
   resign: (): Query => ({ text: 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', values: [CHANNELS_LEADER_KEY] }),
   crByStream: (crId: string): Query => ({
