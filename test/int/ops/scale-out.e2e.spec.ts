@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
@@ -65,6 +67,7 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
   let repo: FixtureRepo;
   const dirs: string[] = [];
   const procs: SpawnedServer[] = [];
+  let closeHook = async () => {};
 
   before(async () => {
     t = await createTestDb();
@@ -72,13 +75,22 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
   });
   after(async () => {
     await Promise.all(procs.map((p) => p.stop()));
+    await closeHook();
     await t.drop();
     await repo.cleanup();
     await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
   });
 
   it('records every merge once, the base holds exactly the merged commits, numbers are gapless, projections verify, both feeds see every event', async () => {
-    const env = { DATABASE_URL: t.url, SVC_SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn' };
+    const env = { DATABASE_URL: t.url, SVC_SECRET_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'warn', SVC_CHANNELS_ALLOW_HTTP: '1' };
+    // A chat webhook: the channels subscriber runs in both workers, one delivering at a time.
+    const posted: string[] = [];
+    const hook = http.createServer((req, res) => {
+      posted.push(String(req.headers['x-svc-event-id']));
+      req.resume().on('end', () => res.end('ok'));
+    });
+    await new Promise<void>((r) => hook.listen(0, '127.0.0.1', () => r()));
+    closeHook = () => new Promise<void>((r) => hook.close(() => r()));
     const start = async (role: 'api' | 'worker', extra: Record<string, string> = {}) => {
       const dataDir = await traversableTempDir(`svc-scale-${role}-`);
       dirs.push(dataDir);
@@ -106,6 +118,8 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
     const feeds = [collectFeed(api1.url, projectId, token), collectFeed(api2.url, projectId, token)];
     await Promise.all(feeds.map((f) => f.opened));
     const base = `/v1/projects/scale/change-requests`;
+    const hookUrl = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+    expect((await apis[1]!.post('/v1/projects/scale/channels', { kind: 'slack', webhook_url: hookUrl })).status).to.equal(201);
 
     // Creates through both APIs at once.
     const opened = await Promise.all(branches.map((b, i) => apis[i % 2]!.post(base, { title: b, head_ref: b })));
@@ -168,6 +182,15 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
       expect(f.events.map((e) => e.global_position).sort((a, b) => a - b)).to.deep.equal(logged);
       f.ws.close();
     }
+    // Chat: every CR opened and merged event posted, from whichever worker led.
+    const eventIds = (
+      await t.db.rows<{ event_id: string }>({ text: `SELECT event_id FROM events WHERE project_id = $1`, values: [projectId] })
+    ).map((r) => r.event_id);
+    for (const deadline = Date.now() + 30_000; new Set(posted).size < eventIds.length && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect([...new Set(posted)].sort()).to.deep.equal([...eventIds].sort());
+    console.log(`      chat posts: ${posted.length} for ${eventIds.length} events (at-least-once; ${posted.length - new Set(posted).size} repeated)`);
     console.log(`      20 concurrent merges through 2 APIs / 2 workers, one SIGKILLed mid-merge: ${mergeMs} ms`);
   });
 });
