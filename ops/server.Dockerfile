@@ -13,11 +13,14 @@ FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 COPY . .
 # A context from ops/server-context.ts carries the compiled server and its production
-# packages (`.prebuilt`); a plain checkout is compiled here and pruned to production deps.
+# packages (`.prebuilt`); a plain checkout is compiled here and pruned to production deps
+# (optional ones stay: the embedded PostgreSQL binaries are an optional dependency; nodegit
+# may fail to build on a slim image, which npm tolerates and the git engine does not need).
 # `rootfs-extra/` (offline contexts for a minimal local base only) holds system libraries
 # the bundled PostgreSQL binaries load; node:20-slim has them.
 RUN if [ -f .prebuilt ]; then echo "prebuilt context: no npm"; \
-    else npm ci --no-audit --no-fund --omit=optional && npm run build && npm prune --omit=dev --omit=optional; fi \
+    else { if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi; } \
+      && npm run build && npm prune --omit=dev; fi \
  && mkdir -p /app /extra && cp -a package.json dist sql node_modules /app/ && rm -rf /app/dist/test /app/sql/queries \
  && if [ -d rootfs-extra ]; then cp -a rootfs-extra/. /extra/; fi
 
