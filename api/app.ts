@@ -9,6 +9,7 @@ import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
+import { channelRoutes } from './routes/channels.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
@@ -29,6 +30,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
+  v1.use('/projects/:projectId/channels', channelRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
 

@@ -102,6 +102,47 @@ export const SECTIONS: Section[] = [
       },
     ],
   },
+  // --- ops (issue 14) ---
+  {
+    title: 'Channels',
+    commands: [
+      {
+        name: 'channels',
+        aliases: ['channel'],
+        describe: 'Connect a chat workspace to a project',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: "List the project's channels", load: () => import('./commands/channels/ls.js') },
+          { name: 'add', args: '<kind>', describe: 'Connect a channel: add slack --webhook-url <url>', load: () => import('./commands/channels/add.js') },
+          { name: 'rm', args: '<channel>', aliases: ['remove'], describe: 'Disconnect a channel', load: () => import('./commands/channels/rm.js') },
+        ],
+      },
+    ],
+  },
+  {
+    title: 'Self-host',
+    commands: [
+      {
+        name: 'self-host',
+        aliases: ['selfhost'],
+        describe: 'Run svc on this machine under docker/podman compose',
+        children: [
+          { name: 'start', describe: 'Create the config if needed, start the stack, log in to host selfhost', load: () => import('./commands/selfhost/start.js') },
+          { name: 'configure', describe: 'Create the config and choose optional integrations', load: () => import('./commands/selfhost/configure.js') },
+          { name: 'env', args: '<action> [pairs..]', describe: 'env ls (secrets masked) | env set KEY=VALUE ...', load: () => import('./commands/selfhost/env.js') },
+          { name: 'logs', args: '[service]', describe: 'Follow the logs of one service or all', load: () => import('./commands/selfhost/logs.js') },
+          { name: 'stop', describe: 'Stop the stack; the data is kept', load: () => import('./commands/selfhost/stop.js') },
+        ],
+      },
+    ],
+  },
+  {
+    title: 'Install',
+    commands: [
+      { name: 'update', describe: 'Update the CLI (re-runs the install)', load: () => import('./commands/maintenance/update.js') },
+      { name: 'uninstall', describe: 'Remove the CLI, its shim, ~/.svc and the stored tokens', load: () => import('./commands/maintenance/uninstall.js') },
+    ],
+  },
+  // --- end ops ---
   {
     title: 'Scaffold',
     commands: [

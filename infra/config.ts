@@ -61,8 +61,6 @@ const schema = z.object({
   SVC_DIFF_MAX_FILES: z.coerce.number().int().min(1).default(3000),
   /** Merge jobs one worker process runs at once (capped by the pool size). */
   SVC_MERGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  /** Lease of a running job: a job whose worker stopped renewing it this long runs again elsewhere. */
-  SVC_JOB_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(4000),
   // --- end hardening ---
   // --- managed repositories (issue 11) ---
   /** Root of the bare repositories this server hosts (default `<data dir>/repos`); a shared volume in scale-out. */
@@ -71,6 +69,18 @@ const schema = z.object({
   SVC_GIT_MAX_PUSH_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 ** 3),
   /** A smart-HTTP transfer that moves no byte for this long is cut (seconds). */
   SVC_GIT_IDLE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(86_400).default(120),
+  // --- ops (issue 14): chat channels ---
+  /** Accept http:// channel webhooks (tests, a receiver on the same host). Off: https only. */
+  SVC_CHANNELS_ALLOW_HTTP: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('0')
+    .transform((v) => v === '1' || v === 'true'),
+  /** Run the channels subscriber in this process's worker role (default on; one process delivers at a time). */
+  SVC_CHANNELS_DISPATCH: z
+    .enum(['0', '1', 'true', 'false'])
+    .default('1')
+    .transform((v) => v === '1' || v === 'true'),
+  // --- end ops ---
 });
 
 export type Env = z.infer<typeof schema>;

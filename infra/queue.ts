@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
+import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
 import type { Db } from './db/db.js';
 import type { Logger } from './logger.js';
-import { jobQueries } from '../sql/queries/jobs.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -24,6 +25,8 @@ export interface SerializedError {
 
 export interface Queue {
   boss: PgBoss;
+  /** This process's worker identity (its claims in `job_claims`). */
+  workerId: string;
   enqueue(name: string, data: object, opts?: { retryLimit?: number }): Promise<string>;
   /** Resolves with the job's output once it completes or fails for good. */
   waitFor(name: string, id: string, timeoutMs: number): Promise<JobOutput | null>;
@@ -35,9 +38,8 @@ export interface Queue {
 export async function startQueue(
   db: Db,
   logger: Logger,
-  opts: { queues: string[]; schedule?: boolean; /** Job lease (ms): a job whose worker stopped renewing it this long is retried. */ leaseMs?: number },
+  opts: { queues: string[]; schedule?: boolean; /** How often a worker looks for dead workers' jobs (ms). */ rescueMs?: number },
 ): Promise<Queue> {
-  const leaseMs = opts.leaseMs ?? 4000;
   const boss = new PgBoss({
     connectionString: db.url,
     schema: 'pgboss',
@@ -62,6 +64,11 @@ export async function startQueue(
   listener.on('error', (err) => logger.warn({ err: err.message }, 'queue listener connection failed'));
   await listener.query(`LISTEN ${DONE_CHANNEL}`);
   await listener.query(`LISTEN ${JOBS_CHANNEL}`);
+  // Held for the life of this process on the listener's connection: while it is held, this
+  // process's job claims are live; once the process dies, Postgres releases it.
+  const workerId = randomUUID();
+  const hold = claims.holdWorkerLock(workerId);
+  await listener.query(hold.text, hold.values);
 
   let stopped = false;
   const timers: NodeJS.Timeout[] = [];
@@ -69,6 +76,34 @@ export async function startQueue(
 
   const notify = (channel: string, payload: string) =>
     db.run({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
+
+  /**
+   * Jobs claimed by a worker process that died (its lock is free) go back to the queue now,
+   * as pg-boss retries, instead of staying active until they expire. The job handlers are
+   * safe to re-run (a merge re-run records a published merge once).
+   */
+  let rescuing = false;
+  const rescue = async () => {
+    if (rescuing || stopped) return;
+    rescuing = true;
+    try {
+      for (const { worker_id } of await db.rows<{ worker_id: string }>(claims.otherWorkers(workerId))) {
+        const gone = await db.one<{ gone: boolean }>(claims.workerGone(worker_id));
+        if (!gone?.gone) continue;
+        const taken = await db.rows<{ job_id: string; queue: string }>(claims.takeOver(worker_id));
+        for (const j of taken) {
+          await boss.fail(j.queue, j.job_id, { message: `worker ${worker_id} died while running this job` });
+          logger.warn({ job: j.job_id, queue: j.queue, dead_worker: worker_id }, 're-queued a job a dead worker held');
+        }
+        if (taken.length) await notify(JOBS_CHANNEL, taken[0]!.queue);
+      }
+    } catch (err) {
+      logger.warn({ err: (err as Error).message }, 'could not check for dead workers');
+    } finally {
+      rescuing = false;
+    }
+  };
+  let rescueTimer: NodeJS.Timeout | undefined;
 
   const readOutput = async (name: string, id: string): Promise<JobOutput | null> => {
     const job = await boss.getJobById<object>(name, id, { includeArchive: true });
@@ -83,6 +118,7 @@ export async function startQueue(
 
   return {
     boss,
+    workerId,
     async enqueue(name, data, o = {}) {
       const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1 });
       if (!id) throw new Error(`queue ${name} refused the job`);
@@ -109,8 +145,6 @@ export async function startQueue(
     },
     work(name, concurrency, handler) {
       let active = 0;
-      /** Jobs this process runs: their leases are renewed while they run. */
-      const mine = new Set<string>();
       let fetching = false;
       let pending = false;
       // One fetch in flight per queue: notifications arrive in bursts, and concurrent
@@ -130,15 +164,16 @@ export async function startQueue(
         fetching = false;
         for (const job of jobs) {
           active++;
-          mine.add(job.id);
           const p = (async () => {
             let out: JobOutput;
             try {
+              await db.run(claims.claim(job.id, name, workerId));
               out = await handler(job.data, { id: job.id, retryCount: 0 });
             } catch (err) {
               // Unexpected failures are retried by pg-boss; typed outcomes are results.
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
               await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
+              await db.run(claims.release(job.id, workerId)).catch(() => {});
               await notify(DONE_CHANNEL, job.id).catch(() => {});
               // Its retry is due after the retry delay (1 s): look again then, not at the next poll.
               setTimeout(() => void pump(), 1100).unref();
@@ -150,10 +185,10 @@ export async function startQueue(
               // The work is done and idempotent; the job expires and its retry finds it done.
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not record a job result');
             }
+            await db.run(claims.release(job.id, workerId)).catch(() => {});
             await notify(DONE_CHANNEL, job.id).catch(() => {});
           })().finally(() => {
             active--;
-            mine.delete(job.id);
             running.delete(p);
             void pump();
           });
@@ -166,33 +201,21 @@ export async function startQueue(
       const timer = setInterval(() => void pump(), 2000);
       timer.unref();
       timers.push(timer);
-      // Leases: renew ours, and take back jobs whose worker died (its lease lapsed), at
-      // start and then every fifth of a lease. A dead worker's job runs again within
-      // about 1.2 leases of its death.
-      const leases = async () => {
-        if (stopped) return;
-        try {
-          if (mine.size > 0) await db.run(jobQueries.renew(name, [...mine]));
-          const taken = await db.rows<{ id: string; state: string }>(jobQueries.reclaim(name, leaseMs));
-          for (const j of taken) {
-            logger.warn({ queue: name, job: j.id, state: j.state }, 'took back a job whose worker stopped renewing its lease');
-            if (j.state === 'failed') await notify(DONE_CHANNEL, j.id);
-          }
-          if (taken.length > 0) await notify(JOBS_CHANNEL, name);
-        } catch (err) {
-          logger.warn({ err: (err as Error).message, queue: name }, 'job lease upkeep failed');
-        }
-      };
-      const leaseTimer = setInterval(() => void leases(), Math.max(100, Math.floor(leaseMs / 5)));
-      leaseTimer.unref();
-      timers.push(leaseTimer);
-      void leases().then(() => pump());
+      if (!rescueTimer) {
+        rescueTimer = setInterval(() => void rescue(), opts.rescueMs ?? 2000);
+        rescueTimer.unref();
+        timers.push(rescueTimer);
+        void rescue();
+      }
+      void pump();
     },
     async stop() {
       stopped = true;
       timers.forEach(clearInterval);
       await Promise.allSettled([...running]);
       await listener.query(`UNLISTEN *`).catch(() => {});
+      // The worker lock goes with the process; a pooled connection must not keep it.
+      await listener.query('SELECT pg_advisory_unlock_all()').catch(() => {});
       listener.release();
       await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch(() => {});
     },

@@ -10,12 +10,15 @@ import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
+import express from 'express';
 import { createApp } from '../api/app.js';
+import { healthRoutes } from '../api/routes/health.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
 import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
+import { startChannelDispatcher, type ChannelDispatcher } from '../infra/channels/dispatcher.js';
 
 export interface ServerOptions {
   config: Config;
@@ -48,7 +51,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE], leaseMs: config.SVC_JOB_LEASE_MS });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
@@ -57,15 +60,32 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, lockWaitMs: 60_000 }));
     logger.info({ queue: CR_MERGE, concurrency }, 'worker ready');
   }
+  // --- ops (issue 14): the chat channels subscriber runs with the workers ---
+  let channels: ChannelDispatcher | undefined;
+  if (opts.roles.worker && config.SVC_CHANNELS_DISPATCH) {
+    channels = startChannelDispatcher({ db, secrets, logger, ...(config.SVC_PUBLIC_URL ? { publicUrl: config.SVC_PUBLIC_URL } : {}) });
+  }
+  // --- end ops ---
 
   let server: http.Server | undefined;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   let port = 0;
+  // --- ops (issue 14): a worker-only process still answers /healthz, /readyz and /metrics
+  // on PORT, for container health checks and Kubernetes probes. ---
+  if (!opts.roles.api) {
+    const health = express();
+    health.disable('x-powered-by');
+    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }));
+    server = http.createServer(health);
+  }
+  // --- end ops ---
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
     const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
     server = http.createServer(app);
     server.on('upgrade', feed.upgradeHandler(app));
+  }
+  if (server) {
     server.on('clientError', clientErrorHandler);
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
@@ -73,7 +93,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       server!.listen(config.PORT, config.HOST, () => resolve());
     });
     port = (server.address() as AddressInfo).port;
-    logger.info({ port, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
+    logger.info({ port, roles: opts.roles, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
   }
 
   let stopping: Promise<void> | undefined;
@@ -91,6 +111,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           await feed?.close();
           await closed;
         }
+        await channels?.stop();
         await queue.stop();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');

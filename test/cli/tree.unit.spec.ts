@@ -39,6 +39,22 @@ CHANGE REQUESTS
   cr close <cr>   Close an open change request
   cr reopen <cr>  Reopen a closed change request
 
+CHANNELS
+  channels ls            List the project's channels (alias: list)
+  channels add <kind>    Connect a channel: add slack --webhook-url <url>
+  channels rm <channel>  Disconnect a channel (alias: remove)
+
+SELF-HOST
+  self-host start                      Create the config if needed, start the stack, log in to host selfhost
+  self-host configure                  Create the config and choose optional integrations
+  self-host env <action> [<pairs>...]  env ls (secrets masked) | env set KEY=VALUE ...
+  self-host logs [<service>]           Follow the logs of one service or all
+  self-host stop                       Stop the stack; the data is kept
+
+INSTALL
+  update     Update the CLI (re-runs the install)
+  uninstall  Remove the CLI, its shim, ~/.svc and the stored tokens
+
 SCAFFOLD
   init [<name>]  Scaffold svc.toml, .svc/ and the agent skill here (or in a new dir <name>)
   ship           Push this repo to its svc project (created on first run) and open a CR

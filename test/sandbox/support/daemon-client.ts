@@ -1,0 +1,68 @@
+/**
+ * Talking to a sandbox's daemon from a provider test: its health, and commands run by
+ * the exec runtime (exec-runtime.ts) inside the sandbox, through the daemon's proxy.
+ */
+import { readdirSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { signUserContext } from '../../../agentd/auth.js';
+import { distRoot } from '../../agentd/support/harness.js';
+
+export const execRuntimeBin = path.join(distRoot, 'test', 'sandbox', 'support', 'exec-runtime.js');
+
+export interface Health {
+  daemon: string;
+  agent: 'starting' | 'running' | 'exited';
+  repo: string | null;
+  branch: string | null;
+  commit: string | null;
+}
+
+/** Polls `<url>/svc/health` (each probe bounded) until the agent runtime is `running`. */
+export async function waitForRunning(url: string, timeoutMs = 30_000, describeFailure: () => string = () => ''): Promise<Health> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${url}/svc/health`, { signal: AbortSignal.timeout(2_000) });
+      last = await res.json();
+      if ((last as Health).agent === 'running') return last as Health;
+    } catch (err) {
+      last = String(err);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`daemon at ${url} never reported a running agent (last: ${JSON.stringify(last)}) ${describeFailure()}`);
+}
+
+/** Runs `argv` inside the sandbox (as the agent runtime would) and answers its result. */
+export async function execIn(url: string, token: string, argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const ctx = signUserContext(token, { sub: 'user-1', exp: Math.floor(Date.now() / 1000) + 300 });
+  const res = await fetch(`${url}/exec`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-svc-user-context': ctx },
+    body: JSON.stringify({ argv }),
+    signal: AbortSignal.timeout(20_000),
+  });
+  if (res.status !== 200) throw new Error(`exec through the daemon answered ${res.status}: ${await res.text()}`);
+  return (await res.json()) as { code: number | null; stdout: string; stderr: string };
+}
+
+export async function envIn(url: string, token: string): Promise<{ env: Record<string, string>; uid: number }> {
+  const ctx = signUserContext(token, { sub: 'user-1', exp: Math.floor(Date.now() / 1000) + 300 });
+  const res = await fetch(`${url}/env`, { headers: { 'x-svc-user-context': ctx }, signal: AbortSignal.timeout(10_000) });
+  return (await res.json()) as { env: Record<string, string>; uid: number };
+}
+
+/** Host pids living in the pid namespace `pid:[inode]`. */
+export function pidsInNamespace(inode: number): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (readlinkSync(`/proc/${e}/ns/pid`) === `pid:[${inode}]`) out.push(Number(e));
+    } catch {
+      /* gone or not ours */
+    }
+  }
+  return out;
+}
