@@ -14,7 +14,8 @@ const N = 12;
 /** `svc-server worker` in its own process group (so its git children die with it), ready when it says so. */
 async function startWorker(env: Record<string, string>): Promise<{ proc: ChildProcess; output: () => string }> {
   const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), 'worker'], {
-    env: { ...process.env, LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env },
+    // PORT 0: a worker-only process serves its probes on PORT, and two share this host.
+    env: { ...process.env, LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });
