@@ -116,6 +116,13 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(events.body.events.map((e: any) => e.type)).to.include.members(['SessionCreated', 'SessionBranchCut', 'SandboxRequested', 'SandboxActive', 'SessionRunning', 'SessionStopped', 'SandboxArchived', 'SessionRestarted']);
       expect(JSON.stringify(events.body)).to.not.include('127.0.0.1');
       expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+      // A drifted sandbox row is caught, and a rebuild repairs it.
+      await srv.db.db.run({ text: "UPDATE session_sandboxes SET state = 'error' WHERE session_id = $1 AND state = 'archived'", values: [s.session_id] });
+      const drift = await rebuildProjections(srv.db.db, { verify: true });
+      expect(drift.differences.map((d) => d.table)).to.deep.equal(['session_sandboxes', 'session_sandboxes']);
+      await rebuildProjections(srv.db.db, { verify: false });
+      expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+      expect((await api.get(one)).body.session.status).to.equal('running');
 
       // List and filter.
       expect((await api.get(`${sessions}?status=running`)).body.sessions.map((x: any) => x.session_id)).to.deep.equal([s.session_id]);
