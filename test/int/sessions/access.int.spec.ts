@@ -63,6 +63,13 @@ describe('sessions: auth matrix and the sandbox proxy (HTTP, SSE, WebSocket, pre
         }
       }
 
+      // A session of this project is unknown under another project of the same account.
+      const foreign = `/v1/projects/authm-other/sessions/${s.session_id}`;
+      for (const [method, path, body] of [['GET', foreign], ['GET', `${foreign}/events`], ['POST', `${foreign}/stop`, {}], ['POST', `${foreign}/restart`, {}], ['POST', `${foreign}/prompt`, { text: 'x' }], ['DELETE', foreign], ['GET', `${foreign}/agent/fake/hello`]] as [string, string, unknown?][]) {
+        expect((await api.call(method, path, body)).status, `${method} ${path}`).to.equal(404);
+      }
+      expect((await api.get(live)).body.session.status).to.equal('running');
+
       // The clone credential: only a live SVC_TOKEN of that very project.
       const cred = (token?: string, project = projectId) => client(srv.url, token).get(`/v1/projects/${project}/git/clone-credential`);
       expect((await cred(svcToken)).status).to.equal(200);
