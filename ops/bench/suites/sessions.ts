@@ -90,6 +90,9 @@ export const run: BenchSuite = async ({ quick }) => {
     await json(`${server.url}/v1/projects`, { method: 'POST', headers: h, body: JSON.stringify({ name: 'bench', slug: 'bench', repo_url: repo.url }) });
     const base = `${server.url}/v1/projects/bench/sessions`;
 
+    // The floor runs interleaved with the sessions, so both see the same machine load.
+    const floor: number[] = [];
+    await repo.commit('floor', { 'floor.txt': 'x\n' });
     const toRunning: number[] = [];
     const toAgent: number[] = [];
     const phases = { branch: [] as number[], sandbox: [] as number[], healthy: [] as number[] };
@@ -102,7 +105,7 @@ export const run: BenchSuite = async ({ quick }) => {
       for (;;) {
         s = (await json(`${base}/${id}`, { headers: h })).body.session;
         if (s.status === 'running' || s.status === 'failed') break;
-        await sleep(5);
+        await sleep(20);
       }
       if (s.status !== 'running') throw new Error(`session failed: ${JSON.stringify(s.error)}`);
       const running = performance.now() - t0;
@@ -116,18 +119,15 @@ export const run: BenchSuite = async ({ quick }) => {
       const events = (await json(`${base}/${id}/events`, { headers: h })).body.events as { type: string; recorded_at: string }[];
       const at = (type: string) => Date.parse(events.find((e) => e.type === type)!.recorded_at);
       await json(`${base}/${id}`, { method: 'DELETE', headers: h });
+      const f = await floorOnce(repo.url, 'floor');
       if (i === 0) continue; // warm-up
+      floor.push(f);
       toRunning.push(running);
       toAgent.push(agent);
       phases.branch.push(at('SessionBranchCut') - at('SessionCreated'));
       phases.sandbox.push(at('SandboxActive') - at('SessionBranchCut'));
       phases.healthy.push(at('SessionRunning') - at('SandboxActive'));
     }
-
-    const floor: number[] = [];
-    await repo.commit('floor', { 'floor.txt': 'x\n' });
-    await floorOnce(repo.url, 'floor'); // warm-up
-    for (let i = 0; i < n; i++) floor.push(await floorOnce(repo.url, 'floor'));
 
     const p50 = median(toRunning);
     const f50 = median(floor);
