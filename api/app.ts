@@ -11,6 +11,9 @@ import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
 import { channelRoutes } from './routes/channels.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { sessionProxyRoutes } from './routes/session-proxy.js';
+import { cloneCredentialRoutes } from './routes/clone-credential.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -22,15 +25,19 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
   app.use('/git', gitHttpRoutes(deps)); // managed repositories over smart HTTP (issue 11)
+  // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
+  app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
+  v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use(requireAuth(deps.db, deps.config));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
+  v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
 

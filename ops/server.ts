@@ -19,6 +19,11 @@ import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
 import { startChannelDispatcher, type ChannelDispatcher } from '../infra/channels/dispatcher.js';
+// --- sessions (issue 10) ---
+import { createSandboxProvider } from '../infra/sandbox/registry.js';
+import type { SessionDeps } from '../infra/sessions/deps.js';
+import { SESSION_QUEUES, startSessionWorkers } from '../workers/sessions.js';
+import { sessionUpgradeHandler } from '../api/routes/session-proxy.js';
 
 export interface ServerOptions {
   config: Config;
@@ -28,6 +33,10 @@ export interface ServerOptions {
   database?: Database;
   /** Merge jobs run at once by this process's worker. */
   mergeConcurrency?: number;
+  /** Extra environment for every sandbox this process starts (tests). */
+  sandboxEnv?: Record<string, string>;
+  /** The project's secrets for sandboxes (the secrets feature wires infra/secrets/sandbox-env.ts here). */
+  projectSecrets?: SessionDeps['projectSecrets'];
 }
 
 export interface RunningServer {
@@ -51,7 +60,22 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES] });
+
+  // --- sessions (issue 10): provider, service deps, workers. The API URL sandboxes use is
+  // known once the HTTP server listens (PORT=0 in tests).
+  let listenPort = config.PORT;
+  const sandboxApiUrl = () =>
+    config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
+    (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${listenPort}/v1`);
+  const provider = opts.roles.worker ? createSandboxProvider(config, { logger, ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}) }) : undefined;
+  const sessions: SessionDeps = {
+    config, db, logger, secrets, repos, queue, apiUrl: sandboxApiUrl,
+    ...(provider ? { provider } : {}),
+    ...(opts.projectSecrets ? { projectSecrets: opts.projectSecrets } : {}),
+  };
+  let sessionWorkers: { stop(): void } | undefined;
+  // --- end sessions
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
@@ -81,9 +105,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // --- end ops ---
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
-    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
+    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, queue, sessions };
+    const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
-    server.on('upgrade', feed.upgradeHandler(app));
+    server.on('upgrade', sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app)));
   }
   if (server) {
     server.on('clientError', clientErrorHandler);
@@ -93,8 +118,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       server!.listen(config.PORT, config.HOST, () => resolve());
     });
     port = (server.address() as AddressInfo).port;
+    if (opts.roles.api) listenPort = port;
     logger.info({ port, roles: opts.roles, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');
   }
+
+  // Session workers start once the API URL sandboxes need is known.
+  if (opts.roles.worker) sessionWorkers = await startSessionWorkers(sessions, queue);
 
   let stopping: Promise<void> | undefined;
   return {
@@ -111,8 +140,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           await feed?.close();
           await closed;
         }
+        sessionWorkers?.stop();
         await channels?.stop();
         await queue.stop();
+        await provider?.close?.();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');
       })();
