@@ -8,6 +8,9 @@ import { accountRoutes } from './routes/accounts.js';
 import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
+import { manifestRoutes } from './routes/manifest.js';
+import { triggerRoutes } from './routes/triggers.js';
+import { appRoutes } from './routes/apps.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
@@ -27,6 +30,9 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
+  v1.use('/projects/:projectId/triggers', triggerRoutes(deps));
+  v1.use('/projects/:projectId/apps', appRoutes(deps));
+  v1.use('/projects/:projectId', manifestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
 

@@ -5,6 +5,7 @@ import type { Queue } from '../infra/queue.js';
 import type { SecretBox } from '../infra/secrets.js';
 import type { ProjectRepos } from '../infra/change-requests/repos.js';
 import type { Metrics } from './metrics.js';
+import type { SpawnSession } from '../infra/triggers/service.js';
 
 /** Everything a route module may use, passed in (no module-level singletons). */
 export interface ApiDeps {
@@ -16,4 +17,9 @@ export interface ApiDeps {
   repos: ProjectRepos;
   /** Absent in a process that runs no queue (then merges run inline). */
   queue?: Queue;
+  // --- manifest, secrets, triggers, apps (issue 12) ---
+  /** Spawns a session (the sessions capability); absent: a trigger fire records 'sessions unavailable'. */
+  spawnSession?: SpawnSession;
+  /** Told after a project's secrets change (push to running sandboxes: POST /svc/env). */
+  onSecretsChanged?: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) => void;
 }

@@ -5,7 +5,7 @@ import { openDatabase, type Database } from '../infra/database.js';
 import { migrate } from '../infra/db/migrate.js';
 import type { Logger } from '../infra/logger.js';
 import { startQueue, type Queue } from '../infra/queue.js';
-import { loadSecretKey, secretBox } from '../infra/secrets.js';
+import { loadKeyring, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { createApp } from '../api/app.js';
@@ -14,6 +14,13 @@ import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
 import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
+// --- manifest, secrets, triggers, apps (issue 12) ---
+import { APP_DEPLOY, MANIFEST_SYNC, appDeployHandler, manifestSyncHandler, onMergedResync } from '../workers/manifest.js';
+import { syncAllManifests, type ManifestDeps } from '../infra/manifest/sync.js';
+import { createScheduler, type Scheduler } from '../infra/triggers/scheduler.js';
+import type { SpawnSession } from '../infra/triggers/service.js';
+import { resumeApps } from '../infra/apps/resume.js';
+import { stopOwnedApps } from '../infra/apps/runner.js';
 
 export interface ServerOptions {
   config: Config;
@@ -23,6 +30,8 @@ export interface ServerOptions {
   database?: Database;
   /** Merge jobs run at once by this process's worker. */
   mergeConcurrency?: number;
+  /** The sessions capability's spawner (plan decision 4); absent: trigger fires record 'sessions unavailable'. */
+  spawnSession?: SpawnSession;
 }
 
 export interface RunningServer {
@@ -30,6 +39,8 @@ export interface RunningServer {
   port: number;
   database: Database;
   queue: Queue;
+  /** This process's trigger scheduler (worker role, SVC_SCHEDULER on). */
+  scheduler?: Scheduler;
   stop(): Promise<void>;
 }
 
@@ -42,16 +53,30 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const database = opts.database ?? (await openDatabase(config, logger));
   const { db } = database;
   await migrate(db, { logger });
-  const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
+  const secrets = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE, MANIFEST_SYNC, APP_DEPLOY] });
+  // --- manifest, secrets, triggers, apps (issue 12) ---
+  const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
+  let scheduler: Scheduler | undefined;
+  if (opts.roles.worker) {
+    queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS }));
+    const synced = await syncAllManifests(manifestDeps);
+    await resumeApps(db, manifestDeps.enqueueApp!);
+    if (config.SVC_SCHEDULER) {
+      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, ...(opts.spawnSession ? { spawnSession: opts.spawnSession } : {}) });
+    }
+    logger.info({ projects: synced }, 'manifests synced at start');
+  }
+  // --- end issue 12 ---
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
     // Each merge holds one pool connection; keep one for the queue listener and one for the API.
     const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? 4, (db.pool.options.max ?? 10) - 2));
-    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger }));
+    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, onMerged: onMergedResync(queue) }));
   }
 
   let server: http.Server | undefined;
@@ -59,7 +84,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let port = 0;
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
-    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }, { feed });
+    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue, ...(opts.spawnSession ? { spawnSession: opts.spawnSession } : {}) }, { feed });
     server = http.createServer(app);
     server.on('upgrade', feed.upgradeHandler(app));
     server.on('clientError', clientErrorHandler);
@@ -78,6 +103,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     port,
     database,
     queue,
+    ...(scheduler ? { scheduler } : {}),
     stop() {
       stopping ??= (async () => {
         if (server) {
@@ -87,7 +113,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           await feed?.close();
           await closed;
         }
+        await scheduler?.stop();
         await queue.stop();
+        await stopOwnedApps();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');
       })();

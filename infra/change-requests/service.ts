@@ -24,6 +24,11 @@ export interface CrDeps {
   repos: ProjectRepos;
   logger: Logger;
   now?: () => Date;
+  /**
+   * Told after a merge is recorded (the manifest feature re-syncs svc.toml when the base is
+   * the default branch). Must not throw: the merge already happened.
+   */
+  onMerged?: (project: ProjectRecord, cr: ChangeRequest) => Promise<void>;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

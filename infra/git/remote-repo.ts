@@ -1,6 +1,7 @@
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
+  CommitFileRequest,
   DiffResult,
   GitEngine,
   MergeHooks,
@@ -18,6 +19,7 @@ import { assertRemoteUrl } from './remote-url.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
+import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 
 export interface OpenProjectRepoOptions {
   location: RepoLocation;
@@ -159,6 +161,24 @@ class RemoteProjectRepo implements ProjectRepo {
     await this.ensureCommits([from], () => refMoved(`refs/heads/${fromRef}`));
     await this.pushWithLease(branch, from, null);
     return from;
+  }
+
+  async readFileAt(sha: string, path: string): Promise<Buffer | null> {
+    await this.ensureCommits([assertSha(sha)], () => notFound('Commit'));
+    return readFileAt(this.mirror.path, sha, path);
+  }
+
+  async commitFileOnNewBranch(req: CommitFileRequest): Promise<string> {
+    assertBranchName(req.branch, 'branch');
+    await this.ensureCommits([assertSha(req.fromSha)], () => notFound('Commit'));
+    const sha = await writeFileCommit(this.mirror.path, req);
+    await this.pushWithLease(req.branch, sha, null);
+    return sha;
+  }
+
+  async exportTree(sha: string, dest: string): Promise<void> {
+    await this.ensureCommits([assertSha(sha)], () => notFound('Commit'));
+    await exportTree(this.mirror.path, sha, dest);
   }
 
   private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
