@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { notFound } from '../../domain/errors.js';
+import { SLUG } from '../../domain/manifest/schema.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
 import { serializeApp } from '../../infra/apps/deploy.js';
 
@@ -16,7 +17,7 @@ export function appRoutes(deps: ApiDeps): Router {
   r.get('/:name', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     const name = String(req.params.name ?? '');
-    const app = name.length <= 63 ? await deps.db.one<AppRow>(appQueries.get(project.project_id, name)) : undefined;
+    const app = SLUG.test(name) ? await deps.db.one<AppRow>(appQueries.get(project.project_id, name)) : undefined;
     if (!app) throw notFound('App');
     const deploys = await deps.db.rows<Record<string, unknown>>(appQueries.deploys(project.project_id, app.name, 10));
     res.json({ app: { ...serializeApp(app), deploys } });

@@ -62,3 +62,26 @@ describe('manifest sync (GET .../manifest)', function () {
       expect(events.map((e) => e.data.commit_sha)).to.have.members([before, mainSha]);
     }));
 });
+
+describe('manifest, secrets, triggers and apps routes: bad input is a 4xx with the contract body, never a 500', function () {
+  this.timeout(60_000);
+  it('answers odd names, bodies and methods with 4xx', () =>
+    withProject({ slug: 'mf-bad', env: { SVC_SCHEDULER: '0' } }, async (p) => {
+      const pp = projectPath(p);
+      const odd = ['%00', '%FF', 'a'.repeat(300), '.x', 'A%00B', '%E2%80%AE', 'SVC_X', 'ok-slug'];
+      const calls: Array<[string, string, unknown?]> = [];
+      for (const n of odd) {
+        calls.push(['PUT', `${pp}/secrets/${n}`, { value: 'x' }], ['DELETE', `${pp}/secrets/${n}`], ['GET', `${pp}/triggers/${n}`]);
+        calls.push(['POST', `${pp}/triggers/${n}/fire`, {}], ['POST', `${pp}/triggers/${n}/enable`, {}], ['GET', `${pp}/apps/${n}`]);
+      }
+      calls.push(['PATCH', `${pp}/secrets`, { set: { A: 1 } }], ['PATCH', `${pp}/secrets`, { set: 'x' }], ['PATCH', `${pp}/secrets`, {}]);
+      calls.push(['PATCH', `${pp}/secrets`, { unset: [null] }], ['PATCH', `${pp}/secrets`, 'not json'], ['PUT', `${pp}/secrets/A`, { value: 'a\u0000b' }]);
+      calls.push(['POST', `${pp}/triggers/x/fire`, { surprise: 1 }], ['GET', '/v1/projects/nope/manifest'], ['GET', '/v1/projects/nope/secrets']);
+      for (const [method, path, body] of calls) {
+        const r = await p.api.call(method, path, body, typeof body === 'string' ? { 'content-type': 'application/json' } : {});
+        expect(r.status, `${method} ${path}`).to.be.within(400, 499);
+        expect(r.body.error, `${method} ${path}`).to.be.a('string');
+        expect(r.body.message, `${method} ${path}`).to.be.a('string');
+      }
+    }));
+});
