@@ -16,7 +16,7 @@ import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
 // --- manifest, secrets, triggers, apps (issue 12) ---
 import { APP_DEPLOY, MANIFEST_SYNC, appDeployHandler, manifestSyncHandler, onMergedResync } from '../workers/manifest.js';
-import { syncAllManifests, type ManifestDeps } from '../infra/manifest/sync.js';
+import { enqueueAllManifestSyncs, type ManifestDeps } from '../infra/manifest/sync.js';
 import { createScheduler, type Scheduler } from '../infra/triggers/scheduler.js';
 import type { SpawnSession } from '../infra/triggers/service.js';
 import { resumeApps } from '../infra/apps/resume.js';
@@ -63,12 +63,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   if (opts.roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
     queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS }));
-    const synced = await syncAllManifests(manifestDeps);
+    const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {
       scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, ...(opts.spawnSession ? { spawnSession: opts.spawnSession } : {}) });
     }
-    logger.info({ projects: synced }, 'manifests synced at start');
+    logger.info({ projects: synced }, 'manifest syncs queued at start');
   }
   // --- end issue 12 ---
   if (opts.roles.worker) {

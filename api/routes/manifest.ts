@@ -40,6 +40,8 @@ export function manifestRoutes(deps: ApiDeps): Router {
 
   r.get('/secrets', async (req, res) => {
     const { project } = await ctx(req);
+    // The [env] spec comes from the manifest: read it once for a project never synced.
+    await getManifest(manifestDepsOf(deps), project).catch((err: Error) => deps.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
     res.json(await listSecrets(deps.db, project.project_id));
   });
 

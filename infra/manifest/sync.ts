@@ -87,20 +87,14 @@ export async function getManifest(deps: ManifestDeps, project: ProjectRecord): P
   return syncManifest(deps, project, 'first-read');
 }
 
-/** Every project with a repository, at worker start. Failures are logged; the next merge or start retries. */
-export async function syncAllManifests(deps: ManifestDeps): Promise<number> {
-  let n = 0;
-  for (const { project_id } of await deps.db.rows<{ project_id: string }>(manifestQueries.allProjects())) {
-    const project = await deps.db.one<ProjectRecord>(projectQueries.byId(project_id));
-    if (!project) continue;
-    try {
-      await syncManifest(deps, project, 'start');
-      n++;
-    } catch (err) {
-      deps.logger.warn({ project_id, err: (err as Error).message }, 'manifest sync at start failed');
-    }
-  }
-  return n;
+/**
+ * At worker start: a `manifest.sync` job for every project with a repository (jobs, not
+ * inline reads, so an unreachable remote never holds up the start; pg-boss retries them).
+ */
+export async function enqueueAllManifestSyncs(db: Db, enqueue: (projectId: string) => Promise<void>): Promise<number> {
+  const rows = await db.rows<{ project_id: string }>(manifestQueries.allProjects());
+  for (const { project_id } of rows) await enqueue(project_id);
+  return rows.length;
 }
 
 export async function syncProjectById(deps: ManifestDeps, projectId: string, reason: string): Promise<void> {
