@@ -62,7 +62,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let scheduler: Scheduler | undefined;
   if (opts.roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
-    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS }));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {

@@ -22,6 +22,8 @@ export interface AppDeps {
   /** Host in app URLs (default 127.0.0.1). */
   publicHost?: string;
   healthTimeoutMs?: number;
+  /** False: deploys are refused (recorded as failed), SVC_APPS=0. */
+  enabled?: boolean;
 }
 
 const log = (deps: AppDeps, projectId: string, type: string, data: Record<string, unknown>) =>
@@ -67,6 +69,7 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
       SVC_APP_NAME: job.name,
       SVC_COMMIT_SHA: job.commit_sha,
     };
+    if (deps.enabled === false) throw new Error('apps are disabled on this server (SVC_APPS=0)');
     proc = startAppProcess({ command: app.spec.command, cwd: dir, env, logFile: path.join(root, `${deployId}.log`) });
     const host = deps.publicHost ?? '127.0.0.1';
     const url = `http://${host}:${port}`;
