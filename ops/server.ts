@@ -60,13 +60,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // --- manifest, secrets, triggers, apps (issue 12) ---
   const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
   let scheduler: Scheduler | undefined;
+  // Merge time: when the sessions capability is wired, pass its spawner here, e.g.
+  // `opts.spawnSession ?? ((i) => createSession(sessionDeps, i))` (plan decision 4).
+  const spawnSession: SpawnSession | undefined = opts.spawnSession;
   if (opts.roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
     queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {
-      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, ...(opts.spawnSession ? { spawnSession: opts.spawnSession } : {}) });
+      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, ...(spawnSession ? { spawnSession } : {}) });
     }
     logger.info({ projects: synced }, 'manifest syncs queued at start');
   }
@@ -84,7 +87,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   let port = 0;
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
-    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue, ...(opts.spawnSession ? { spawnSession: opts.spawnSession } : {}) }, { feed });
+    const app = createApp({ config, db, logger, metrics: createMetrics(), secrets, repos, queue, ...(spawnSession ? { spawnSession } : {}) }, { feed });
     server = http.createServer(app);
     server.on('upgrade', feed.upgradeHandler(app));
     server.on('clientError', clientErrorHandler);
