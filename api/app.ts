@@ -10,6 +10,9 @@ import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
 import { channelRoutes } from './routes/channels.js';
+import { manifestRoutes } from './routes/manifest.js';
+import { triggerRoutes } from './routes/triggers.js';
+import { appRoutes } from './routes/apps.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
@@ -38,6 +41,9 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
+  v1.use('/projects/:projectId/triggers', triggerRoutes(deps));
+  v1.use('/projects/:projectId/apps', appRoutes(deps));
+  v1.use('/projects/:projectId', manifestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
 

@@ -6,6 +6,7 @@ import type { SecretBox } from '../infra/secrets.js';
 import type { ProjectRepos } from '../infra/change-requests/repos.js';
 import type { Metrics } from './metrics.js';
 import type { SessionDeps } from '../infra/sessions/deps.js';
+import type { SpawnSession } from '../infra/triggers/service.js';
 
 /** Everything a route module may use, passed in (no module-level singletons). */
 export interface ApiDeps {
@@ -19,4 +20,9 @@ export interface ApiDeps {
   queue?: Queue;
   /** Sessions (issue 10): absent in a process that runs none (the routes answer 503). */
   sessions?: SessionDeps;
+  // --- manifest, secrets, triggers, apps (issue 12) ---
+  /** Spawns a session (the sessions capability); absent: a trigger fire records 'sessions unavailable'. */
+  spawnSession?: SpawnSession;
+  /** Told after a project's secrets change (push to running sandboxes: POST /svc/env). */
+  onSecretsChanged?: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) => void;
 }

@@ -1,12 +1,13 @@
 import { z } from 'zod';
 import * as s from './schemas.js';
 import * as ss from './session-schemas.js';
+import { manifestOps } from './openapi-manifest.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate
  * with. `docs/api.md` is the reference for people.
  */
-type Op = {
+export type Op = {
   summary: string;
   body?: z.ZodType;
   query?: z.ZodObject;
@@ -75,6 +76,8 @@ const ops: Record<string, Record<string, Op>> = {
       errors: [400, 401, 403, 404, 426],
     },
   },
+  // --- manifest, secrets, triggers, apps (issue 12; docs/manifest.md) ---
+  ...manifestOps(),
 };
 
 export function buildOpenApi(): object {

@@ -151,6 +151,49 @@ export const SECTIONS: Section[] = [
     ],
   },
   {
+    title: 'Secrets, env, triggers, apps',
+    commands: [
+      {
+        name: 'secrets',
+        describe: "Manage the project's secrets (values are never shown)",
+        children: [
+          { name: 'ls', aliases: ['list'], describe: 'List secret names and the manifest [env] spec; missing ones marked', load: () => import('./commands/secrets/ls.js') },
+          { name: 'set', args: '<assignments..>', describe: 'Set secrets: NAME=VALUE ... (NAME=- reads stdin)', load: () => import('./commands/secrets/set.js') },
+          { name: 'unset', args: '<names..>', aliases: ['rm'], describe: 'Remove secrets', load: () => import('./commands/secrets/unset.js') },
+        ],
+      },
+      {
+        name: 'env',
+        describe: 'Move secrets to and from dotenv files',
+        children: [
+          { name: 'pull', describe: 'Write a .env skeleton: names only, values blank', load: () => import('./commands/env/pull.js') },
+          { name: 'push', describe: 'Upload NAME=VALUE lines of a dotenv file as secrets', load: () => import('./commands/env/push.js') },
+        ],
+      },
+      {
+        name: 'triggers',
+        aliases: ['trigger'],
+        describe: 'Scheduled sessions from [[triggers]] in svc.toml',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: 'List triggers with last_fired_at', load: () => import('./commands/triggers/ls.js') },
+          { name: 'info', args: '<slug>', aliases: ['show'], describe: 'Show a trigger and its recent fires', load: () => import('./commands/triggers/info.js') },
+          { name: 'fire', args: '<slug>', describe: 'Fire a trigger now', load: () => import('./commands/triggers/fire.js') },
+          { name: 'enable', args: '<slug>', describe: 'Open a CR setting enabled = true', load: () => import('./commands/triggers/enable.js') },
+          { name: 'disable', args: '<slug>', describe: 'Open a CR setting enabled = false', load: () => import('./commands/triggers/disable.js') },
+        ],
+      },
+      {
+        name: 'apps',
+        aliases: ['app'],
+        describe: 'Apps deployed from [[apps]] in svc.toml',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: 'List apps, their status and URL', load: () => import('./commands/apps/ls.js') },
+          { name: 'info', args: '<name>', aliases: ['show'], describe: 'Show an app and its recent deploys', load: () => import('./commands/apps/info.js') },
+        ],
+      },
+    ],
+  },
+  {
     title: 'Other',
     commands: [
       { name: 'version', raw: true, describe: 'Print the version', load: () => import('./commands/version.js') },

@@ -97,6 +97,21 @@ const schema = z.object({
   SVC_SANDBOX_API_URL: z.string().url().optional(),
   /** GitHub's REST API base for branch cuts on github.com repositories. */
   SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  // --- manifest, triggers, apps (issue 12; docs/manifest.md) ---
+  /** How often each worker looks for due triggers. */
+  SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
+  /** Off: this worker fires no triggers (e.g. to pin the scheduler to some workers). */
+  SVC_SCHEDULER: z.enum(['0', '1', 'true', 'false']).default('1').transform((v) => v === '1' || v === 'true'),
+  /**
+   * Apps from [[apps]] run as child processes of a worker, on its host, NOT in a sandbox:
+   * anyone who can merge into a default branch runs commands there. `0` refuses deploys
+   * (recorded as failed) on installs where that is not acceptable.
+   */
+  SVC_APPS: z.enum(['0', '1', 'true', 'false']).default('1').transform((v) => v === '1' || v === 'true'),
+  /** Host name put in app URLs (apps listen on a free port of the worker's host). */
+  SVC_APPS_HOST: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:\[\]-]+$/).default('127.0.0.1'),
+  /** How long a new app version has to answer its health path before the deploy fails. */
+  SVC_APP_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 });
 
 export type Env = z.infer<typeof schema>;

@@ -5,7 +5,7 @@ import { openDatabase, type Database } from '../infra/database.js';
 import { migrate } from '../infra/db/migrate.js';
 import type { Logger } from '../infra/logger.js';
 import { startQueue, type Queue } from '../infra/queue.js';
-import { loadSecretKey, secretBox } from '../infra/secrets.js';
+import { loadKeyring, secretBox } from '../infra/secrets.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/change-requests/repos.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
@@ -24,6 +24,16 @@ import { createSandboxProvider } from '../infra/sandbox/registry.js';
 import type { SessionDeps } from '../infra/sessions/deps.js';
 import { SESSION_QUEUES, startSessionWorkers } from '../workers/sessions.js';
 import { sessionUpgradeHandler } from '../api/routes/session-proxy.js';
+// --- manifest, secrets, triggers, apps (issue 12) ---
+import { APP_DEPLOY, MANIFEST_SYNC, appDeployHandler, manifestSyncHandler, onMergedResync } from '../workers/manifest.js';
+import { enqueueAllManifestSyncs, type ManifestDeps } from '../infra/manifest/sync.js';
+import { createScheduler, type Scheduler } from '../infra/triggers/scheduler.js';
+import type { SpawnSession } from '../infra/triggers/service.js';
+import { resumeApps } from '../infra/apps/resume.js';
+import { stopOwnedApps } from '../infra/apps/runner.js';
+import { createSession } from '../infra/sessions/service.js';
+import { sandboxSecrets } from '../infra/secrets/sandbox-env.js';
+import { pushSecretsToSandboxes } from '../infra/sessions/secrets-push.js';
 
 export interface ServerOptions {
   config: Config;
@@ -37,6 +47,8 @@ export interface ServerOptions {
   sandboxEnv?: Record<string, string>;
   /** The project's secrets for sandboxes (the secrets feature wires infra/secrets/sandbox-env.ts here). */
   projectSecrets?: SessionDeps['projectSecrets'];
+  /** The sessions capability's spawner (plan decision 4); absent: trigger fires record 'sessions unavailable'. */
+  spawnSession?: SpawnSession;
 }
 
 export interface RunningServer {
@@ -44,6 +56,8 @@ export interface RunningServer {
   port: number;
   database: Database;
   queue: Queue;
+  /** This process's trigger scheduler (worker role, SVC_SCHEDULER on). */
+  scheduler?: Scheduler;
   stop(): Promise<void>;
 }
 
@@ -56,11 +70,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const database = opts.database ?? (await openDatabase(config, logger));
   const { db } = database;
   await migrate(db, { logger });
-  const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
+  const secrets = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY] });
 
   // --- sessions (issue 10): provider, service deps, workers. The API URL sandboxes use is
   // known once the HTTP server listens (PORT=0 in tests).
@@ -72,16 +86,32 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const sessions: SessionDeps = {
     config, db, logger, secrets, repos, queue, apiUrl: sandboxApiUrl,
     ...(provider ? { provider } : {}),
-    ...(opts.projectSecrets ? { projectSecrets: opts.projectSecrets } : {}),
+    projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };
   let sessionWorkers: { stop(): void } | undefined;
   // --- end sessions
+  // --- manifest, secrets, triggers, apps (issue 12) ---
+  const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
+  let scheduler: Scheduler | undefined;
+  // Triggers spawn sessions the same way as an interactive create (plan decision 4).
+  const spawnSession: SpawnSession = opts.spawnSession ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
+  if (opts.roles.worker) {
+    queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
+    await resumeApps(db, manifestDeps.enqueueApp!);
+    if (config.SVC_SCHEDULER) {
+      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
+    }
+    logger.info({ projects: synced }, 'manifest syncs queued at start');
+  }
+  // --- end issue 12 ---
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
     // Each merge holds one pool connection; keep one for the queue listener and one for the API.
     const concurrency = Math.max(1, Math.min(opts.mergeConcurrency ?? config.SVC_MERGE_CONCURRENCY, (db.pool.options.max ?? 10) - 2));
-    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, lockWaitMs: 60_000 }));
+    queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, lockWaitMs: 60_000, onMerged: onMergedResync(queue) }));
     logger.info({ queue: CR_MERGE, concurrency }, 'worker ready');
   }
   // --- ops (issue 14): the chat channels subscriber runs with the workers ---
@@ -105,7 +135,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // --- end ops ---
   if (opts.roles.api) {
     feed = createEventsFeed({ db, logger });
-    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, queue, sessions };
+    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, queue, sessions, spawnSession,
+      // Running sandboxes get secret changes through their daemon's POST /svc/env.
+      onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
+        void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
     const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
     server.on('upgrade', sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app)));
@@ -131,6 +164,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     port,
     database,
     queue,
+    ...(scheduler ? { scheduler } : {}),
     stop() {
       stopping ??= (async () => {
         if (server) {
@@ -141,9 +175,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           await closed;
         }
         sessionWorkers?.stop();
+        await scheduler?.stop();
         await channels?.stop();
         await queue.stop();
         await provider?.close?.();
+        await stopOwnedApps();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');
       })();

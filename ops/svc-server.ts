@@ -13,6 +13,8 @@ import { migrate } from '../infra/db/migrate.js';
 import { bootstrapUser } from '../infra/accounts.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import { startServer } from './server.js';
+import { addKeyToFile, loadKeyring, secretBox } from '../infra/secrets.js';
+import { rotateSecrets } from '../infra/secrets/rotate.js';
 
 function setup(opts: { quietLogs?: boolean } = {}): { config: Config; logger: Logger } {
   const config = loadConfig();
@@ -84,13 +86,26 @@ export async function main(argv: string[]): Promise<void> {
         }
       },
     )
-    .command('admin <action>', 'administration', (y) =>
+    .command('admin <action>', 'administration: bootstrap --email E | rotate-key', (y) =>
       y
-        .positional('action', { choices: ['bootstrap'] as const, demandOption: true })
-        .option('email', { type: 'string', demandOption: true, describe: 'the user to create or reuse' })
-        .option('name', { type: 'string', describe: 'display name (and account name) for a new user' }),
+        .positional('action', { choices: ['bootstrap', 'rotate-key'] as const, demandOption: true })
+        .option('email', { type: 'string', describe: 'bootstrap: the user to create or reuse' })
+        .option('name', { type: 'string', describe: 'bootstrap: display name (and account name) for a new user' }),
       async (args) => {
-        const out = await withDatabase((d) => bootstrapUser(d.db, { email: args.email, ...(args.name ? { name: args.name } : {}) }));
+        if (args.action === 'rotate-key') {
+          // Issue 12: a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
+          const report = await withDatabase(async (d) => {
+            const config = loadConfig();
+            if (!config.SVC_SECRET_KEY) await addKeyToFile(config.dataDir);
+            const box = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
+            return rotateSecrets(d.db, box);
+          });
+          process.stdout.write(`key ${report.key_id}: resealed ${report.resealed}, already current ${report.already_current}, changed meanwhile ${report.skipped_concurrent}\n`);
+          return;
+        }
+        if (!args.email) throw new Error('admin bootstrap needs --email');
+        const email = args.email;
+        const out = await withDatabase((d) => bootstrapUser(d.db, { email, ...(args.name ? { name: args.name } : {}) }));
         process.stdout.write(`${out.token.token}\n`);
       },
     )

@@ -142,6 +142,7 @@ async function recordMerged(
     () => ({ type: 'MergeChangeRequest', data, meta: { actor, now: deps.now ? deps.now() : new Date() } }),
     { inTx: async (tx) => void (await tx.run(attempts.remove(crId))) },
   );
+  await deps.onMerged?.(project, cr).catch((err: Error) => deps.logger.warn({ cr_id: crId, err: err.message }, 'after-merge hook failed'));
   return cr;
 }
 

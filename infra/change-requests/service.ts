@@ -33,6 +33,11 @@ export interface CrDeps {
   lockWaitMs?: number;
   /** Diff limits (SVC_DIFF_MAX_*). */
   diffLimits?: DiffLimits;
+  /**
+   * Told after a merge is recorded (the manifest feature re-syncs svc.toml when the base is
+   * the default branch). Must not throw: the merge already happened.
+   */
+  onMerged?: (project: ProjectRecord, cr: ChangeRequest) => Promise<void>;
 }
 
 const TIMED_OUT = Symbol('timed out');

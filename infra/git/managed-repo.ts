@@ -2,13 +2,14 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
-import type { DiffResult, GitEngine, MergeHooks, MergePreview, MergeRequest, MergeResult, ProjectRepo } from './port.js';
+import type { CommitFileRequest, DiffResult, GitEngine, MergeHooks, MergePreview, MergeRequest, MergeResult, ProjectRepo } from './port.js';
 import { SYSTEM_IDENTITY } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
 import { runGit } from './run.js';
 import { headModified } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { pathToFileURL } from 'node:url';
+import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 
 /**
  * The `managed` backend: a bare repository this service hosts at
@@ -131,6 +132,25 @@ class ManagedProjectRepo implements ProjectRepo {
     if (tips[branch] !== null) throw new DomainError('conflict', 'Conflict', `Branch '${branch}' already exists.`);
     await this.engine.updateBranch(this.dir, branch, from, null);
     return from;
+  }
+
+  async readFileAt(sha: string, file: string): Promise<Buffer | null> {
+    if (!(await this.hasCommits([assertSha(sha)]))) throw notFound('Commit');
+    return readFileAt(this.dir, sha, file);
+  }
+
+  /** The commit is written in place and the new branch created with compare-and-swap (it must not exist). */
+  async commitFileOnNewBranch(req: CommitFileRequest): Promise<string> {
+    assertBranchName(req.branch, 'branch');
+    if (!(await this.hasCommits([assertSha(req.fromSha)]))) throw notFound('Commit');
+    const sha = await writeFileCommit(this.dir, req);
+    await this.engine.updateBranch(this.dir, req.branch, sha, null);
+    return sha;
+  }
+
+  async exportTree(sha: string, dest: string): Promise<void> {
+    if (!(await this.hasCommits([assertSha(sha)]))) throw notFound('Commit');
+    await exportTree(this.dir, sha, dest);
   }
 
   private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {

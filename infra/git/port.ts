@@ -115,6 +115,28 @@ export interface ProjectRepo {
   merge(req: MergeRequest, hooks?: MergeHooks): Promise<MergeResult>;
   /** Creates `branch` at the tip of `fromRef` on the remote (session branches). */
   createBranch(branch: string, fromRef: string): Promise<string>;
+  /**
+   * The bytes of the file at `path` in commit `sha` (`git cat-file`, no checkout), or
+   * null when the commit has no such file (or it is not a regular file).
+   */
+  readFileAt(sha: string, path: string): Promise<Buffer | null>;
+  /**
+   * One new commit on top of `fromSha` that sets the file at `path` to `content` (its
+   * mode kept), built with plumbing in a temporary index (no work tree), pushed as the
+   * new branch `branch` (which must not exist). Returns the commit id.
+   */
+  commitFileOnNewBranch(req: CommitFileRequest): Promise<string>;
+  /** Writes the tree of commit `sha` into the (empty) directory `dest` (`git archive`). */
+  exportTree(sha: string, dest: string): Promise<void>;
+}
+
+export interface CommitFileRequest {
+  branch: string;
+  fromSha: string;
+  path: string;
+  content: string;
+  message: string;
+  author: Identity;
 }
 
 /** The fixed identity that authors merge commits. */

@@ -2,6 +2,7 @@ import net from 'node:net';
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
+  CommitFileRequest,
   DiffResult,
   GitEngine,
   MergeHooks,
@@ -21,6 +22,7 @@ import { failpointAsync } from '../failpoints.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
+import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 
 export interface OpenProjectRepoOptions {
   location: RepoLocation;
@@ -172,6 +174,24 @@ class RemoteProjectRepo implements ProjectRepo {
     await this.ensureCommits([from], () => refMoved(`refs/heads/${fromRef}`));
     await this.pushWithLease(branch, from, null);
     return from;
+  }
+
+  async readFileAt(sha: string, path: string): Promise<Buffer | null> {
+    await this.ensureCommits([assertSha(sha)], () => notFound('Commit'));
+    return readFileAt(this.mirror.path, sha, path);
+  }
+
+  async commitFileOnNewBranch(req: CommitFileRequest): Promise<string> {
+    assertBranchName(req.branch, 'branch');
+    await this.ensureCommits([assertSha(req.fromSha)], () => notFound('Commit'));
+    const sha = await writeFileCommit(this.mirror.path, req);
+    await this.pushWithLease(req.branch, sha, null);
+    return sha;
+  }
+
+  async exportTree(sha: string, dest: string): Promise<void> {
+    await this.ensureCommits([assertSha(sha)], () => notFound('Commit'));
+    await exportTree(this.mirror.path, sha, dest);
   }
 
   private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {

@@ -230,8 +230,8 @@ export async function touchSession(deps: SessionDeps, sessionId: string): Promis
   );
 }
 
-/** `POST /svc/prompt|abort` on the daemon, with the sandbox's key. */
-export async function controlCall(deps: SessionDeps, projectId: string, sessionId: string, path: '/svc/prompt' | '/svc/abort', body: unknown) {
+/** `POST /svc/prompt|abort|env|refresh` on the daemon, with the sandbox's key. */
+export async function controlCall(deps: SessionDeps, projectId: string, sessionId: string, path: '/svc/prompt' | '/svc/abort' | '/svc/env' | '/svc/refresh', body: unknown) {
   const t = await liveTarget(deps, projectId, sessionId);
   let res: Response;
   try {

@@ -71,6 +71,11 @@ export const sessionQueries = {
       ORDER BY created_at`,
     values: [],
   }),
+  /** A project's running sessions (their sandboxes receive secret changes). */
+  runningOfProject: (projectId: string): Query => ({
+    text: `SELECT session_id FROM project_sessions WHERE project_id = $1 AND status = 'running' ORDER BY created_at`,
+    values: [projectId],
+  }),
   idle: (before: Date, limit: number): Query => ({
     text: `SELECT session_id, project_id FROM project_sessions WHERE status = 'running' AND last_activity_at < $1
       ORDER BY last_activity_at LIMIT $2`,

@@ -59,6 +59,20 @@ SCAFFOLD
   init [<name>]  Scaffold svc.toml, .svc/ and the agent skill here (or in a new dir <name>)
   ship           Push this repo to its svc project (created on first run) and open a CR
 
+SECRETS, ENV, TRIGGERS, APPS
+  secrets ls                   List secret names and the manifest [env] spec; missing ones marked (alias: list)
+  secrets set <assignments..>  Set secrets: NAME=VALUE ... (NAME=- reads stdin)
+  secrets unset <names..>      Remove secrets (alias: rm)
+  env pull                     Write a .env skeleton: names only, values blank
+  env push                     Upload NAME=VALUE lines of a dotenv file as secrets
+  triggers ls                  List triggers with last_fired_at (alias: list)
+  triggers info <slug>         Show a trigger and its recent fires (alias: show)
+  triggers fire <slug>         Fire a trigger now
+  triggers enable <slug>       Open a CR setting enabled = true
+  triggers disable <slug>      Open a CR setting enabled = false
+  apps ls                      List apps, their status and URL (alias: list)
+  apps info <name>             Show an app and its recent deploys (alias: show)
+
 OTHER
   version              Print the version
   help [<command>...]  Show help for svc or a command

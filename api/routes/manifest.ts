@@ -1,0 +1,69 @@
+import { Router, type Request } from 'express';
+import { z } from 'zod';
+import type { ApiDeps } from '../deps.js';
+import { principalOf } from '../auth.js';
+import { resolveProject } from '../project-access.js';
+import { getManifest, type ManifestDeps } from '../../infra/manifest/sync.js';
+import { changeSecrets, deleteSecret, listSecrets, type SecretsDeps } from '../../infra/secrets/service.js';
+import { APP_DEPLOY } from '../../workers/manifest.js';
+
+const PutSecretBody = z.strictObject({ value: z.string() });
+const PatchSecretsBody = z.strictObject({
+  set: z.record(z.string(), z.string()).optional(),
+  unset: z.array(z.string()).optional(),
+});
+
+export function manifestDepsOf(deps: ApiDeps): ManifestDeps {
+  const queue = deps.queue;
+  return {
+    db: deps.db,
+    repos: deps.repos,
+    logger: deps.logger,
+    ...(queue ? { enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) } : {}),
+  };
+}
+
+/**
+ * `/v1/projects/:projectId/manifest` and `/secrets`. Secret values come in, never go out:
+ * no response, log line or event carries one.
+ */
+export function manifestRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const secretsDeps: SecretsDeps = { db: deps.db, box: deps.secrets, ...(deps.onSecretsChanged ? { onChange: deps.onSecretsChanged } : {}) };
+  const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
+
+  r.get('/manifest', async (req, res) => {
+    const { project } = await ctx(req);
+    const view = await getManifest(manifestDepsOf(deps), project);
+    res.json({ manifest: view.manifest, source_sha: view.source_sha, errors: view.errors, warnings: view.warnings });
+  });
+
+  r.get('/secrets', async (req, res) => {
+    const { project } = await ctx(req);
+    // The [env] spec comes from the manifest: read it once for a project never synced.
+    await getManifest(manifestDepsOf(deps), project).catch((err: Error) => deps.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
+    res.json(await listSecrets(deps.db, project.project_id));
+  });
+
+  r.put('/secrets/:name', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const body = PutSecretBody.parse(req.body ?? {});
+    await changeSecrets(secretsDeps, project.project_id, actor, { set: { [String(req.params.name)]: body.value } });
+    res.status(204).end();
+  });
+
+  r.delete('/secrets/:name', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    await deleteSecret(secretsDeps, project.project_id, actor, String(req.params.name));
+    res.status(204).end();
+  });
+
+  r.patch('/secrets', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    const body = PatchSecretsBody.parse(req.body ?? {});
+    await changeSecrets(secretsDeps, project.project_id, actor, body);
+    res.json(await listSecrets(deps.db, project.project_id));
+  });
+
+  return r;
+}

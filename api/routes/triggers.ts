@@ -1,0 +1,54 @@
+import { Router, type Request } from 'express';
+import type { ApiDeps } from '../deps.js';
+import { principalOf } from '../auth.js';
+import { resolveProject } from '../project-access.js';
+import { EmptyBody } from '../schemas.js';
+import { serializeCr } from './change-requests.js';
+import { DomainError } from '../../domain/errors.js';
+import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
+import { fireTrigger, getTrigger, proposeEnabled, serializeTrigger, type TriggerDeps } from '../../infra/triggers/service.js';
+
+/** `/v1/projects/:projectId/triggers` */
+export function triggerRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const tdeps: TriggerDeps = { db: deps.db, repos: deps.repos, logger: deps.logger, ...(deps.spawnSession ? { spawnSession: deps.spawnSession } : {}) };
+  const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
+  const slug = (req: Request) => String(req.params.slug ?? '');
+
+  r.get('/', async (req, res) => {
+    const { project } = await ctx(req);
+    const rows = await deps.db.rows<TriggerRow>(triggerQueries.list(project.project_id));
+    res.json({ triggers: rows.map(serializeTrigger) });
+  });
+
+  r.get('/:slug', async (req, res) => {
+    const { project } = await ctx(req);
+    const t = await getTrigger(deps.db, project.project_id, slug(req));
+    const fires = await deps.db.rows<{ tick: Date; kind: string; outcome: string; session_id: string | null; fired_at: Date }>(
+      triggerQueries.fires(project.project_id, t.slug, 20),
+    );
+    res.json({ trigger: { ...serializeTrigger(t), fires: fires.map((f) => ({ ...f, tick: new Date(f.tick).toISOString(), fired_at: new Date(f.fired_at).toISOString() })) } });
+  });
+
+  r.post('/:slug/fire', async (req, res) => {
+    const { project, actor } = await ctx(req);
+    EmptyBody.parse(req.body ?? {});
+    const out = await fireTrigger(tdeps, project, slug(req), actor);
+    if (out.outcome === 'spawned') {
+      res.status(202).json({ session: out.session });
+      return;
+    }
+    // Recorded, but no session: say so plainly rather than pretend.
+    throw new DomainError('unavailable', out.outcome === 'sessions unavailable' ? 'Sessions unavailable' : 'Spawn failed', out.error, { outcome: out.outcome });
+  });
+
+  for (const verb of ['enable', 'disable'] as const) {
+    r.post(`/:slug/${verb}`, async (req, res) => {
+      const { project, actor } = await ctx(req);
+      EmptyBody.parse(req.body ?? {});
+      const cr = await proposeEnabled(tdeps, project, slug(req), verb === 'enable', actor);
+      res.status(201).json({ change_request: serializeCr(cr) });
+    });
+  }
+  return r;
+}

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { CronError, parseCron } from './cron.js';
+
+/**
+ * `svc.toml`, validated. Unknown keys are not errors (an older server must accept a newer
+ * manifest); they come back as warnings. See docs/manifest.md.
+ */
+export const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+export const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const RESERVED_PREFIX = 'SVC_';
+
+const envName = z.string().regex(ENV_NAME, 'must match ^[A-Z_][A-Z0-9_]*$');
+/** `["A", "B"]` or `{ A = "what it is for" }`: normalised to a list of {name, description}. */
+const envSpec = z
+  .union([z.array(envName), z.record(envName, z.string())])
+  .default([])
+  .transform((v) => (Array.isArray(v) ? v.map((name) => ({ name, description: '' })) : Object.entries(v).map(([name, description]) => ({ name, description }))));
+
+const cron = z.string().superRefine((s, ctx) => {
+  try {
+    parseCron(s);
+  } catch (e) {
+    ctx.addIssue({ code: 'custom', message: e instanceof CronError ? `invalid schedule: ${e.message}` : 'invalid schedule' });
+  }
+});
+
+export const TriggerSpec = z.object({
+  slug: z.string().regex(SLUG, 'lowercase letters, digits and dashes, at most 63'),
+  schedule: cron,
+  prompt: z.string().trim().min(1, 'must not be empty').max(100_000),
+  agent: z.string().min(1).max(100).optional(),
+  model: z.string().min(1).max(200).optional(),
+  enabled: z.boolean().default(true),
+});
+
+export const AppSpec = z.object({
+  name: z.string().regex(SLUG, 'lowercase letters, digits and dashes, at most 63'),
+  command: z.string().trim().min(1, 'must not be empty').max(10_000),
+  port: z.number().int().min(1).max(65535),
+  env: z.record(envName, z.string()).optional(),
+  health_path: z.string().regex(/^\/[\x21-\x7e]*$/, 'must start with / and hold no spaces').optional(),
+});
+
+export const ManifestSchema = z
+  .object({
+    agent: z.object({ config_dir: z.string().min(1).max(200).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\x00-\x1f]+$/, 'a relative path inside the repository').default('.svc/agent') }).default({ config_dir: '.svc/agent' }),
+    env: z.object({ required: envSpec, optional: envSpec }).default({ required: [], optional: [] }),
+    sandbox: z
+      .object({
+        image: z.string().min(1).max(500).optional(),
+        dockerfile: z.string().min(1).max(500).optional(),
+        cpus: z.number().positive().max(64).optional(),
+        memory_mb: z.number().int().min(64).max(262_144).optional(),
+        idle_timeout_minutes: z.number().int().min(1).max(10_080).optional(),
+      })
+      .default({}),
+    triggers: z.array(TriggerSpec).default([]),
+    apps: z.array(AppSpec).default([]),
+  })
+  .superRefine((m, ctx) => {
+    const dup = (items: string[], key: string, what: string) => {
+      const seen = new Set<string>();
+      items.forEach((v, i) => {
+        if (seen.has(v)) ctx.addIssue({ code: 'custom', path: [key, i], message: `duplicate ${what} '${v}'` });
+        seen.add(v);
+      });
+    };
+    dup(m.triggers.map((t) => t.slug), 'triggers', 'trigger slug');
+    dup(m.apps.map((a) => a.name), 'apps', 'app name');
+  });
+
+export type Manifest = z.infer<typeof ManifestSchema>;
+export type TriggerSpec = z.infer<typeof TriggerSpec>;
+export type AppSpec = z.infer<typeof AppSpec>;
+
+/** Known keys per table, for the unknown-key warnings. */
+export const KNOWN_KEYS: Record<string, string[]> = {
+  '': ['agent', 'env', 'sandbox', 'triggers', 'apps'],
+  agent: ['config_dir'],
+  env: ['required', 'optional'],
+  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes'],
+  triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
+  apps: ['name', 'command', 'port', 'env', 'health_path'],
+};

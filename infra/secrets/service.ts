@@ -1,0 +1,115 @@
+import type { Db, Executor } from '../db/db.js';
+import type { SecretBox } from '../secrets.js';
+import { DomainError, validationError } from '../../domain/errors.js';
+import { ENV_NAME, RESERVED_PREFIX } from '../../domain/manifest/schema.js';
+import type { Manifest } from '../../domain/manifest/schema.js';
+import { manifestQueries, secretQueries } from '../../sql/queries/manifest.js';
+import { appendLog } from '../manifest/log.js';
+
+/**
+ * Project secrets: names and times are readable, values never leave the server except
+ * into a sandbox's environment. Every change bumps the project's revision and is an event
+ * naming the secret, never its value; a batch is one transaction.
+ */
+export interface SecretsDeps {
+  db: Db;
+  box: SecretBox;
+  /** Told after a change commits (pushing env to running sandboxes: the sessions seam). */
+  onChange?: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) => void;
+}
+
+export const MAX_SECRET_BYTES = 64 * 1024;
+export const MAX_BATCH = 500;
+
+/** The AAD of a project secret: its project and name, so a ciphertext opens only in its own row. */
+export const secretAad = (projectId: string, name: string) => `project-secret\0${projectId}\0${name}`;
+
+export function assertSecretName(name: string, path = 'name'): string {
+  if (typeof name !== 'string' || !ENV_NAME.test(name) || name.length > 256) {
+    throw validationError(`Secret name '${String(name).slice(0, 100)}' must match ^[A-Z_][A-Z0-9_]*$ (at most 256 characters).`, [
+      { path, message: 'must match ^[A-Z_][A-Z0-9_]*$' },
+    ]);
+  }
+  if (name.startsWith(RESERVED_PREFIX)) {
+    throw validationError(`Secret name '${name}' is refused: names beginning with ${RESERVED_PREFIX} are reserved for the platform.`, [
+      { path, message: `names beginning with ${RESERVED_PREFIX} are reserved` },
+    ]);
+  }
+  return name;
+}
+
+function assertValue(name: string, value: unknown, path: string): string {
+  if (typeof value !== 'string') throw validationError(`The value of ${name} must be a string.`, [{ path, message: 'must be a string' }]);
+  if (Buffer.byteLength(value, 'utf8') > MAX_SECRET_BYTES) {
+    throw validationError(`The value of ${name} is larger than ${MAX_SECRET_BYTES} bytes.`, [{ path, message: 'too large' }]);
+  }
+  if (value.includes('\0')) throw validationError(`The value of ${name} contains a NUL byte, which no environment can hold.`, [{ path, message: 'contains NUL' }]);
+  return value;
+}
+
+export interface SecretsListing {
+  secrets: Array<{ name: string; updated_at: string }>;
+  env: {
+    required: Array<{ name: string; description: string }>;
+    optional: Array<{ name: string; description: string }>;
+    missing: string[];
+  };
+  revision: number;
+}
+
+export async function listSecrets(db: Executor, projectId: string): Promise<SecretsListing> {
+  const rows = await db.rows<{ name: string; updated_at: Date }>(secretQueries.list(projectId));
+  const rev = await db.one<{ revision: number }>(secretQueries.revision(projectId));
+  const m = (await db.one<{ manifest: Manifest | null }>(manifestQueries.get(projectId)))?.manifest ?? null;
+  const have = new Set(rows.map((r) => r.name));
+  const required = m?.env.required ?? [];
+  return {
+    secrets: rows.map((r) => ({ name: r.name, updated_at: new Date(r.updated_at).toISOString() })),
+    env: { required, optional: m?.env.optional ?? [], missing: required.map((r) => r.name).filter((n) => !have.has(n)) },
+    revision: Number(rev?.revision ?? 0),
+  };
+}
+
+/** Sets and unsets in one transaction: all of it, or (on any bad name or value) none of it. */
+export async function changeSecrets(
+  deps: SecretsDeps,
+  projectId: string,
+  actor: string,
+  change: { set?: Record<string, unknown>; unset?: unknown[] },
+): Promise<number> {
+  const set = Object.entries(change.set ?? {});
+  const unset = change.unset ?? [];
+  if (set.length + unset.length > MAX_BATCH) throw validationError(`At most ${MAX_BATCH} changes per request.`);
+  set.forEach(([n, v]) => {
+    assertSecretName(n, `set.${n}`);
+    assertValue(n, v, `set.${n}`);
+  });
+  unset.forEach((n, i) => assertSecretName(n as string, `unset.${i}`));
+  const both = set.map(([n]) => n).filter((n) => unset.includes(n));
+  if (both.length) throw validationError(`${both.join(', ')} cannot be both set and unset in one request.`);
+  if (set.length + unset.length === 0) throw validationError('Nothing to change: give "set" or "unset".');
+
+  const revision = await deps.db.transaction(async (tx) => {
+    const { revision } = (await tx.one<{ revision: number }>(secretQueries.bump(projectId)))!;
+    const events: Array<{ type: string; data: Record<string, unknown> }> = [];
+    for (const [name, value] of set) {
+      await tx.run(secretQueries.upsert(projectId, name, deps.box.seal(value as string, secretAad(projectId, name))));
+      events.push({ type: 'SecretSet', data: { name, revision: Number(revision) } });
+    }
+    for (const name of unset as string[]) {
+      const n = await tx.run(secretQueries.remove(projectId, name));
+      events.push({ type: n ? 'SecretUnset' : 'SecretUnsetAbsent', data: { name, revision: Number(revision) } });
+    }
+    await appendLog(tx, 'secrets', projectId, events, actor);
+    return Number(revision);
+  });
+  deps.onChange?.(projectId, { set: set.map(([n]) => n), unset: unset as string[], revision });
+  return revision;
+}
+
+export async function deleteSecret(deps: SecretsDeps, projectId: string, actor: string, name: string): Promise<void> {
+  assertSecretName(name);
+  const exists = (await deps.db.rows<{ name: string }>(secretQueries.list(projectId))).some((r) => r.name === name);
+  if (!exists) throw new DomainError('not_found', 'Not found', `Secret ${name} not found.`);
+  await changeSecrets(deps, projectId, actor, { unset: [name] });
+}

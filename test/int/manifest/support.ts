@@ -1,0 +1,24 @@
+import type { TestProject } from '../../support/server.js';
+
+/** Polls `fn` until it returns a truthy value (a condition to reach, not a timed assertion). */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Commits `files` on a new branch, opens a CR and merges it; returns the merge commit. */
+export async function mergeChange(p: TestProject, branch: string, files: Record<string, string | null>): Promise<string> {
+  await p.repo.commit(branch, files);
+  const cr = await p.api.post(p.base, { title: `change ${branch}`, head_ref: branch });
+  if (cr.status !== 201) throw new Error(`open failed: ${JSON.stringify(cr.body)}`);
+  const m = await p.api.post(`${p.base}/${cr.body.change_request.number}/merge`, {});
+  if (m.status !== 200) throw new Error(`merge failed: ${JSON.stringify(m.body)}`);
+  return m.body.change_request.merge_commit_sha as string;
+}
+
+export const projectPath = (p: TestProject) => p.base.replace(/\/change-requests$/, '');

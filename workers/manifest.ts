@@ -1,0 +1,40 @@
+import { z } from 'zod';
+import type { ProjectRecord } from '../infra/change-requests/repos.js';
+import type { ChangeRequest } from '../domain/change-request/index.js';
+import type { Queue, JobOutput } from '../infra/queue.js';
+import { syncProjectById, type ManifestDeps } from '../infra/manifest/sync.js';
+import { runAppJob, type AppDeps } from '../infra/apps/deploy.js';
+import type { AppJob } from '../infra/apps/sync.js';
+
+export const MANIFEST_SYNC = 'manifest.sync';
+export const APP_DEPLOY = 'app.deploy';
+
+const syncJob = z.object({ project_id: z.uuid(), reason: z.string().max(200) });
+const appJob = z.discriminatedUnion('action', [
+  z.object({ action: z.literal('deploy'), project_id: z.uuid(), name: z.string(), manifest_hash: z.string(), commit_sha: z.string().regex(/^[0-9a-f]{40,64}$/) }),
+  z.object({ action: z.literal('stop'), project_id: z.uuid(), name: z.string() }),
+]);
+
+/** `manifest.sync`: re-reads svc.toml of the project's default branch (retried by pg-boss on failure). */
+export function manifestSyncHandler(deps: ManifestDeps) {
+  return async (data: unknown): Promise<JobOutput> => {
+    const job = syncJob.parse(data);
+    await syncProjectById(deps, job.project_id, job.reason);
+    return { ok: true, value: null };
+  };
+}
+
+export function appDeployHandler(deps: AppDeps) {
+  return async (data: unknown): Promise<JobOutput> => {
+    await runAppJob(deps, appJob.parse(data) as AppJob);
+    return { ok: true, value: null };
+  };
+}
+
+/** The CR merge hook: a merge into the default branch queues a manifest re-sync. */
+export function onMergedResync(queue: Queue) {
+  return async (project: ProjectRecord, cr: ChangeRequest): Promise<void> => {
+    if (cr.base_ref !== project.default_branch) return;
+    await queue.enqueue(MANIFEST_SYNC, { project_id: project.project_id, reason: `merge of CR #${cr.number} (${cr.merge_commit_sha ?? 'unknown'})` });
+  };
+}
