@@ -97,3 +97,16 @@ export const pidAlive = (pid: number): boolean => {
     return false;
   }
 };
+
+/** The runtime answers through the server's proxy (the daemon says 503 while it boots): the first non-503 answer, which must be 200. */
+export async function agentReady(api: { get: (p: string) => Promise<Res> }, url: string): Promise<Res> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await api.get(url);
+    if (r.status !== 503 || Date.now() > deadline) {
+      if (r.status !== 200) throw new Error(`agent answered ${r.status}: ${JSON.stringify(r.body)}`);
+      return r;
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}

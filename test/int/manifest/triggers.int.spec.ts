@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
+import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { createScheduler } from '../../../infra/triggers/scheduler.js';
 import { silentLogger } from '../../../infra/logger.js';
 import type { SpawnSessionInput } from '../../../infra/triggers/service.js';
@@ -42,7 +43,7 @@ describe('triggers', function () {
       const cr = res.body.change_request;
       expect(cr).to.include({ base_ref: 'main', status: 'open', title: 'Disable trigger nightly' });
       const diff = (await p.api.get(`${p.base}/${cr.number}/diff`)).body;
-      expect(diff.files).to.deep.equal([{ path: 'svc.toml', status: 'modified', additions: 1, deletions: 1, binary: false }]);
+      expect(diff.files).to.deep.equal([{ path: 'svc.toml', status: 'modified', additions: 1, deletions: 1, binary: false, patch_truncated: false }]);
       const changed = diff.patch.split('\n').filter((l: string) => /^[+-](?![+-])/.test(l));
       expect(changed).to.deep.equal(['-enabled = true', '+enabled = false']);
       // Already in that state on main: 409, no CR.
@@ -54,18 +55,28 @@ describe('triggers', function () {
       expect(merged.status).to.equal(200);
     }));
 
-  it('a manual fire without the sessions capability is recorded as "sessions unavailable" (503), not faked', () =>
-    withProject({ slug: 'trg-fire', env: { SVC_SCHEDULER: '0' } }, async (p) => {
+  it('a manual fire spawns a session the same way as an interactive one: the trigger\'s prompt, bootstrap, the project\'s secrets', () =>
+    withSessionProject({ slug: 'trg-fire', env: { SVC_SCHEDULER: '0' } }, async (p) => {
+      expect((await p.api.call('PUT', `${projectPath(p)}/secrets/GREETING`, { value: 'hello-from-secrets' })).status).to.equal(204);
       await mergeChange(p, 'triggers', { 'svc.toml': MANIFEST });
       const tp = `${projectPath(p)}/triggers`;
       await eventually(async () => (await p.api.get(tp)).body.triggers?.length === 2, 'sync');
-      const r = await p.api.post(`${tp}/off/fire`, {});
-      expect(r.status).to.equal(503);
-      expect(r.body).to.include({ error: 'Sessions unavailable', outcome: 'sessions unavailable' });
-      const t = (await p.api.get(`${tp}/off`)).body.trigger;
+      const r = await p.api.post(`${tp}/nightly/fire`, {});
+      expect(r.status, JSON.stringify(r.body)).to.equal(202);
+      const s = r.body.session;
+      expect(s).to.include({ status: 'provisioning', agent: 'build', base_ref: 'main' });
+      const t = (await p.api.get(`${tp}/nightly`)).body.trigger;
       expect(t.last_fired_at).to.be.a('string');
-      expect(t.fires).to.have.length(1);
-      expect(t.fires[0]).to.include({ kind: 'manual', outcome: 'sessions unavailable', session_id: null });
+      expect(t.fires[0]).to.include({ kind: 'manual', outcome: 'spawned', session_id: s.session_id });
+      const one = `${p.sessions}/${s.session_id}`;
+      const running = await waitForStatus(p.api, one, ['running', 'failed']);
+      expect(running.status, JSON.stringify(running.error)).to.equal('running');
+      const env = (await agentReady(p.api, `${one}/agent/fake/state`)).body.env as Record<string, string>;
+      expect(env.SVC_INITIAL_PROMPT).to.equal('Clean up');
+      expect(env.SVC_BOOTSTRAP_AGENT_SESSION).to.equal('1');
+      expect(env.GREETING).to.equal('hello-from-secrets');
+      expect(env.SVC_PROJECT_SECRET_NAMES).to.equal('GREETING');
+      expect(env.SVC_PROJECT_SECRETS_REVISION).to.equal('1');
     }));
 
   it('the scheduler spawns through spawnSession once per tick across two schedulers, and never fires a disabled trigger', () =>

@@ -1,20 +1,8 @@
 import { expect } from 'chai';
 import { readdir, readFile } from 'node:fs/promises';
 import { client } from '../../support/http.js';
-import { pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { agentReady, pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
-
-async function agentReady(api: { get: (p: string) => Promise<any> }, url: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = await api.get(url);
-    if (r.status !== 503 || Date.now() > deadline) {
-      expect(r.status, JSON.stringify(r.body)).to.equal(200);
-      return r;
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
 
 /** Processes whose environment names this session (its sandbox's entrypoint, daemon, runtime). */
 async function processesOf(sessionId: string): Promise<number> {
