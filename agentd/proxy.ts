@@ -11,7 +11,8 @@ import { downstreamResponseHeaders, upstreamRequestHeaders, type ProxyTarget } f
  * request down with it.
  */
 export class LoopbackProxy {
-  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo' });
+  /** Keep-alive to the upstream, Nagle off once per socket (not per request). */
+  private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', noDelay: true } as http.AgentOptions);
 
   constructor(
     private readonly token: string,
@@ -31,7 +32,6 @@ export class LoopbackProxy {
       headers: upstreamRequestHeaders(req, this.token, false),
       agent: this.agent,
     });
-    upReq.on('socket', (s) => s.setNoDelay(true));
     upReq.on('response', (upRes) => {
       const headers = downstreamResponseHeaders(upRes.headers);
       if (setCookie) headers['set-cookie'] = [...toArray(headers['set-cookie']), setCookie];

@@ -14,7 +14,7 @@ import {
 } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { fromRow } from '../../projections/change-requests.js';
+import { fromRow } from './projection.js';
 import { appendAndProject, handleCommand } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
 import type { ProjectRecord, ProjectRepos } from './repos.js';

@@ -179,12 +179,26 @@ class RemoteProjectRepo implements ProjectRepo {
    * joined fetch may predate the tips we read, hence a second round.
    */
   private async ensureCommits(shas: string[], missing: () => Error): Promise<void> {
+    // Commits seen in the mirror stay there (no gc, refs only pruned): tips already
+    // checked are not checked again, so a repeated read costs no git process here.
+    if (shas.every((sha) => this.inMirror.has(sha))) return;
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
-      if (await this.hasCommits(shas)) return;
+      if (await this.hasCommits(shas)) return this.remember(shas);
       await this.mirror.fetch(() => this.fetchAll());
     }
     if (!(await this.hasCommits(shas))) throw missing();
+    this.remember(shas);
+  }
+
+  /** Commits known to be in the mirror, oldest first (bounded). */
+  private readonly inMirror = new Set<string>();
+  private remember(shas: string[]): void {
+    for (const sha of shas) {
+      this.inMirror.delete(sha);
+      this.inMirror.add(sha);
+    }
+    while (this.inMirror.size > 4096) this.inMirror.delete(this.inMirror.values().next().value!);
   }
 
   /** One `cat-file --batch-check` for all of them (machine output: `<sha> commit <size>`). */
@@ -279,7 +293,6 @@ class RemoteProjectRepo implements ProjectRepo {
   }
 }
 
-/** `git push --porcelain` prints `<flag>\t<src>:<dst>\t<summary>` per ref. */
 /**
  * `git push --porcelain` reports each ref as `<flag>\t<from>:<to>\t<summary>`. The
  * summary of a refused ref starts with `[rejected]` (refused here: with a lease, only a
