@@ -181,7 +181,8 @@ export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string,
 
 export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  // Under the merge lock: a close never lands between a merge's push and its record.
+  // Under the merge lock, like close: a reopen is decided on the CR's state after any merge
+  // in progress has been recorded, never between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
     (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
   );
