@@ -14,7 +14,7 @@ import {
   type ChangeRequestEvent,
 } from '../../domain/change-request/index.js';
 import { notFound } from '../../domain/errors.js';
-import { crQueries } from '../../sql/queries/change-requests.js';
+import { crQueries, type ProjectedAppend } from '../../sql/queries/change-requests.js';
 import { fromRow, projectChangeRequest, toRow, type CrRow } from './projection.js';
 
 export interface Handled {
@@ -129,7 +129,7 @@ export async function appendAndProject(
 
 export type { CrRow };
 
-export type ProjectedAppend = Parameters<typeof crQueries.appendOneAndProject>[0];
+export type { ProjectedAppend };
 
 async function appendProjectedOne(db: Executor, cmd: ProjectedAppend): Promise<StoredEvent | null> {
   return (await db.rows<StoredEvent>(crQueries.appendOneAndProject(cmd)))[0] ?? null;

@@ -33,6 +33,19 @@ const guardedRows = (source: string) => `
   FROM ${source} r
   WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)`;
 
+/** One CR event to append at `expected` with the row it produces (the command path). */
+export interface ProjectedAppend {
+  streamId: string;
+  streamType: string;
+  projectId: string;
+  expected: number;
+  eventId: string;
+  type: string;
+  data: unknown;
+  metadata: unknown;
+  row: object;
+}
+
 export const crQueries = {
   upsert: (row: object): Query => ({
     name: 'cr_upsert',
@@ -48,17 +61,7 @@ export const crQueries = {
    * row is written only if the event was. Returns the stored event, or no row when the
    * stream had moved on (the caller re-reads and decides again).
    */
-  appendOneAndProject: (p: {
-    streamId: string;
-    streamType: string;
-    projectId: string;
-    expected: number;
-    eventId: string;
-    type: string;
-    data: unknown;
-    metadata: unknown;
-    row: object;
-  }): Query => ({
+  appendOneAndProject: (p: ProjectedAppend): Query => ({
     name: 'cr_append_one_and_project',
     text: `${APPEND_ONE_CTES},
       p AS (
@@ -85,17 +88,7 @@ export const crQueries = {
    * its expected version appends nothing and writes no row, without affecting the others.
    * At most one command per stream (the caller batches so); returns the stored events.
    */
-  appendManyAndProject: (cmds: {
-    streamId: string;
-    streamType: string;
-    projectId: string;
-    expected: number;
-    eventId: string;
-    type: string;
-    data: unknown;
-    metadata: unknown;
-    row: object;
-  }[]): Query => ({
+  appendManyAndProject: (cmds: ProjectedAppend[]): Query => ({
     name: 'cr_append_many_and_project',
     text: `WITH i AS (
         SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bigint[], $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9::jsonb[])
