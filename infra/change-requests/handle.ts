@@ -67,7 +67,9 @@ export async function handleCommand(
   const attempts = opts.attempts ?? 5;
   if (!opts.inTx) {
     for (let i = 1; i <= attempts; i++) {
-      const d = await decideOnRow(db, projectId, crId, command, db.dedicated ? undefined : db.pool);
+      // Group commit needs the pool; a lock holder's connection (or a Db without a pool) goes alone.
+      const pool = db.dedicated || !db.pool ? undefined : db.pool;
+      const d = await decideOnRow(db, projectId, crId, command, pool);
       if (d.done) return d.done;
       const [event] = d.events;
       if (d.events.length !== 1 || !event) break; // the decider emits at most one; if that changes, the transactional path serves
@@ -83,7 +85,7 @@ export async function handleCommand(
         metadata: { actor: d.actor },
         row: toRow(next, d.version + 1),
       };
-      const one = db.dedicated ? await appendProjectedOne(db, cmd) : await groupCommitFor(db.pool).submit(cmd);
+      const one = pool ? await groupCommitFor(pool).submit(cmd) : await appendProjectedOne(db, cmd);
       const stored = one ? [one] : [];
       if (stored.length === 1) return { cr: next, events: stored };
       if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), d.version, await streamVersion(db, streamIdOf(crId)));
