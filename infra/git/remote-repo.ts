@@ -92,21 +92,18 @@ class RemoteProjectRepo implements ProjectRepo {
 
   async diffBranches(baseRef: string, headRef: string): Promise<DiffResult> {
     const { base, head } = await this.liveTips(baseRef, headRef);
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
-    return this.engine.diff(this.mirror.path, base, head);
+    return this.withCommits([base, head], () => refMoved(`refs/heads/${baseRef}`), () => this.engine.diff(this.mirror.path, base, head));
   }
 
   async diffCommits(baseSha: string, headSha: string): Promise<DiffResult> {
     assertSha(baseSha, 'base_sha');
     assertSha(headSha, 'head_sha');
-    await this.ensureCommits([baseSha, headSha], () => notFound('Commit'));
-    return this.engine.diff(this.mirror.path, baseSha, headSha);
+    return this.withCommits([baseSha, headSha], () => notFound('Commit'), () => this.engine.diff(this.mirror.path, baseSha, headSha));
   }
 
   async preview(baseRef: string, headRef: string): Promise<MergePreview> {
     const { base, head } = await this.liveTips(baseRef, headRef);
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
-    return this.engine.preview(this.mirror.path, base, head);
+    return this.withCommits([base, head], () => refMoved(`refs/heads/${baseRef}`), () => this.engine.preview(this.mirror.path, base, head));
   }
 
   async branchContains(branch: string, sha: string): Promise<boolean> {
@@ -178,10 +175,28 @@ class RemoteProjectRepo implements ProjectRepo {
    * serve any answer about them); otherwise join the fetch in flight or start one. A
    * joined fetch may predate the tips we read, hence a second round.
    */
+  /**
+   * A read (diff, preview) on commits that must be in the mirror. Commits seen there stay
+   * (no gc; refs are only pruned), so tips already checked are not checked again and a
+   * repeated read costs no git process for it. The mirror is a cache that may be deleted:
+   * if the read fails on commits taken as known, they are checked (and fetched) again and
+   * the read is retried once.
+   */
+  private async withCommits<T>(shas: string[], missing: () => Error, read: () => Promise<T>): Promise<T> {
+    if (shas.every((sha) => this.inMirror.has(sha))) {
+      try {
+        return await read();
+      } catch (err) {
+        if (err instanceof DomainError) throw err; // an answer about the commits, not a missing object
+        for (const sha of shas) this.inMirror.delete(sha);
+        this.mirror.recheck();
+      }
+    }
+    await this.ensureCommits(shas, missing);
+    return read();
+  }
+
   private async ensureCommits(shas: string[], missing: () => Error): Promise<void> {
-    // Commits seen in the mirror stay there (no gc, refs only pruned): tips already
-    // checked are not checked again, so a repeated read costs no git process here.
-    if (shas.every((sha) => this.inMirror.has(sha))) return;
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
       if (await this.hasCommits(shas)) return this.remember(shas);
