@@ -137,6 +137,13 @@ async function appendProjectedOne(db: Executor, cmd: ProjectedAppend): Promise<S
   return (await db.rows<StoredEvent>(crQueries.appendOneAndProject(cmd)))[0] ?? null;
 }
 
+/**
+ * Statements of one kind (grouped reads, grouped appends) in flight at once, each on its
+ * own pool connection: enough to keep Postgres busy while a commit waits for its WAL
+ * flush, few enough that batches form under load.
+ */
+export const GROUP_IN_FLIGHT = 4;
+
 /** One group commit per pool: the commands of every request in this process share it. */
 const groupCommits = new WeakMap<pg.Pool, GroupCommit<ProjectedAppend, StoredEvent | null>>();
 
@@ -145,6 +152,7 @@ function groupCommitFor(pool: pg.Pool): GroupCommit<ProjectedAppend, StoredEvent
   if (!gc) {
     const ex = executor(pool);
     gc = createGroupCommit<ProjectedAppend, StoredEvent | null>({
+      maxInFlight: GROUP_IN_FLIGHT,
       key: (c) => c.streamId,
       runOne: (c) => appendProjectedOne(ex, c),
       async runBatch(cmds) {
@@ -167,6 +175,7 @@ function groupReadFor(pool: pg.Pool): GroupCommit<RowKey, Record<string, unknown
   if (!gr) {
     const ex = executor(pool);
     gr = createGroupCommit<RowKey, Record<string, unknown> | undefined>({
+      maxInFlight: GROUP_IN_FLIGHT,
       key: (k) => `${k.projectId}/${k.crId}`,
       runOne: (k) => ex.one(crQueries.byId(k.projectId, k.crId)),
       async runBatch(keys) {

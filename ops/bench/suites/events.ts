@@ -185,8 +185,10 @@ export const run: BenchSuite = async ({ quick }) => {
       await c.connect();
       clients.push(c);
     }
-    const perWriter = quick ? 60 : 400;
-    const rounds = quick ? 1 : 3;
+    // Short rounds, many of them: the floor and the appends of one round see the same
+    // moment of a shared machine, and the ratio is taken per round (median of rounds).
+    const perWriter = quick ? 60 : 240;
+    const rounds = quick ? 1 : 5;
     // Warm-up: connections, plans, caches.
     await floorRun(clients, solo!, 10);
     await appendRun(db, solo!, 10);
@@ -205,6 +207,8 @@ export const run: BenchSuite = async ({ quick }) => {
     const f = median(floor);
     const a = median(plain);
     const ap = median(projected);
+    const plainRatio = median(plain.map((v, i) => v / floor[i]!));
+    const projectedRatio = median(projected.map((v, i) => v / floor[i]!));
     const sync = (await db.one<{ s: string }>({ text: "SELECT current_setting('synchronous_commit') AS s", values: [] }))?.s;
     const fsync = (await db.one<{ s: string }>({ text: "SELECT current_setting('fsync') AS s", values: [] }))?.s;
     const env = `${os.availableParallelism()} cores shared with Postgres; fsync=${fsync}, synchronous_commit=${sync}`;
@@ -215,7 +219,7 @@ export const run: BenchSuite = async ({ quick }) => {
         value: a,
         unit: 'events/s',
         floor: f,
-        ratio: a / f,
+        ratio: plainRatio,
         goal: '>= 3,000 events/s',
         met: a >= 3000,
         notes: `${WRITERS}x${perWriter} appends, median of ${rounds} (${plain.map(Math.round).join('/')}); floor: autocommit single-row INSERTs into a plain table, ${WRITERS} direct connections (${floor.map(Math.round).join('/')}); ${env}`,
@@ -226,10 +230,10 @@ export const run: BenchSuite = async ({ quick }) => {
         value: ap,
         unit: 'events/s',
         floor: f,
-        ratio: ap / f,
+        ratio: projectedRatio,
         goal: '>= 0.5x floor',
-        met: ap / f >= 0.5,
-        notes: `open (number + Opened + row) every 16th step, else close/reopen via handleCommand (group-committed: ${gcStats.batches} statements for ${gcStats.commands} commands in the timed rounds); one project per writer; median of ${rounds} (${projected.map(Math.round).join('/')}); issue 16's earlier goal >= 3,000 events/s: ${ap >= 3000 ? 'met' : 'not met'} on this machine`,
+        met: projectedRatio >= 0.5,
+        notes: `open (number + Opened + row) every 16th step, else close/reopen via handleCommand (group-committed: ${gcStats.batches} statements for ${gcStats.commands} commands in the timed rounds); one project per writer; median of ${rounds} (${projected.map(Math.round).join('/')}); ratio = median of per-round ratios (${projected.map((v, i) => (v / floor[i]!).toFixed(2)).join('/')}); issue 16's earlier goal >= 3,000 events/s: ${ap >= 3000 ? 'met' : 'not met'} on this machine`,
       },
       {
         suite: 'events',

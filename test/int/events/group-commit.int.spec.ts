@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { appendAndProject, crGroupCommit, handleCommand, type ProjectedAppend } from '../../../infra/change-requests/handle.js';
+import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type ProjectedAppend } from '../../../infra/change-requests/handle.js';
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
@@ -80,17 +80,17 @@ describe('group-committed CR appends', function () {
       };
     };
     const gc = crGroupCommit(t.db);
-    // Two commands held in flight (their stream rows locked by another transaction) fill
-    // the batcher; the three queued behind them then go out as one batch.
-    const [d, e] = await Promise.all([openCr(), openCr()]);
+    // Commands held in flight (their stream rows locked by another transaction) fill the
+    // batcher's slots; the three queued behind them then go out as one batch.
+    const heldIds = await Promise.all(Array.from({ length: GROUP_IN_FLIGHT }, () => openCr()));
     const locker = await t.db.connect();
     const cmds = [await cmd(a!, 1), await cmd(b!, 7), await cmd(c!, 1)];
-    const held = [await cmd(d!, 1), await cmd(e!, 1)];
+    const held = await Promise.all(heldIds.map((id) => cmd(id, 1)));
     const before = gc.stats();
     let res: Awaited<ReturnType<typeof gc.submit>>[];
     try {
       await locker.query('BEGIN');
-      await locker.query('SELECT 1 FROM streams WHERE stream_id = ANY($1) FOR UPDATE', [[streamIdOf(d!), streamIdOf(e!)]]);
+      await locker.query('SELECT 1 FROM streams WHERE stream_id = ANY($1) FOR UPDATE', [heldIds.map(streamIdOf)]);
       const blocked = held.map((h) => gc.submit(h));
       const queued = cmds.map((x) => gc.submit(x));
       await locker.query('COMMIT');
@@ -100,7 +100,7 @@ describe('group-committed CR appends', function () {
       locker.release();
     }
     const after = gc.stats();
-    expect([after.batches - before.batches, after.commands - before.commands], 'd, e, then [a, b, c] together').to.deep.equal([3, 5]);
+    expect([after.batches - before.batches, after.commands - before.commands], 'the held ones alone, then [a, b, c] together').to.deep.equal([GROUP_IN_FLIGHT + 1, GROUP_IN_FLIGHT + 3]);
     expect(res.map((r) => r?.stream_position ?? null)).to.deep.equal([2, null, 2]);
     expect((await readStream(t.db, streamIdOf(b!))).length, 'the stale one appended nothing').to.equal(1);
     const rowB = await t.db.one<{ title: string; stream_version: number }>(crQueries.byId(p.projectId, b!));
