@@ -1,5 +1,13 @@
-import { spawn } from 'node:child_process';
+import { runGit as runGitProcess } from '../infra/git/run.js';
+import { isGitCommandError } from '../infra/git/errors.js';
 
+/**
+ * The daemon's git calls go through the server's one git runner (infra/git/run.ts): an
+ * argument vector, never a shell, and an environment built from scratch (no host git
+ * config, no prompts, C locale, nothing of the parent's GIT_* variables). The daemon adds
+ * only what a sandbox's network may need to reach the remote (proxies, CA bundles) and
+ * the per-call variables (credential helper input). Outcomes are read from exit codes.
+ */
 export interface GitResult {
   code: number;
   stdout: string;
@@ -13,31 +21,36 @@ export interface GitOptions {
   timeoutMs?: number;
 }
 
-/**
- * Runs git with an argument vector (never a shell string). Outcomes are read from the
- * exit code; stdout/stderr are returned for logging and machine output only.
- */
-export function runGit(args: string[], opts: GitOptions = {}): Promise<GitResult> {
-  return new Promise((resolve) => {
-    const child = spawn('git', args, {
-      cwd: opts.cwd,
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...opts.env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+/** Variables of the daemon's own environment that git may need to reach a remote. */
+const NETWORK_ENV = ['HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'no_proxy', 'all_proxy', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO'] as const;
+
+function networkEnv(): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of NETWORK_ENV) {
+    const v = process.env[k];
+    if (v !== undefined) out[k] = v;
+  }
+  return out;
+}
+
+/** Every exit code is an outcome here: callers read `code`. */
+const ANY_EXIT = Array.from({ length: 256 }, (_, i) => i);
+
+export async function runGit(args: string[], opts: GitOptions = {}): Promise<GitResult> {
+  try {
+    const r = await runGitProcess(args, {
+      ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+      env: { ...networkEnv(), ...opts.env },
+      timeoutMs: opts.timeoutMs ?? 300_000,
+      okCodes: ANY_EXIT,
+      input: '',
     });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 300_000);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      resolve({ code: 127, stdout, stderr: stderr + String(err) });
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? (signal ? 128 : 1), stdout, stderr });
-    });
-  });
+    return { code: r.code, stdout: r.stdout.toString('utf8'), stderr: r.stderr };
+  } catch (err) {
+    // Killed (timeout: a signal) or not started at all (git missing).
+    if (isGitCommandError(err)) return { code: err.exitCode ?? 128, stdout: '', stderr: err.stderr || err.message };
+    return { code: 127, stdout: '', stderr: String(err) };
+  }
 }
 
 export class GitError extends Error {
@@ -56,20 +69,5 @@ export async function git(args: string[], opts: GitOptions = {}): Promise<string
   return r.stdout.trim();
 }
 
-/** Ref names that reach git as arguments must be refs, never options. */
-export function isSafeRefName(name: string): boolean {
-  return (
-    name.length > 0 &&
-    name.length <= 255 &&
-    !name.startsWith('-') &&
-    !name.startsWith('/') &&
-    !name.endsWith('/') &&
-    !name.endsWith('.lock') &&
-    !name.endsWith('.') &&
-    !name.includes('..') &&
-    !name.includes('@{') &&
-    !name.includes('//') &&
-    // eslint-disable-next-line no-control-regex
-    !/[\x00-\x20\x7f~^:?*[\\]/.test(name)
-  );
-}
+/** Branch names that reach git as arguments: the server's one validator (infra/git/refs.ts). */
+export { isValidBranchName as isSafeRefName } from '../infra/git/refs.js';

@@ -73,7 +73,7 @@ export function authorizeProxy(
   if (candidates.length === 0) throw unauthorized(contextFailureMessage.missing);
   let failure: keyof typeof contextFailureMessage = 'missing';
   for (const c of candidates) {
-    const check = verifyUserContext(key, c.value, target.port, nowSeconds);
+    const check = verifyCached(key, c.value, target.port, nowSeconds);
     if (check.ok) {
       const setCookie = c.source === 'query' ? previewCookie(c.value, check.context.exp - nowSeconds, target.cookiePath, req) : undefined;
       return { context: check.context, setCookie };
@@ -81,6 +81,28 @@ export function authorizeProxy(
     failure = check.reason;
   }
   throw unauthorized(contextFailureMessage[failure]);
+}
+
+/**
+ * Verified contexts by (key, value): a page's requests repeat one value, so its HMAC,
+ * decoding and schema check run once; expiry and port are checked on every request.
+ * Only successes are kept, at most 1,024 (then the cache starts over).
+ */
+const verified = new Map<string, UserContext>();
+function verifyCached(key: string, value: string, port: number, nowSeconds: number): ReturnType<typeof verifyUserContext> {
+  const id = `${key}\0${value}`;
+  const hit = verified.get(id);
+  if (hit) {
+    if (hit.exp <= nowSeconds) return { ok: false, reason: 'expired' };
+    if (hit.port !== undefined && hit.port !== port) return { ok: false, reason: 'wrong_port' };
+    return { ok: true, context: hit };
+  }
+  const check = verifyUserContext(key, value, port, nowSeconds);
+  if (check.ok) {
+    if (verified.size >= 1024) verified.clear();
+    verified.set(id, check.context);
+  }
+  return check;
 }
 
 function previewCookie(value: string, maxAge: number, cookiePath: string, req: IncomingMessage): string {
@@ -114,30 +136,31 @@ const HOP_BY_HOP = new Set([
  */
 export function upstreamRequestHeaders(req: IncomingMessage, token: string, upgrade: boolean): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  const listed = new Set(
-    String(req.headers.connection ?? '')
-      .split(',')
-      .map((s) => s.trim().toLowerCase())
-      .filter(Boolean),
-  );
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || listed.has(name) || name === USER_CONTEXT_HEADER) continue;
+  const h = req.headers;
+  // Headers named by Connection are hop-by-hop too; the common values name none.
+  const conn = h.connection;
+  const listed = conn === undefined || /^\s*(keep-alive|close)\s*$/i.test(conn) ? null : new Set(conn.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+  for (const name in h) {
+    const value = h[name];
+    if (value === undefined || HOP_BY_HOP.has(name) || name === USER_CONTEXT_HEADER || listed?.has(name)) continue;
     out[name] = value;
   }
-  const cookie = stripCookie(req.headers.cookie, USER_CONTEXT_COOKIE);
-  if (cookie === undefined) delete out.cookie;
-  else out.cookie = cookie;
-  if (bearerMatches(req.headers.authorization, token)) delete out.authorization;
+  if (h.cookie !== undefined) {
+    const cookie = stripCookie(h.cookie, USER_CONTEXT_COOKIE);
+    if (cookie === undefined) delete out.cookie;
+    else out.cookie = cookie;
+  }
+  if (h.authorization !== undefined && bearerMatches(h.authorization, token)) delete out.authorization;
   const remote = req.socket.remoteAddress;
   if (remote) {
-    const prior = req.headers['x-forwarded-for'];
+    const prior = h['x-forwarded-for'];
     out['x-forwarded-for'] = prior ? `${String(prior)}, ${remote}` : remote;
   }
-  if (req.headers.host && !req.headers['x-forwarded-host']) out['x-forwarded-host'] = req.headers.host;
-  if (!req.headers['x-forwarded-proto']) out['x-forwarded-proto'] = 'http';
+  if (h.host && !h['x-forwarded-host']) out['x-forwarded-host'] = h.host;
+  if (!h['x-forwarded-proto']) out['x-forwarded-proto'] = 'http';
   if (upgrade) {
     out.connection = 'Upgrade';
-    if (typeof req.headers.upgrade === 'string') out.upgrade = req.headers.upgrade;
+    if (typeof h.upgrade === 'string') out.upgrade = h.upgrade;
   }
   return out;
 }
@@ -145,7 +168,8 @@ export function upstreamRequestHeaders(req: IncomingMessage, token: string, upgr
 /** Response headers for the client: hop-by-hop headers dropped. */
 export function downstreamResponseHeaders(headers: NodeJS.Dict<string | string[]>): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined || HOP_BY_HOP.has(name)) continue;
     out[name] = value;
   }

@@ -18,6 +18,9 @@ export interface ServerDeps {
   now?: () => number;
 }
 
+/** One shared no-op listener: a socket error is answered elsewhere (or the client is gone). */
+const ignore = (): undefined => undefined;
+
 const isControlPath = (url: string | undefined) => url !== undefined && (url === '/svc' || /^\/svc[/?]/.test(url));
 const controlPath = (url: string) => url.split('?')[0]!;
 
@@ -29,8 +32,8 @@ export function createDaemonServer(deps: ServerDeps): http.Server {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
 
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    req.on('error', () => undefined);
-    res.on('error', () => undefined);
+    req.on('error', ignore);
+    res.on('error', ignore);
     if (isControlPath(req.url)) {
       handleControl(req, res, controlPath(req.url!), deps.control).catch((err: unknown) => answerError(res, err));
       return;

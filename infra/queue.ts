@@ -51,7 +51,12 @@ export async function startQueue(
   boss.on('error', (err: Error) => logger.error({ err: err.message }, 'queue error'));
   await boss.start();
   for (const name of opts.queues) {
-    if (!(await boss.getQueue(name))) await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1, expireInSeconds: 300 }).catch(() => {});
+    if (!(await boss.getQueue(name))) {
+      // Another starter may create it at the same moment: only that race is not an error.
+      await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1, expireInSeconds: 300 }).catch(async (err: unknown) => {
+        if (!(await boss.getQueue(name))) throw err;
+      });
+    }
   }
 
   const waiters = new Map<string, () => void>();
@@ -157,7 +162,7 @@ export async function startQueue(
         }
         pending = false;
         fetching = true;
-        const jobs = await boss.fetch<object>(name, { batchSize: concurrency - active }).catch((err: Error) => {
+        const jobs = await boss.fetch<object>(name, { batchSize: concurrency - active, includeMetadata: true }).catch((err: Error) => {
           logger.warn({ err: err.message, queue: name }, 'fetch failed');
           return [];
         });
@@ -168,7 +173,7 @@ export async function startQueue(
             let out: JobOutput;
             try {
               await db.run(claims.claim(job.id, name, workerId));
-              out = await handler(job.data, { id: job.id, retryCount: 0 });
+              out = await handler(job.data, { id: job.id, retryCount: job.retryCount });
             } catch (err) {
               // Unexpected failures are retried by pg-boss; typed outcomes are results.
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
@@ -182,7 +187,9 @@ export async function startQueue(
             try {
               await boss.complete(name, job.id, out as object);
             } catch (err) {
-              // The work is done and idempotent; the job expires and its retry finds it done.
+              // The work is done; only its result is not recorded. The job stays active until it
+              // expires, then pg-boss retries it: the retry finds the CR no longer open and records
+              // that typed outcome (it never merges twice).
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not record a job result');
             }
             await db.run(claims.release(job.id, workerId)).catch(() => {});

@@ -1,44 +1,11 @@
-import type { Executor } from '../infra/db/db.js';
 import type { StoredEvent } from '../infra/event-store.js';
-import {
-  evolve,
-  parseChangeRequestEvent,
-  STREAM_TYPE,
-  type ChangeRequest,
-  type CrState,
-} from '../domain/change-request/index.js';
-import { crQueries } from '../sql/queries/change-requests.js';
+import { evolve, parseChangeRequestEvent, STREAM_TYPE, type CrState } from '../domain/change-request/index.js';
+import { toRow, type CrRow } from '../infra/change-requests/projection.js';
 
 /**
- * The `change_requests` projection. A row is a pure function of its CR stream: the folded
- * state plus the stream version. The inline projector and the rebuild both go through
- * `toRow`, so `rebuild --verify` compares like with like.
+ * The `change_requests` projection, replayed. The inline projector lives with the command
+ * path (infra/change-requests/projection.ts); both go through `toRow`.
  */
-export interface CrRow extends ChangeRequest {
-  stream_version: number;
-}
-
-export const toRow = (state: ChangeRequest, version: number): CrRow => ({ ...state, stream_version: version });
-
-/** Inline: called in the append transaction with the state after the new events. */
-export async function projectChangeRequest(tx: Executor, state: ChangeRequest, version: number): Promise<void> {
-  await tx.run(crQueries.upsert(toRow(state, version)));
-}
-
-const iso = (v: unknown): string | null => (v === null || v === undefined ? null : new Date(v as string).toISOString());
-
-/** A row read from Postgres back into domain state (Dates to ISO strings). */
-export function fromRow(row: Record<string, unknown>): CrRow {
-  const r = row as unknown as CrRow;
-  return {
-    ...r,
-    merged_at: iso(r.merged_at),
-    closed_at: iso(r.closed_at),
-    created_at: iso(r.created_at)!,
-    updated_at: iso(r.updated_at)!,
-    stream_version: Number(r.stream_version),
-  };
-}
 
 /** Folds CR events in log order, keeping one state per stream (rebuilds). */
 export class ChangeRequestFolder {

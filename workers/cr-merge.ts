@@ -16,8 +16,10 @@ const jobSchema = z.object({
 
 /**
  * `cr.merge`: typed outcomes (409 conflicts, a moved head, a CR no longer open) are
- * results handed back to the waiting request; anything else throws and pg-boss retries,
- * which `runMerge` makes safe.
+ * results handed back to the waiting request; anything else throws: the job is failed,
+ * the waiting request gets the error, and pg-boss retries the job in the background (up
+ * to its retry limit; `retryCount` says which attempt), which `runMerge`'s recorded merge
+ * attempt makes safe.
  */
 export function crMergeHandler(deps: CrDeps) {
   return async (data: unknown): Promise<JobOutput> => {

@@ -171,7 +171,10 @@ export async function reconcileMergeAttempts(deps: CrDeps): Promise<number> {
   for (const a of await deps.db.rows<MergeAttemptRow>(attempts.all())) {
     const project = await deps.db.one<ProjectRecord>(projectQueries.byId(a.project_id));
     if (!project) continue;
-    const cr = await findCr(deps.db, project.project_id, a.cr_id).catch(() => null);
+    const cr = await findCr(deps.db, project.project_id, a.cr_id).catch((err: unknown) => {
+      if (isDomainError(err) && err.code === 'not_found') return null; // the CR went with its project
+      throw err;
+    });
     if (!cr) continue;
     try {
       await withMergeLock(deps, project.project_id, cr.base_ref, async (db) => {

@@ -14,7 +14,7 @@ import {
 } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { fromRow, toRow } from '../../projections/change-requests.js';
+import { fromRow, toRow } from './projection.js';
 import { appendAndProject, handleCommand } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
@@ -181,7 +181,7 @@ async function applyManyTips(
     next.set(cr.cr_id, { ...folded, stream_version: stream_version + 1 });
   }
   if (items.length === 0) return new Map();
-  const stored = await deps.db.rows<{ stream_id: string }>(crQueries.appendManyAndProject(project.project_id, items));
+  const stored = await deps.db.rows<{ stream_id: string }>(crQueries.appendRefreshesAndProject(project.project_id, items));
   const written = new Set(stored.map((r) => r.stream_id));
   // A stream that moved meanwhile was skipped: its stored row is served, the next read refreshes it.
   return new Map([...next].filter(([id]) => written.has(streamIdOf(id))));
@@ -342,7 +342,8 @@ export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string,
 
 export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  // Under the merge lock: a close never lands between a merge's push and its record.
+  // Under the merge lock, like close: a reopen is decided on the CR's state after any merge
+  // in progress has been recorded, never between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
     (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
   );

@@ -30,14 +30,35 @@ export interface Db extends Executor {
   connect(): Promise<pg.PoolClient>;
   readonly pool: pg.Pool;
   readonly url: string;
+  /** Bound to one checked-out connection (`singleConnection`): work must stay on it. */
+  readonly dedicated?: boolean;
   close(): Promise<void>;
+}
+
+/**
+ * The one transaction helper: BEGIN (at `isolation`), `fn`, COMMIT; ROLLBACK on any error
+ * and rethrow that error (a failed ROLLBACK is attached as its `cause` when it had none,
+ * never in its place). Every `Db.transaction` goes through it.
+ */
+export async function inTransaction<T>(client: pg.ClientBase, fn: (tx: Executor) => Promise<T>, isolation?: Isolation): Promise<T> {
+  await client.query(isolation ? `BEGIN ISOLATION LEVEL ${isolationSql[isolation]}` : 'BEGIN');
+  try {
+    const result = await fn(executor(client));
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: unknown) => {
+      if (err instanceof Error && err.cause === undefined) err.cause = rollbackErr;
+    });
+    throw err;
+  }
 }
 
 // bigint (int8) columns come back as strings by default; positions fit in a JS number.
 pg.types.setTypeParser(pg.types.builtins.INT8, (v: string) => Number(v));
 
 /** Adapts a pool or a checked-out client (inside a transaction it controls) to `Executor`. */
-export function executor(client: pg.Pool | pg.PoolClient): Executor {
+export function executor(client: pg.Pool | pg.ClientBase): Executor {
   return {
     async rows<R>(q: Query) {
       return (await client.query(q)).rows as R[];
@@ -69,13 +90,7 @@ export function createDb(url: string, opts: { max?: number; logger?: Logger; app
     async transaction<T>(fn: (tx: Executor) => Promise<T>, o: { isolation?: Isolation } = {}) {
       const client = await pool.connect();
       try {
-        await client.query(o.isolation ? `BEGIN ISOLATION LEVEL ${isolationSql[o.isolation]}` : 'BEGIN');
-        const result = await fn(executor(client));
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
+        return await inTransaction(client, fn, o.isolation);
       } finally {
         client.release();
       }
@@ -96,17 +111,8 @@ export function singleConnection(client: pg.PoolClient, base: Db): Db {
     pool: base.pool,
     url: base.url,
     connect: () => base.connect(),
-    async transaction<T>(fn: (tx: Executor) => Promise<T>, o: { isolation?: Isolation } = {}) {
-      await client.query(o.isolation ? `BEGIN ISOLATION LEVEL ${isolationSql[o.isolation]}` : 'BEGIN');
-      try {
-        const result = await fn(ex);
-        await client.query('COMMIT');
-        return result;
-      } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
-        throw err;
-      }
-    },
+    dedicated: true,
+    transaction: <T>(fn: (tx: Executor) => Promise<T>, o: { isolation?: Isolation } = {}) => inTransaction(client, fn, o.isolation),
     close: async () => {},
   };
 }

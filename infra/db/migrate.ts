@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Db } from './db.js';
+import { inTransaction, type Db } from './db.js';
 import { migrationsDir } from '../paths.js';
 import { migrationQueries as q } from '../../sql/queries/migrations.js';
 import type { Logger } from '../logger.js';
@@ -32,6 +32,8 @@ export async function migrate(db: Db, opts: { logger?: Logger; dir?: string } = 
   const migrations = await loadMigrations(opts.dir);
   const client = await db.connect();
   const applied: number[] = [];
+  let failure: unknown;
+  let broken = false;
   try {
     await client.query(q.lock().text, q.lock().values);
     try {
@@ -41,24 +43,31 @@ export async function migrate(db: Db, opts: { logger?: Logger; dir?: string } = 
       );
       for (const m of migrations) {
         if (done.has(m.version)) continue;
-        await client.query('BEGIN');
         try {
-          await client.query(m.sql);
-          const rec = q.record(m.version, m.name);
-          await client.query(rec.text, rec.values);
-          await client.query('COMMIT');
+          await inTransaction(client, async (tx) => {
+            await tx.run({ text: m.sql, values: [] });
+            await tx.run(q.record(m.version, m.name));
+          });
         } catch (err) {
-          await client.query('ROLLBACK').catch(() => {});
-          throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`);
+          throw new Error(`migration ${m.version}_${m.name} failed: ${(err as Error).message}`, { cause: err });
         }
         applied.push(m.version);
         opts.logger?.info({ version: m.version, name: m.name }, 'applied migration');
       }
+    } catch (err) {
+      failure = err;
+      throw err;
     } finally {
-      await client.query(q.unlock().text, q.unlock().values);
+      // The unlock must not hide the real error: if the migration failed, report that one
+      // (the connection is dropped below, which releases the lock anyway).
+      await client.query(q.unlock().text, q.unlock().values).catch((unlockErr: unknown) => {
+        broken = true;
+        if (failure === undefined) throw unlockErr;
+        opts.logger?.warn({ err: (unlockErr as Error).message }, 'could not release the migration lock after a failure');
+      });
     }
   } finally {
-    client.release();
+    client.release(broken);
   }
   return applied;
 }

@@ -12,11 +12,18 @@ import { diffResult } from './diff-result.js';
  * test/git/engine-differences.int.spec.ts pins down.
  */
 export async function loadNodeGit(): Promise<NodeGit | null> {
+  return (await tryLoadNodeGit()).nodegit;
+}
+
+/** nodegit, or why it could not be loaded (not installed, failed to build, ABI mismatch...). */
+export async function tryLoadNodeGit(): Promise<{ nodegit: NodeGit; reason?: undefined } | { nodegit: null; reason: string }> {
   try {
     const mod = (await import('nodegit' as string)) as { default?: unknown };
-    return (mod.default ?? mod) as NodeGit;
-  } catch {
-    return null;
+    return { nodegit: (mod.default ?? mod) as NodeGit };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const reason = e.code === 'ERR_MODULE_NOT_FOUND' ? 'nodegit is not installed' : `nodegit failed to load: ${e.message?.split('\n')[0] ?? String(err)}`;
+    return { nodegit: null, reason };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { DiffFile, DiffResult, FileStatus, GitEngine, MergeCommitRequest, MergePreview, MergeResult } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
-import { runGit, splitNul, type GitResult } from './run.js';
+import { runGit, type GitResult } from './run.js';
 import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { diffResult } from './diff-result.js';
 
@@ -57,26 +57,23 @@ export class OrtEngine implements GitEngine {
   async diff(repoPath: string, baseSha: string, headSha: string): Promise<DiffResult> {
     assertSha(baseSha, 'base_sha');
     assertSha(headSha, 'head_sha');
-    // merge-base and the three diffs run side by side: `base...head` makes git find the
-    // same merge base itself, so the whole diff costs one round of processes.
+    // One git process for files, statuses, counts and patch (`--raw --numstat -p -z`).
+    // A known merge base (commits are immutable) makes it `diff <mb> <head>`, which is
+    // what `base...head` means, without git finding the base again; on the first read of
+    // a pair, merge-base runs beside `base...head` and is remembered for the next one.
+    const known = this.mergeBases.get(`${repoPath}\0${baseSha}\0${headSha}`);
+    if (known !== undefined) {
+      const from = known === null ? await emptyTree(repoPath) : known;
+      return withoutHugeFiles(repoPath, parseCombinedDiff(baseSha, headSha, known, (await diffOnce(repoPath, from, headSha))!), [from, headSha]);
+    }
     const range = `${baseSha}...${headSha}`;
-    const [mb, numstat, status, patch] = await Promise.all([
-      this.mergeBase(repoPath, baseSha, headSha),
-      diffCmd(repoPath, ['--numstat', '-z'], range),
-      diffCmd(repoPath, ['--name-status', '-z'], range),
-      diffCmd(repoPath, ['--patch'], range),
-    ]);
+    const [mb, out] = await Promise.all([this.mergeBase(repoPath, baseSha, headSha), diffOnce(repoPath, range)]);
     if (mb === null) {
       // No merge base: everything on head is new, so diff from the empty tree.
       const empty = await emptyTree(repoPath);
-      const [n, s, p] = await Promise.all([
-        diffCmd(repoPath, ['--numstat', '-z'], empty, headSha),
-        diffCmd(repoPath, ['--name-status', '-z'], empty, headSha),
-        diffCmd(repoPath, ['--patch'], empty, headSha),
-      ]);
-      return withoutHugeFiles(repoPath, buildDiff(baseSha, headSha, null, n!, s!, p!), [empty, headSha]);
+      return withoutHugeFiles(repoPath, parseCombinedDiff(baseSha, headSha, null, (await diffOnce(repoPath, empty, headSha))!), [empty, headSha]);
     }
-    return withoutHugeFiles(repoPath, buildDiff(baseSha, headSha, mb, numstat!, status!, patch!), [range]);
+    return withoutHugeFiles(repoPath, parseCombinedDiff(baseSha, headSha, mb, out!), [range]);
   }
 
   async preview(repoPath: string, baseSha: string, headSha: string): Promise<MergePreview> {
@@ -217,19 +214,18 @@ export function parseMergeTree(r: GitResult): MergeTreeResult {
 
 const DIFF_FLAGS = ['--no-renames', '--no-ext-diff', '--no-textconv', '--no-color', '--ignore-submodules=none'];
 
-/** The most patch text read from git for one diff: memory stays bounded (the API's limits cut further). */
+/** The most diff output read from git for one diff: memory stays bounded (the API's limits cut further). */
 export const PATCH_READ_CAP = 32 * 1024 * 1024;
-/** Patch buffers that hit PATCH_READ_CAP (their last file section is partial). */
+/** Outputs that hit PATCH_READ_CAP (the patch's last file section is partial; stats come first and are whole). */
 const cutPatches = new WeakSet<Buffer>();
 
-async function diffCmd(repoPath: string, format: string[], ...revs: string[]): Promise<Buffer | null> {
+async function diffOnce(repoPath: string, ...revs: string[]): Promise<Buffer | null> {
   // With unrelated histories `a...b` has no merge base and git fails: that is decided
   // by the merge-base call running beside this one, so a failure here is only used then.
   try {
-    const capped = format.includes('--patch');
-    const r = await runGit(['diff', ...DIFF_FLAGS, ...format, '--end-of-options', ...revs, '--'], {
+    const r = await runGit(['diff', ...DIFF_FLAGS, '--raw', '--numstat', '--patch', '-z', '--end-of-options', ...revs, '--'], {
       cwd: repoPath,
-      ...(capped ? { maxStdoutBytes: PATCH_READ_CAP } : {}),
+      maxStdoutBytes: PATCH_READ_CAP,
     });
     if (r.truncated) cutPatches.add(r.stdout);
     return r.stdout;
@@ -243,8 +239,8 @@ async function diffCmd(repoPath: string, format: string[], ...revs: string[]): P
 const HUGE_FILE_LINES = 100_000;
 
 /**
- * The patch hit PATCH_READ_CAP (a huge generated file, typically): read it again without
- * the files whose stats say they are huge, so the files after them keep their patches.
+ * The output hit PATCH_READ_CAP (a huge generated file, typically): read the patch again
+ * without the files whose stats say they are huge, so the files after them keep theirs.
  */
 async function withoutHugeFiles(repoPath: string, result: DiffResult, revs: string[]): Promise<DiffResult> {
   if ((result as { patch_complete?: boolean }).patch_complete !== false) return result;
@@ -264,30 +260,40 @@ async function emptyTree(repoPath: string): Promise<string> {
 
 const STATUS: Record<string, FileStatus> = { A: 'added', D: 'deleted', M: 'modified', T: 'modified' };
 
-export function buildDiff(
-  baseSha: string,
-  headSha: string,
-  mb: string | null,
-  numstat: Buffer,
-  nameStatus: Buffer,
-  patch: Buffer,
-): DiffResult {
-  const stats = new Map<string, { additions: number; deletions: number; binary: boolean }>();
-  for (const rec of splitNul(numstat)) {
-    const [a, d, ...rest] = rec.split('\t');
-    const path = rest.join('\t');
+/**
+ * Parses `git diff --no-renames --raw --numstat --patch -z`: one raw record per file
+ * (`:<modes> <shas> <status>\0<path>\0`), then one numstat record per file in the same
+ * order (`<added>\t<deleted>\t<path>\0`, `-\t-` for binary), then a NUL, then the patch.
+ * Paths are taken from the raw records (verbatim bytes with -z, tabs and all).
+ */
+export function parseCombinedDiff(baseSha: string, headSha: string, mb: string | null, out: Buffer): DiffResult {
+  let pos = 0;
+  const field = (): string => {
+    const end = out.indexOf(0, pos);
+    if (end < 0) throw new Error('git diff: truncated -z output');
+    const s = out.toString('utf8', pos, end);
+    pos = end + 1;
+    return s;
+  };
+  const raw: { path: string; status: FileStatus }[] = [];
+  while (pos < out.length && out[pos] === 0x3a /* ':' */) {
+    const meta = field();
+    const path = field();
+    const letter = meta.slice(meta.lastIndexOf(' ') + 1).charAt(0);
+    raw.push({ path, status: STATUS[letter] ?? 'modified' });
+  }
+  const files: DiffFile[] = raw.map(({ path, status }) => {
+    const rec = field();
+    const t1 = rec.indexOf('\t');
+    const t2 = rec.indexOf('\t', t1 + 1);
+    const a = rec.slice(0, t1);
+    const d = rec.slice(t1 + 1, t2);
     const binary = a === '-' && d === '-';
-    stats.set(path, { additions: binary ? 0 : Number(a), deletions: binary ? 0 : Number(d), binary });
-  }
-  const fields = splitNul(nameStatus);
-  const files: DiffFile[] = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const path = fields[i + 1]!;
-    const s = stats.get(path) ?? { additions: 0, deletions: 0, binary: false };
-    files.push({ path, status: STATUS[fields[i]!.charAt(0)] ?? 'modified', ...s });
-  }
-  const result = diffResult(baseSha, headSha, mb, files, patch.toString('utf8'));
-  return cutPatches.has(patch) ? Object.assign(result, { patch_complete: false }) : result;
+    return { path, status, additions: binary ? 0 : Number(a), deletions: binary ? 0 : Number(d), binary };
+  });
+  if (pos < out.length && out[pos] === 0) pos++; // the separator before the patch
+  const result = diffResult(baseSha, headSha, mb, files, out.toString('utf8', pos));
+  return cutPatches.has(out) ? Object.assign(result, { patch_complete: false }) : result;
 }
 
 export function identityEnv(req: MergeCommitRequest): Record<string, string> {

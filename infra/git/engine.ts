@@ -1,6 +1,6 @@
 import type { GitEngine } from './port.js';
 import { OrtEngine } from './engine-ort.js';
-import { Libgit2Engine, loadNodeGit } from './engine-libgit2.js';
+import { Libgit2Engine, tryLoadNodeGit } from './engine-libgit2.js';
 
 export type EngineName = 'git' | 'libgit2';
 
@@ -21,14 +21,14 @@ export async function createEngine(name: EngineName = 'git'): Promise<GitEngine>
     case 'git':
       return new OrtEngine();
     case 'libgit2': {
-      const g = await loadNodeGit();
-      if (!g) {
+      const g = await tryLoadNodeGit();
+      if (!g.nodegit) {
         throw new EngineUnavailableError(
           'libgit2',
-          "the optional dependency 'nodegit' is not installed or failed to build (set SVC_GIT_ENGINE=git, or install nodegit)",
+          `the optional dependency 'nodegit' is not usable (${g.reason}); set SVC_GIT_ENGINE=git, or install nodegit`,
         );
       }
-      return new Libgit2Engine(g);
+      return new Libgit2Engine(g.nodegit);
     }
     default: {
       const never: never = name;

@@ -46,6 +46,11 @@ export class MirrorState {
     return this.created;
   }
 
+  /** The mirror may have been deleted (it is a cache): the next `ensureCreated` runs `git init` again. */
+  recheck(): void {
+    this.created = null;
+  }
+
   /** Joins the fetch in flight, or starts one. */
   fetch(doFetch: () => Promise<void>): Promise<void> {
     if (this.inflight) return this.inflight;

@@ -107,21 +107,18 @@ class RemoteProjectRepo implements ProjectRepo {
 
   async diffBranches(baseRef: string, headRef: string): Promise<DiffResult> {
     const { base, head } = await this.liveTips(baseRef, headRef);
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
-    return this.engine.diff(this.mirror.path, base, head);
+    return this.withCommits([base, head], () => refMoved(`refs/heads/${baseRef}`), () => this.engine.diff(this.mirror.path, base, head));
   }
 
   async diffCommits(baseSha: string, headSha: string): Promise<DiffResult> {
     assertSha(baseSha, 'base_sha');
     assertSha(headSha, 'head_sha');
-    await this.ensureCommits([baseSha, headSha], () => notFound('Commit'));
-    return this.engine.diff(this.mirror.path, baseSha, headSha);
+    return this.withCommits([baseSha, headSha], () => notFound('Commit'), () => this.engine.diff(this.mirror.path, baseSha, headSha));
   }
 
   async preview(baseRef: string, headRef: string): Promise<MergePreview> {
     const { base, head } = await this.liveTips(baseRef, headRef);
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
-    return this.engine.preview(this.mirror.path, base, head);
+    return this.withCommits([base, head], () => refMoved(`refs/heads/${baseRef}`), () => this.engine.preview(this.mirror.path, base, head));
   }
 
   async branchContains(branch: string, sha: string): Promise<boolean> {
@@ -211,13 +208,45 @@ class RemoteProjectRepo implements ProjectRepo {
    * serve any answer about them); otherwise join the fetch in flight or start one. A
    * joined fetch may predate the tips we read, hence a second round.
    */
+  /**
+   * A read (diff, preview) on commits that must be in the mirror. Commits seen there stay
+   * (no gc; refs are only pruned), so tips already checked are not checked again and a
+   * repeated read costs no git process for it. The mirror is a cache that may be deleted:
+   * if the read fails on commits taken as known, they are checked (and fetched) again and
+   * the read is retried once.
+   */
+  private async withCommits<T>(shas: string[], missing: () => Error, read: () => Promise<T>): Promise<T> {
+    if (shas.every((sha) => this.inMirror.has(sha))) {
+      try {
+        return await read();
+      } catch (err) {
+        if (err instanceof DomainError) throw err; // an answer about the commits, not a missing object
+        for (const sha of shas) this.inMirror.delete(sha);
+        this.mirror.recheck();
+      }
+    }
+    await this.ensureCommits(shas, missing);
+    return read();
+  }
+
   private async ensureCommits(shas: string[], missing: () => Error): Promise<void> {
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
-      if (await this.hasCommits(shas)) return;
+      if (await this.hasCommits(shas)) return this.remember(shas);
       await this.mirror.fetch(() => this.fetchAll());
     }
     if (!(await this.hasCommits(shas))) throw missing();
+    this.remember(shas);
+  }
+
+  /** Commits known to be in the mirror, oldest first (bounded). */
+  private readonly inMirror = new Set<string>();
+  private remember(shas: string[]): void {
+    for (const sha of shas) {
+      this.inMirror.delete(sha);
+      this.inMirror.add(sha);
+    }
+    while (this.inMirror.size > 4096) this.inMirror.delete(this.inMirror.values().next().value!);
   }
 
   /** One `cat-file --batch-check` for all of them (machine output: `<sha> commit <size>`). */
@@ -332,7 +361,6 @@ class RemoteProjectRepo implements ProjectRepo {
   }
 }
 
-/** `git push --porcelain` prints `<flag>\t<src>:<dst>\t<summary>` per ref. */
 /**
  * `git push --porcelain` reports each ref as `<flag>\t<from>:<to>\t<summary>`. The
  * summary of a refused ref starts with `[rejected]` (refused here: with a lease, only a

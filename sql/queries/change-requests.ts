@@ -1,5 +1,5 @@
 import type { Query } from '../../infra/db/db.js';
-import { APPEND_ONE_CTES } from './events.js';
+import { APPEND_ONE_CTES, EVENT_COLUMNS } from './events.js';
 
 /** Every column of `change_requests`, in table order. */
 export const CR_COLUMNS = [
@@ -33,6 +33,19 @@ const guardedRows = (source: string) => `
   FROM ${source} r
   WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)`;
 
+/** One CR event to append at `expected` with the row it produces (the command path). */
+export interface ProjectedAppend {
+  streamId: string;
+  streamType: string;
+  projectId: string;
+  expected: number;
+  eventId: string;
+  type: string;
+  data: unknown;
+  metadata: unknown;
+  row: object;
+}
+
 export const crQueries = {
   upsert: (row: object): Query => ({
     name: 'cr_upsert',
@@ -48,17 +61,7 @@ export const crQueries = {
    * row is written only if the event was. Returns the stored event, or no row when the
    * stream had moved on (the caller re-reads and decides again).
    */
-  appendOneAndProject: (p: {
-    streamId: string;
-    streamType: string;
-    projectId: string;
-    expected: number;
-    eventId: string;
-    type: string;
-    data: unknown;
-    metadata: unknown;
-    row: object;
-  }): Query => ({
+  appendOneAndProject: (p: ProjectedAppend): Query => ({
     name: 'cr_append_one_and_project',
     text: `${APPEND_ONE_CTES},
       p AS (
@@ -79,6 +82,48 @@ export const crQueries = {
     ],
   }),
 
+  /**
+   * `appendOneAndProject` for many CR streams at once (group commit): one statement, one
+   * commit, each command with its own optimistic check. A command whose stream is not at
+   * its expected version appends nothing and writes no row, without affecting the others.
+   * At most one command per stream (the caller batches so); returns the stored events.
+   */
+  appendManyAndProject: (cmds: ProjectedAppend[]): Query => ({
+    name: 'cr_append_many_and_project',
+    text: `WITH i AS (
+        SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bigint[], $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9::jsonb[])
+          WITH ORDINALITY AS i(stream_id, stream_type, project_id, expected, event_id, type, data, metadata, row, ord)),
+      s AS (
+        INSERT INTO streams (stream_id, stream_type, project_id, version)
+        SELECT stream_id, stream_type, project_id, expected + 1 FROM i ORDER BY ord
+        ON CONFLICT (stream_id) DO UPDATE
+          SET version = streams.version + 1, updated_at = now()
+          WHERE streams.version = EXCLUDED.version - 1
+        RETURNING stream_id),
+      e AS (
+        INSERT INTO events (stream_id, stream_position, event_id, type, data, metadata, project_id)
+        SELECT i.stream_id, i.expected + 1, i.event_id, i.type, i.data, i.metadata, i.project_id
+        FROM i JOIN s ON s.stream_id = i.stream_id
+        ORDER BY i.ord
+        RETURNING ${EVENT_COLUMNS}),
+      p AS (
+        INSERT INTO change_requests
+        ${guardedRows('(SELECT (jsonb_populate_record(null::change_requests, i.row)).* FROM i JOIN s ON s.stream_id = i.stream_id)')}
+        ON CONFLICT (cr_id) DO UPDATE SET ${setAll})
+      SELECT * FROM e`,
+    values: [
+      cmds.map((c) => c.streamId),
+      cmds.map((c) => c.streamType),
+      cmds.map((c) => c.projectId),
+      cmds.map((c) => c.expected),
+      cmds.map((c) => c.eventId),
+      cmds.map((c) => c.type),
+      cmds.map((c) => JSON.stringify(c.data)),
+      cmds.map((c) => JSON.stringify(c.metadata)),
+      cmds.map((c) => JSON.stringify(c.row)),
+    ],
+  }),
+
   insertMany: (table: CrTable, rows: object[]): Query => ({
     text: `INSERT INTO ${table} ${guardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
     values: [JSON.stringify(rows)],
@@ -88,6 +133,14 @@ export const crQueries = {
     name: 'cr_by_id',
     text: `SELECT ${selectCols} FROM change_requests WHERE project_id = $1 AND cr_id = $2`,
     values: [projectId, crId],
+  }),
+
+  /** Many rows by id at once (the command path's grouped read); rows of other projects are not returned. */
+  byIds: (pairs: { projectId: string; crId: string }[]): Query => ({
+    name: 'cr_by_ids',
+    text: `SELECT ${selectCols} FROM change_requests c
+      WHERE (c.project_id, c.cr_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
+    values: [pairs.map((p) => p.projectId), pairs.map((p) => p.crId)],
   }),
 
   byNumber: (projectId: string, number: number): Query => ({
@@ -107,11 +160,11 @@ export const crQueries = {
   }),
 
   /**
-   * Several CRs' single events appended and their rows rewritten, in one statement (one
-   * round trip): each stream moves from its expected version only if it is still there;
+   * A list's refreshes: several CRs' single events appended and their rows rewritten, in
+   * one statement (one round trip): each stream moves from its expected version only if it is still there;
    * the others are skipped (their next read decides again). Returns the stored events.
    */
-  appendManyAndProject: (projectId: string, items: { streamId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }[]): Query => ({
+  appendRefreshesAndProject: (projectId: string, items: { streamId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }[]): Query => ({
     text: `WITH input AS (
         SELECT * FROM jsonb_to_recordset($2::jsonb)
           AS x(stream_id text, expected bigint, event_id uuid, type text, data jsonb, metadata jsonb, row jsonb)),

@@ -52,10 +52,10 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
     });
 
     it('a rejected token is not stored (exit 1)', async () => {
-      me('svc_pat_bad').reply(401, { error: 'Unauthorized' });
+      me('svc_pat_bad').reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
       const r = await run(['login', '--api', API, '--token', 'svc_pat_bad']);
       expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain('error: Unauthorized (HTTP 401)');
+      expect(r.stderr).to.contain('error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401)');
       expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
     });
 

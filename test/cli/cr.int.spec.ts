@@ -288,10 +288,10 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     });
 
     it('401: exit 1 suggesting svc login', async () => {
-      api().post(`${CRS}/3/close`).reply(401, { error: 'Unauthorized' });
+      api().post(`${CRS}/3/close`).reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
       const r = await run(['cr', 'close', '3']);
       expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain("error: Unauthorized (HTTP 401); run 'svc login'");
+      expect(r.stderr).to.contain("error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); run 'svc login'");
     });
   });
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import nock from 'nock';
-import { useNock } from './nock-scope.js';
+import { offContractStub, useNock } from './nock-scope.js';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { writeConfig } from '../../cli/config.js';
@@ -102,7 +102,7 @@ describe('svc projects (HTTP stubbed with nock)', () => {
   });
 
   it('a response without the expected envelope is exit 1, not a crash', async () => {
-    api().get('/v1/projects').reply(200, { items: [] });
+    offContractStub(() => api().get('/v1/projects').reply(200, { items: [] }));
     const r = await run(['projects', 'ls']);
     expect(r.code).to.equal(1);
     expect(r.stderr).to.contain('response has no "projects"');

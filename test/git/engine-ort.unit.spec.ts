@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { buildDiff, classify, parseMergeTree, previewFor } from '../../infra/git/engine-ort.js';
+import { parseCombinedDiff, classify, parseMergeTree, previewFor } from '../../infra/git/engine-ort.js';
 import { gitAuth } from '../../infra/git/credentials.js';
 import { cleanEnv, redact, splitNul } from '../../infra/git/run.js';
 import { assertRemoteUrl } from '../../infra/git/remote-url.js';
@@ -38,16 +38,20 @@ describe('merge-ort engine: reading git machine output', () => {
     expect(classify(A, B, M).kind).to.equal('three-way');
   });
 
-  it('builds a diff from numstat -z and name-status -z (tabs in names, binary files)', () => {
-    const numstat = Buffer.from('3\t1\ta.txt\0-\t-\timg.bin\0' + '0\t2\tweird\tname.txt\0');
-    const status = Buffer.from('M\0a.txt\0A\0img.bin\0D\0weird\tname.txt\0');
-    const d = buildDiff(A, B, M, numstat, status, Buffer.from('patch'));
+  it('parses one `diff --raw --numstat --patch -z` (tabs in names, binary files, the patch after the separator)', () => {
+    const z = '0'.repeat(40);
+    const out = Buffer.from(
+      `:100644 100644 ${z} ${z} M\0a.txt\0:000000 100644 ${z} ${z} A\0img.bin\0:100644 000000 ${z} ${z} D\0weird\tname.txt\0` +
+        '3\t1\ta.txt\0-\t-\timg.bin\0' + '0\t2\tweird\tname.txt\0' + '\0diff --git a/a.txt b/a.txt\n',
+    );
+    const d = parseCombinedDiff(A, B, M, out);
     expect(d.files).to.deep.equal([
       { path: 'a.txt', status: 'modified', additions: 3, deletions: 1, binary: false },
       { path: 'img.bin', status: 'added', additions: 0, deletions: 0, binary: true },
       { path: 'weird\tname.txt', status: 'deleted', additions: 0, deletions: 2, binary: false },
     ]);
-    expect([d.additions, d.deletions, d.patch]).to.deep.equal([3, 3, 'patch']);
+    expect([d.additions, d.deletions, d.patch]).to.deep.equal([3, 3, 'diff --git a/a.txt b/a.txt\n']);
+    expect(parseCombinedDiff(A, B, M, Buffer.alloc(0))).to.include({ additions: 0, deletions: 0, patch: '' });
   });
 
   it('splitNul drops only the terminator', () => {

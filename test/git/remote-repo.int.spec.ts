@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -51,6 +51,15 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
     afterEach(() => fx?.cleanup());
 
     const fetches = () => mirrors.state(path.join(mirrorsDir, 'proj.git')).fetches;
+
+    it('a deleted mirror is a cache: the next diff and preview rebuild it', async () => {
+      const before = await repo.diffBranches('main', 'feature');
+      await repo.diffBranches('main', 'feature'); // commits now known to be in the mirror
+      await rm(path.join(mirrorsDir, 'proj.git'), { recursive: true, force: true });
+      expect(await repo.diffBranches('main', 'feature')).to.deep.equal(before);
+      await rm(path.join(mirrorsDir, 'proj.git'), { recursive: true, force: true });
+      expect((await repo.preview('main', 'feature')).can_merge).to.equal(true);
+    });
 
     it('readTips: live tips of all requested branches, null for a missing one', async () => {
       const tips = await repo.readTips(['main', 'feature', 'nope']);

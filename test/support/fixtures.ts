@@ -11,6 +11,7 @@ import pg from 'pg';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../infra/db/embedded.js';
 import { createDb } from '../../infra/db/db.js';
 import { migrate } from '../../infra/db/migrate.js';
+import { tryLoadNodeGit } from '../../infra/git/engine-libgit2.js';
 
 export const TEMPLATE_DB = 'svc_test_template';
 
@@ -33,6 +34,11 @@ export async function mochaGlobalSetup(): Promise<void> {
 }
 
 export async function mochaGlobalTeardown(): Promise<void> {
+  // The summary says plainly when the libgit2 engine's suites did not run (CI=1 fails them instead).
+  const ng = await tryLoadNodeGit();
+  if (!ng.nodegit) {
+    process.stdout.write(`\n  NOTE: the libgit2 engine was NOT tested in this run (${ng.reason}); only the git engine was.\n\n`);
+  }
   await cluster?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 }

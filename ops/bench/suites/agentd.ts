@@ -8,9 +8,17 @@
  *   p50 direct. Goal: <= 1 ms added.
  * - throughput: 32 concurrent keep-alive connections over a fixed number of requests;
  *   proxied req/s as a share of direct req/s. Goal: >= 70%.
+ * - the reference (issue 16): the same load, same generator, through nginx (Debian's
+ *   package, one worker, keep-alive to the upstream) as a reverse proxy on loopback, in
+ *   the same run. Goals: the daemon's `/proxy/:port/*` >= 0.8x nginx's req/s and <= 1.2x
+ *   nginx's added p50 latency.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
+import path from 'node:path';
+import { freePort } from '../../../infra/net.js';
 import { startDaemon } from '../../../test/agentd/support/harness.js';
 import { percentile, type BenchRow, type BenchSuite } from '../types.js';
 
@@ -25,33 +33,40 @@ function getOnce(agent: http.Agent, port: number, path: string, headers: Record<
   });
 }
 
-async function latencies(port: number, headers: Record<string, string>, n: number): Promise<number[]> {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const out: number[] = [];
+/**
+ * Latencies of several targets measured in turn, one request to each per round, so every
+ * target sees the same moment of a busy machine (sequential phases would not).
+ */
+async function interleavedLatencies(targets: { port: number; headers: Record<string, string>; path: string }[], n: number): Promise<number[][]> {
+  const agents = targets.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
+  const out = targets.map(() => [] as number[]);
   try {
     for (let i = 0; i < n + 50; i++) {
-      const t = process.hrtime.bigint();
-      await getOnce(agent, port, '/fake/hello', headers);
-      if (i >= 50) out.push(Number(process.hrtime.bigint() - t) / 1e6);
+      for (let k = 0; k < targets.length; k++) {
+        const t = targets[k]!;
+        const start = process.hrtime.bigint();
+        await getOnce(agents[k]!, t.port, t.path, t.headers);
+        if (i >= 50) out[k]!.push(Number(process.hrtime.bigint() - start) / 1e6);
+      }
     }
   } finally {
-    agent.destroy();
+    for (const a of agents) a.destroy();
   }
   return out;
 }
 
-async function throughput(port: number, headers: Record<string, string>, total: number, connections: number): Promise<number> {
+async function throughput(port: number, headers: Record<string, string>, total: number, connections: number, urlPath = '/fake/hello'): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   let next = 0;
   const worker = async () => {
     while (next < total) {
       next++;
-      await getOnce(agent, port, '/fake/hello', headers);
+      await getOnce(agent, port, urlPath, headers);
     }
   };
   try {
     // Open the connections first so connection setup is not timed.
-    await Promise.all(Array.from({ length: connections }, () => getOnce(agent, port, '/fake/hello', headers)));
+    await Promise.all(Array.from({ length: connections }, () => getOnce(agent, port, urlPath, headers)));
     const t = process.hrtime.bigint();
     await Promise.all(Array.from({ length: connections }, worker));
     return total / (Number(process.hrtime.bigint() - t) / 1e9);
@@ -60,8 +75,72 @@ async function throughput(port: number, headers: Record<string, string>, total: 
   }
 }
 
+/** nginx as a plain reverse proxy to 127.0.0.1:`upstreamPort`, on a free loopback port. */
+async function startNginx(upstreamPort: number): Promise<{ port: number; stop(): Promise<void> } | { error: string }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-nginx-'));
+  const port = await freePort();
+  const conf = `daemon off;
+master_process on;
+worker_processes 1;
+error_log ${dir}/error.log warn;
+pid ${dir}/nginx.pid;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream preview { server 127.0.0.1:${upstreamPort}; keepalive 64; }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://preview;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+    }
+  }
+}
+`;
+  await writeFile(path.join(dir, 'nginx.conf'), conf);
+  let proc: ChildProcess;
+  try {
+    proc = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    return { error: (err as Error).message };
+  }
+  let stderr = '';
+  proc.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const spawnFailed = new Promise<string>((r) => proc.once('error', (e) => r(e.message)));
+  // Ready when it answers (a 502 would mean the upstream is down, still "nginx is up").
+  for (let i = 0; ; i++) {
+    const up = await new Promise<boolean>((r) => {
+      http.get({ host: '127.0.0.1', port, path: '/fake/hello' }, (res) => (res.resume(), r(true))).on('error', () => r(false));
+    });
+    if (up) break;
+    if (proc.exitCode !== null || i > 200) {
+      await rm(dir, { recursive: true, force: true });
+      return { error: `nginx did not start: ${stderr.trim() || (await Promise.race([spawnFailed, Promise.resolve('')]))}` };
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return {
+    port,
+    async stop() {
+      proc.kill('SIGTERM');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export const run: BenchSuite = async ({ quick }) => {
   const d = await startDaemon({ env: { LOG_LEVEL: 'warn' } });
+  let nginx: Awaited<ReturnType<typeof startNginx>> | undefined;
   try {
     await d.waitForAgent('running');
     const direct = {};
@@ -70,14 +149,27 @@ export const run: BenchSuite = async ({ quick }) => {
     const total = quick ? 5_000 : 30_000;
     const connections = 32;
 
-    const directLat = await latencies(d.agentPort, direct, n);
-    const proxyLat = await latencies(d.port, proxied, n);
-    // Interleave and keep each side's best run, so drift on a busy machine hurts both alike.
+    // The daemon's preview route, /proxy/:port/*, to the same upstream.
+    const viaProxy = `/proxy/${d.agentPort}/fake/hello`;
+    nginx = await startNginx(d.agentPort);
+    const ng = 'port' in nginx ? nginx : null;
+
+    const [directLat = [], proxyLat = [], nginxLat = []] = await interleavedLatencies(
+      [
+        { port: d.agentPort, headers: direct, path: '/fake/hello' },
+        { port: d.port, headers: proxied, path: viaProxy },
+        ...(ng ? [{ port: ng.port, headers: direct, path: '/fake/hello' }] : []),
+      ],
+      n,
+    );
+    // Interleave and keep each side's best run, so drift on a busy machine hurts all alike.
     const directRps: number[] = [];
     const proxyRps: number[] = [];
+    const nginxRps: number[] = [];
     for (let round = 0; round < (quick ? 1 : 3); round++) {
       directRps.push(await throughput(d.agentPort, direct, total, connections));
-      proxyRps.push(await throughput(d.port, proxied, total, connections));
+      proxyRps.push(await throughput(d.port, proxied, total, connections, viaProxy));
+      if (ng) nginxRps.push(await throughput(ng.port, direct, total, connections));
     }
     const p50Direct = percentile(directLat, 50);
     const p50Proxy = percentile(proxyLat, 50);
@@ -95,7 +187,7 @@ export const run: BenchSuite = async ({ quick }) => {
         ratio: p50Proxy / p50Direct,
         goal: '<= 1 ms added',
         met: added <= 1,
-        notes: `p50 direct ${p50Direct.toFixed(3)} ms, proxied ${p50Proxy.toFixed(3)} ms; p99 direct ${percentile(directLat, 99).toFixed(3)} ms, proxied ${percentile(proxyLat, 99).toFixed(3)} ms; n=${n}`,
+        notes: `p50 direct ${p50Direct.toFixed(3)} ms, proxied ${p50Proxy.toFixed(3)} ms; p99 direct ${percentile(directLat, 99).toFixed(3)} ms, proxied ${percentile(proxyLat, 99).toFixed(3)} ms; n=${n}, requests to direct / proxy / nginx interleaved`,
       },
       {
         suite: 'agentd',
@@ -109,8 +201,40 @@ export const run: BenchSuite = async ({ quick }) => {
         notes: `${os.availableParallelism()} cores shared by load generator, daemon and runtime; ${total} requests per run, best of ${directRps.length}; direct runs ${directRps.map(Math.round).join('/')}, proxied ${proxyRps.map(Math.round).join('/')}`,
       },
     ];
+    if (ng) {
+      const p50Nginx = percentile(nginxLat, 50);
+      const nginxAdded = p50Nginx - p50Direct;
+      const bestNginx = Math.max(...nginxRps);
+      rows.push(
+        {
+          suite: 'agentd',
+          name: 'proxy req/s vs nginx (same load, same run)',
+          value: bestProxy,
+          unit: 'req/s',
+          floor: bestNginx,
+          ratio: bestProxy / bestNginx,
+          goal: '>= 0.8x nginx',
+          met: bestProxy >= 0.8 * bestNginx,
+          notes: `nginx 1 worker, upstream keepalive, proxy_buffering off; nginx runs ${nginxRps.map(Math.round).join('/')}; direct ${Math.round(bestDirect)} req/s (nginx ${(bestNginx / bestDirect).toFixed(2)}x of direct)`,
+        },
+        {
+          suite: 'agentd',
+          name: 'proxy added latency vs nginx added latency (p50)',
+          value: added,
+          unit: 'ms',
+          floor: nginxAdded,
+          ratio: added / nginxAdded,
+          goal: '<= 1.2x nginx',
+          met: added <= 1.2 * nginxAdded,
+          notes: `p50 nginx ${p50Nginx.toFixed(3)} ms (added ${nginxAdded.toFixed(3)} ms), p99 ${percentile(nginxLat, 99).toFixed(3)} ms`,
+        },
+      );
+    } else {
+      rows.push({ suite: 'agentd', name: 'proxy vs nginx', value: NaN, unit: 'req/s', notes: `not run: ${(nginx as { error: string }).error}` });
+    }
     return rows;
   } finally {
+    if (nginx && 'port' in nginx) await nginx.stop();
     await d.stop();
   }
 };

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
@@ -114,8 +114,12 @@ describe('auth matrix', function () {
     expect(t.status).to.equal(201);
     expect(t.body).to.include({ name: 'laptop' });
     expect((await client(srv.url, t.body.token).get('/v1/accounts/me')).status).to.equal(200);
-    const stored = await srv.db.db.rows<{ token_hash: Buffer }>({ text: 'SELECT token_hash FROM tokens', values: [] });
-    expect(stored.every((r) => !r.token_hash.toString('utf8').includes('svc_pat_')), 'only hashes at rest').to.equal(true);
+    // At rest: exactly the sha256 of the token shown once, 32 bytes, and nothing that decodes to the token.
+    const stored = await srv.db.db.rows<{ token_hash: Buffer; name: string }>({ text: 'SELECT token_hash, name FROM tokens', values: [] });
+    const laptop = stored.filter((r) => r.name === 'laptop');
+    expect(laptop, 'one row for the minted token').to.have.length(1);
+    expect(laptop[0]!.token_hash.equals(createHash('sha256').update(t.body.token, 'utf8').digest()), 'sha256 of the token').to.equal(true);
+    expect(stored.every((r) => r.token_hash.length === 32), 'only 32-byte digests at rest').to.equal(true);
   });
 
   it('404 for an unknown project inside a user token’s scope', async () => {

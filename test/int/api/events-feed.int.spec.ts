@@ -5,7 +5,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { WebSocket } from 'ws';
 import { append } from '../../../infra/event-store.js';
-import { executor } from '../../../infra/db/db.js';
+import { executor, type Db, type Query } from '../../../infra/db/db.js';
+import { createFeedHub } from '../../../api/feed-hub.js';
 import { mintToken } from '../../../infra/tokens.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
@@ -75,6 +76,28 @@ async function refusal(p: Promise<Feed>): Promise<{ status: number; body: { erro
   throw new Error('expected the upgrade to be refused');
 }
 
+/** A feed on its own HTTP server, behind a stand-in for the auth middleware (the owner's principal). */
+async function standaloneFeed(feedUnderTest: ReturnType<typeof createEventsFeed>): Promise<{ url: string; close(): Promise<void> }> {
+  const app = express();
+  // A live token: feeds close when their token is revoked (or has no row).
+  const { token_id } = await mintToken(standaloneUser.db, { userId: standaloneUser.id, name: 'standalone-feed' });
+  app.use('/v1/projects/:projectId/events', (req, _res, next) => {
+    req.principal = { token_id, user_id: standaloneUser.id, email: 'owner@example.test', user_name: 'Owner', project_id: null };
+    next();
+  }, feedUnderTest.routes({ db: standaloneUser.db } as ApiDeps));
+  const server = http.createServer(app);
+  server.on('upgrade', feedUnderTest.upgradeHandler(app));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    async close() {
+      await feedUnderTest.close();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+const standaloneUser = { id: '', db: undefined as unknown as Db };
+
 describe('events feed (WebSocket)', function () {
   this.timeout(60_000);
   let srv: TestServer;
@@ -94,6 +117,8 @@ describe('events feed (WebSocket)', function () {
     repo = await fixtureRepo();
     await repo.commit('feature', { 'f.txt': 'f\n' });
     api = client(srv.url, srv.token);
+    standaloneUser.id = srv.userId;
+    standaloneUser.db = srv.db.db;
     projectId = (await api.post('/v1/projects', { name: 'Feed', repo_url: repo.url })).body.project.project_id;
     feedPath = `/v1/projects/${projectId}/events`;
   });
@@ -160,8 +185,12 @@ describe('events feed (WebSocket)', function () {
     expect(got[0]!.actor).to.equal(srv.userId);
     expect(got[0]!.data).to.include({ title: 'Watched', head_ref: 'feature' });
     expect(new Date(got[0]!.recorded_at).toISOString()).to.equal(got[0]!.recorded_at);
-    await new Promise((r) => setTimeout(r, 200));
-    expect(f.messages, 'no more than the three').to.have.length(3);
+    // A marker appended after them: once it arrives, everything before it has too (the feed is ordered).
+    await srv.db.db.transaction((tx) =>
+      append(tx, { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p2, expectedVersion: 0, events: [{ type: 'Marker', data: {} }], metadata: { actor: srv.userId } }),
+    );
+    const all = await f.take(4);
+    expect(all.map((m) => m.type), 'no more than the three before the marker').to.deep.equal(['ChangeRequestOpened', 'ChangeRequestClosed', 'ChangeRequestReopened', 'Marker']);
   });
 
   it('resumes with ?after=: only later events, then live ones', async () => {
@@ -187,27 +216,58 @@ describe('events feed (WebSocket)', function () {
 
   it('delivers an event whose transaction commits late, in (transaction, position) order', async () => {
     const p3 = (await api.post('/v1/projects', { name: 'Late', repo_url: repo.url })).body.project.project_id;
-    const f = await feed(`/v1/projects/${p3}/events`);
+    // The feed alone, on a db that reports every commit-safe read it made and what it returned.
+    const reads: { seq: number; rows: number }[] = [];
+    let started = 0;
+    let readDone: () => void = () => {};
+    const observed: Db = {
+      ...srv.db.db,
+      rows: <R>(q: Query) => {
+        const seq = started++;
+        const p = srv.db.db.rows<R>(q);
+        if (q.text.includes('pg_snapshot_xmin')) {
+          void p.then((r) => {
+            reads.push({ seq, rows: r.length });
+            readDone();
+          }, () => {});
+        }
+        return p;
+      },
+    };
+    const hub = createFeedHub({ db: observed, logger: silentLogger, watchMs: 10, pollMs: 10 });
+    const standalone = await standaloneFeed(createEventsFeed({ db: observed, logger: silentLogger, hub }));
     const meta = { actor: srv.userId };
     const c1 = await srv.db.db.connect();
     const c2 = await srv.db.db.connect();
     try {
-      // T1 appends first (lower position) but commits after T2.
-      await c1.query('BEGIN');
-      await append(executor(c1), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Late', data: {} }], metadata: meta });
-      await c2.query('BEGIN');
-      await append(executor(c2), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Early', data: {} }], metadata: meta });
-      await c2.query('COMMIT');
-      await new Promise((r) => setTimeout(r, 300));
-      expect(f.messages, 'nothing passes the still-running older transaction').to.deep.equal([]);
-      await c1.query('COMMIT');
+      const f = await openFeed(standalone.url, `/v1/projects/${p3}/events`);
+      open.push(f);
+      try {
+        // T1 appends first (lower position) but commits after T2.
+        await c1.query('BEGIN');
+        await append(executor(c1), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Late', data: {} }], metadata: meta });
+        await c2.query('BEGIN');
+        await append(executor(c2), { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p3, expectedVersion: 0, events: [{ type: 'Early', data: {} }], metadata: meta });
+        await c2.query('COMMIT');
+        // Wait for the feed to have read the log after T2 committed (a read issued after this point).
+        const mark = started;
+        await new Promise<void>((resolve) => {
+          readDone = () => reads.some((r) => r.seq >= mark) && resolve();
+          readDone();
+        });
+        expect(reads.filter((r) => r.seq >= mark).map((r) => r.rows), 'nothing passes the still-running older transaction').to.deep.equal(reads.filter((r) => r.seq >= mark).map(() => 0));
+        expect(f.messages).to.deep.equal([]);
+        await c1.query('COMMIT');
+      } finally {
+        c1.release();
+        c2.release();
+      }
+      const got = await f.take(2);
+      expect(got.map((m) => m.type)).to.deep.equal(['Late', 'Early']);
+      expect(got[0]!.global_position).to.be.lessThan(got[1]!.global_position);
     } finally {
-      c1.release();
-      c2.release();
+      await standalone.close();
     }
-    const got = await f.take(2);
-    expect(got.map((m) => m.type)).to.deep.equal(['Late', 'Early']);
-    expect(got[0]!.global_position).to.be.lessThan(got[1]!.global_position);
   });
 
   it('delivers a new event to every socket of a fresh project', async () => {
@@ -246,28 +306,28 @@ describe('events feed (WebSocket)', function () {
     );
     // The feed alone, with small limits, behind a stand-in for the auth middleware.
     const feedUnderTest = createEventsFeed({ db: srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
-    const app = express();
-    // A live token: feeds close when their token is revoked.
-    const { token_id } = await mintToken(srv.db.db, { userId: srv.userId, name: 'slow-reader' });
-    app.use('/v1/projects/:projectId/events', (req, _res, next) => {
-      req.principal = { token_id, user_id: srv.userId, email: 'owner@example.test', user_name: 'Owner', project_id: null };
-      next();
-    }, feedUnderTest.routes({ db: srv.db.db } as ApiDeps));
-    const server = http.createServer(app);
-    server.on('upgrade', feedUnderTest.upgradeHandler(app));
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const standalone = await standaloneFeed(feedUnderTest);
+    // The signal: the server side closing a socket with 1013 (ws's own close, observed).
+    const proto = WebSocket.prototype as unknown as { close(code?: number, reason?: string): void };
+    const realClose = proto.close;
+    let decided: () => void = () => {};
+    const closedSlow = new Promise<void>((r) => (decided = r));
+    proto.close = function (this: WebSocket, code?: number, reason?: string) {
+      if (code === 1013) decided();
+      return realClose.call(this, code, reason);
+    };
     try {
-      const f = await openFeed(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, `/v1/projects/${p4}/events`);
+      const f = await openFeed(standalone.url, `/v1/projects/${p4}/events`);
       const socket = (f.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket;
       socket.pause();
-      await new Promise((r) => setTimeout(r, 1000));
+      await closedSlow;
       socket.resume();
       const { code } = await f.closed;
       expect(code).to.equal(1013);
       expect(f.messages.length, 'the server stopped reading for it').to.be.lessThan(4000);
     } finally {
-      await feedUnderTest.close();
-      await new Promise((r) => server.close(r));
+      proto.close = realClose;
+      await standalone.close();
     }
   });
 });

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
-import { chmod, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withProject } from '../../support/server.js';
+import { until } from '../../support/wait.js';
 
 describe('merges, closes and the per-base lock', function () {
   this.timeout(90_000);
@@ -10,14 +12,25 @@ describe('merges, closes and the per-base lock', function () {
     withProject({ slug: 'slow' }, async ({ srv, repo, api, base }) => {
       const head = await repo.commit('topic', { 't.txt': 't\n' });
       const cr = (await api.post(base, { title: 'Slow push', head_ref: 'topic' })).body.change_request;
-      // The remote takes a while to accept the push.
+      // The remote's pre-receive hook reports that the push reached it, then holds the push
+      // until the test releases it: two FIFOs, no clock.
+      const reachedFifo = path.join(repo.bare, 'reached.fifo');
+      const releaseFifo = path.join(repo.bare, 'release.fifo');
+      execFileSync('mkfifo', [reachedFifo, releaseFifo]);
       const hook = path.join(repo.bare, 'hooks', 'pre-receive');
-      await writeFile(hook, '#!/bin/sh\nsleep 1.5\nexit 0\n');
+      await writeFile(hook, `#!/bin/sh\necho reached > '${reachedFifo}'\ncat '${releaseFifo}' >/dev/null\nexit 0\n`);
       await chmod(hook, 0o755);
 
+      const reached = readFile(reachedFifo, 'utf8');
       const merging = api.post(`${base}/${cr.number}/merge`, {});
-      await new Promise((r) => setTimeout(r, 600));
+      expect((await reached).trim(), 'the merge is publishing').to.equal('reached');
       const closing = api.post(`${base}/${cr.number}/close`);
+      // The close is queued behind the merge: its session waits for the per-base advisory lock.
+      await until(async () => {
+        const waiting = await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`, values: [] });
+        return waiting!.n > 0;
+      });
+      await writeFile(releaseFifo, 'go\n');
       const [merged, closed] = await Promise.all([merging, closing]);
       expect(merged.status).to.equal(200);
       expect(closed.status, 'merged is terminal: the close that waited is refused').to.equal(409);

@@ -35,9 +35,31 @@ describe('projection rebuild', function () {
     await repo.cleanup();
   });
 
+  // SVC_TEST_SEED=<n> replays a sequence; the seed in use is printed either way.
   const seed = Number(process.env.SVC_TEST_SEED ?? Date.now() % 100000);
+  const api = () => client(srv.url, srv.token);
+  let unique = 0;
+
+  /** Fresh projects (unique slugs) with `crs` CRs each, one closed: what each test reads, set up by it. */
+  async function seeded(crs = 2): Promise<{ slug: string; projectId: string }[]> {
+    const out: { slug: string; projectId: string }[] = [];
+    for (const tag of ['a', 'b']) {
+      const slug = `seeded-${tag}-${++unique}`;
+      const res = await api().post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+      expect(res.status).to.equal(201);
+      const base = `/v1/projects/${slug}/change-requests`;
+      for (let i = 0; i < crs; i++) {
+        await repo.commit(`s${i}`, { [`s${i}.txt`]: `${i}\n` });
+        expect((await api().post(base, { title: `S${i}`, head_ref: `s${i}` })).status).to.equal(201);
+      }
+      expect((await api().post(`${base}/1/close`)).status).to.equal(200);
+      out.push({ slug, projectId: res.body.project.project_id });
+    }
+    return out;
+  }
 
   it(`replays to exactly the live rows after a randomized command sequence (seed ${seed})`, async () => {
+    console.log(`      rebuild: seed ${seed} (replay with SVC_TEST_SEED=${seed})`);
     const rnd = prng(seed);
     const pick = <T>(xs: T[]) => xs[Math.floor(rnd() * xs.length)]!;
     const api = client(srv.url, srv.token);
@@ -88,7 +110,8 @@ describe('projection rebuild', function () {
   });
 
   it('detects a drifted row (verify changes nothing), and a rebuild repairs it', async () => {
-    await srv.db.db.run({ text: `UPDATE change_requests SET title = 'tampered' WHERE number = 1 AND project_id = (SELECT project_id FROM projects WHERE slug = 'alpha')`, values: [] });
+    const [p] = await seeded();
+    await srv.db.db.run({ text: `UPDATE change_requests SET title = 'tampered' WHERE number = 1 AND project_id = $1`, values: [p!.projectId] });
     const verify = await rebuildProjections(srv.db.db, { verify: true });
     // One tampered row: it differs on both sides, and nothing else does.
     expect(verify.differences.map((d) => d.side).sort()).to.deep.equal(['live_only', 'rebuilt_only']);
@@ -100,24 +123,28 @@ describe('projection rebuild', function () {
   });
 
   it('agrees with the cascade: a deleted project’s CRs stay gone after a rebuild, its events stay in the log', async () => {
+    const [kept, gone] = await seeded();
     const before = await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events`, values: [] });
-    await srv.db.db.run({ text: `DELETE FROM projects WHERE slug = 'beta'`, values: [] });
+    await srv.db.db.run({ text: `DELETE FROM projects WHERE slug = $1`, values: [gone!.slug] });
     expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
     await rebuildProjections(srv.db.db, { verify: false });
     const rows = await srv.db.db.rows<{ slug: string }>({
-      text: `SELECT p.slug FROM change_requests c JOIN projects p USING (project_id) GROUP BY p.slug`,
-      values: [],
+      text: `SELECT p.slug FROM change_requests c JOIN projects p USING (project_id) WHERE p.slug = ANY($1) GROUP BY p.slug`,
+      values: [[kept!.slug, gone!.slug]],
     });
-    expect(rows.map((r) => r.slug)).to.deep.equal(['alpha']);
+    expect(rows.map((r) => r.slug)).to.deep.equal([kept!.slug]);
+    const orphans = await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events WHERE project_id = $1`, values: [gone!.projectId] });
+    expect(orphans!.n, 'the deleted project’s events are still in the log').to.be.greaterThan(0);
     expect((await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events`, values: [] }))!.n).to.equal(before!.n);
   });
 
   it('`svc-server projections rebuild --verify` exits 0 when clean and 1 on a difference', async () => {
     const bin = path.join(projectRoot, 'dist/ops/svc-server.js');
+    const [p] = await seeded();
     const env = { ...process.env, DATABASE_URL: srv.db.url, SVC_DATA_DIR: srv.dataDir, LOG_LEVEL: 'silent' };
     const ok = await run(process.execPath, [bin, 'projections', 'rebuild', '--verify'], { env });
     expect(ok.stdout).to.match(/^verified change_requests: \d+ rows from \d+ events/);
-    await srv.db.db.run({ text: `UPDATE change_requests SET description = 'drift' WHERE number = 1 AND project_id = (SELECT project_id FROM projects WHERE slug = 'alpha')`, values: [] });
+    await srv.db.db.run({ text: `UPDATE change_requests SET description = 'drift' WHERE number = 1 AND project_id = $1`, values: [p!.projectId] });
     const bad = await run(process.execPath, [bin, 'projections', 'rebuild', '--verify'], { env }).then(
       () => null,
       (err: { code: number; stdout: string }) => err,

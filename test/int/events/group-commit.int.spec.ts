@@ -1,0 +1,139 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type ProjectedAppend } from '../../../infra/change-requests/handle.js';
+import { createGroupCommit } from '../../../infra/db/group-commit.js';
+import { readStream } from '../../../infra/event-store.js';
+import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
+import { fromRow, toRow } from '../../../infra/change-requests/projection.js';
+import { crQueries } from '../../../sql/queries/change-requests.js';
+import { insertProjects, type BenchProject } from '../../../ops/bench/support/cr-events.js';
+import { createTestDb, type TestDb } from '../../support/db.js';
+
+/** Group commit of concurrent CR commands: batched, each with its own optimistic check. */
+describe('group-committed CR appends', function () {
+  this.timeout(30_000);
+  let t: TestDb;
+  let p: BenchProject;
+  before(async () => {
+    t = await createTestDb();
+    p = (await t.db.transaction((tx) => insertProjects(tx, 1, 'gc')))[0]!;
+  });
+  after(async () => t.drop());
+
+  const now = () => new Date();
+  async function openCr(): Promise<string> {
+    const crId = randomUUID();
+    await t.db.transaction(async (tx) => {
+      const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(p.projectId)))!;
+      const events = decide(
+        {
+          type: 'OpenChangeRequest',
+          data: {
+            cr_id: crId, account_id: p.accountId, project_id: p.projectId, number, title: `GC ${number}`, description: '',
+            base_ref: 'main', head_ref: `gc/${number}`, head_commit_sha: null, base_commit_sha: null, origin_session_id: null, metadata: {},
+          },
+          meta: { actor: p.userId, now: now() },
+        },
+        null,
+      );
+      await appendAndProject(tx, p.projectId, crId, 0, null, events, p.userId);
+    });
+    return crId;
+  }
+  const close = (crId: string) => handleCommand(t.db, p.projectId, crId, () => ({ type: 'CloseChangeRequest', meta: { actor: p.userId, now: now() } }));
+
+  it('batches concurrent commands on different CRs into fewer statements; every one is stored and projected', async () => {
+    const ids = await Promise.all(Array.from({ length: 40 }, () => openCr()));
+    const before = crGroupCommit(t.db).stats();
+    const results = await Promise.all(ids.map(close));
+    const after = crGroupCommit(t.db).stats();
+    expect(results.every((r) => r.events.length === 1 && r.cr.status === 'closed')).to.equal(true);
+    expect(after.commands - before.commands).to.equal(40);
+    expect(after.batches - before.batches, 'fewer statements than commands').to.be.lessThan(40);
+    for (const id of ids) {
+      const row = await t.db.one<{ status: string; stream_version: number }>(crQueries.byId(p.projectId, id));
+      expect(row).to.include({ status: 'closed', stream_version: 2 });
+      const events = await readStream(t.db, streamIdOf(id));
+      expect(events.map((e) => [e.type, e.stream_position])).to.deep.equal([['ChangeRequestOpened', 1], ['ChangeRequestClosed', 2]]);
+    }
+    const positions = results.map((r) => r.events[0]!.global_position);
+    expect(new Set(positions).size, 'distinct global positions').to.equal(40);
+  });
+
+  it('lets exactly one of many concurrent commands on one CR win; the others see the new state', async () => {
+    const id = await openCr();
+    const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => close(id)));
+    const won = outcomes.filter((o) => o.status === 'fulfilled' && o.value.events.length === 1);
+    expect(won).to.have.length(1);
+    for (const o of outcomes) if (o.status === 'rejected') expect((o.reason as { status?: string; kind?: string }).constructor.name).to.equal('DomainError');
+    expect((await readStream(t.db, streamIdOf(id))).map((e) => e.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestClosed']);
+  });
+
+  it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
+    const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
+    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => {
+      const row = (await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, crId)))!;
+      return {
+        streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, expected, eventId: randomUUID(),
+        type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
+        row: toRow({ ...fromRow(row), title: `edited ${crId}` }, expected + 1),
+      };
+    };
+    const gc = crGroupCommit(t.db);
+    // Commands held in flight (their stream rows locked by another transaction) fill the
+    // batcher's slots; the three queued behind them then go out as one batch.
+    const heldIds = await Promise.all(Array.from({ length: GROUP_IN_FLIGHT }, () => openCr()));
+    const locker = await t.db.connect();
+    const cmds = [await cmd(a!, 1), await cmd(b!, 7), await cmd(c!, 1)];
+    const held = await Promise.all(heldIds.map((id) => cmd(id, 1)));
+    const before = gc.stats();
+    let res: Awaited<ReturnType<typeof gc.submit>>[];
+    try {
+      await locker.query('BEGIN');
+      await locker.query('SELECT 1 FROM streams WHERE stream_id = ANY($1) FOR UPDATE', [heldIds.map(streamIdOf)]);
+      const blocked = held.map((h) => gc.submit(h));
+      const queued = cmds.map((x) => gc.submit(x));
+      await locker.query('COMMIT');
+      await Promise.all(blocked);
+      res = await Promise.all(queued);
+    } finally {
+      locker.release();
+    }
+    const after = gc.stats();
+    expect([after.batches - before.batches, after.commands - before.commands], 'the held ones alone, then [a, b, c] together').to.deep.equal([GROUP_IN_FLIGHT + 1, GROUP_IN_FLIGHT + 3]);
+    expect(res.map((r) => r?.stream_position ?? null)).to.deep.equal([2, null, 2]);
+    expect((await readStream(t.db, streamIdOf(b!))).length, 'the stale one appended nothing').to.equal(1);
+    const rowB = await t.db.one<{ title: string; stream_version: number }>(crQueries.byId(p.projectId, b!));
+    expect(rowB, 'and wrote no row').to.include({ stream_version: 1 });
+    expect(rowB!.title).to.not.match(/^edited/);
+  });
+});
+
+describe('group commit (the batcher alone)', () => {
+  it('runs a failed batch again command by command: only the guilty command fails', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => (release = r));
+    const batches: string[][] = [];
+    const gc = createGroupCommit<string, string>({
+      key: (s) => s.split(':')[0]!,
+      maxInFlight: 1,
+      async runOne(s) {
+        if (s === 'first') await gate;
+        if (s.startsWith('bad')) throw new Error(`refused ${s}`);
+        return `ok ${s}`;
+      },
+      async runBatch(items) {
+        batches.push(items);
+        if (items.some((s) => s.startsWith('bad'))) throw new Error('batch failed');
+        return items.map((s) => `ok ${s}`);
+      },
+    });
+    const first = gc.submit('first'); // in flight, alone, holding the batcher
+    const rest = ['x:1', 'bad:1', 'y:1', 'x:2'].map((s) => gc.submit(s).then((v) => v, (e: Error) => e.message));
+    release();
+    expect(await first).to.equal('ok first');
+    expect(await Promise.all(rest)).to.deep.equal(['ok x:1', 'refused bad:1', 'ok y:1', 'ok x:2']);
+    expect(batches[0], 'one key once per batch').to.deep.equal(['x:1', 'bad:1', 'y:1']);
+    expect(gc.stats().fallbacks).to.equal(1);
+  });
+});
