@@ -51,11 +51,17 @@ export async function startQueue(
   boss.on('error', (err: Error) => logger.error({ err: err.message }, 'queue error'));
   await boss.start();
   for (const name of opts.queues) {
-    if (!(await boss.getQueue(name))) {
-      // Another starter may create it at the same moment: only that race is not an error.
-      await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1, expireInSeconds: 300 }).catch(async (err: unknown) => {
-        if (!(await boss.getQueue(name))) throw err;
-      });
+    // Other processes may create queues at the same moment: losing that race is not an
+    // error, and neither is the deadlock Postgres breaks when several starters create
+    // several queues at once (the loser tries again).
+    for (let attempt = 1; !(await boss.getQueue(name)); attempt++) {
+      try {
+        await boss.createQueue(name, { name, policy: 'standard', retryLimit: 3, retryDelay: 1, expireInSeconds: 300 });
+      } catch (err) {
+        if (await boss.getQueue(name)) break;
+        if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
+        await new Promise((r) => setTimeout(r, 20 * attempt + Math.random() * 50));
+      }
     }
   }
 

@@ -1,5 +1,6 @@
 import { singleConnection, type Db } from '../db/db.js';
 import { retryLater } from '../../domain/errors.js';
+import { failpointAsync } from '../failpoints.js';
 import { mergeAttemptQueries as attempts } from '../../sql/queries/merge-attempts.js';
 
 /**
@@ -40,6 +41,7 @@ export async function withMergeLock<T>(
     } finally {
       conn.release(broken);
     }
+    await failpointAsync('merge-lock.busy'); // tests: another holder has the lock, this caller waits
     const left = deadline - Date.now();
     if (left <= 0) {
       throw retryLater(

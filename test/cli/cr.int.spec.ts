@@ -35,7 +35,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     const list = [makeCR({ number: 4, title: 'Newer', head_ref: 'feat-b', created_at: '2026-01-01T11:00:00.000Z' }), makeCR()];
 
     it('defaults to status=open; piped: tab-separated rows with ISO times, no header', async () => {
-      api().get(CRS).query({ status: 'open' }).reply(200, { change_requests: list });
+      api().get(CRS).query({ status: 'open' }).reply(200, { next_cursor: null, change_requests: list });
       const r = await run(['cr', 'ls']);
       expect(r.code).to.equal(0);
       expect(r.stdout).to.equal('4\tNewer\tfeat-b\tmain\topen\t2026-01-01T11:00:00.000Z\n3\tAdd greeting\tsession-abc\tmain\topen\t2026-01-01T11:57:00.000Z\n');
@@ -43,7 +43,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     });
 
     it('on a TTY: header, #numbers, relative times, color', async () => {
-      api().get(CRS).query({ status: 'merged' }).reply(200, { change_requests: list });
+      api().get(CRS).query({ status: 'merged' }).reply(200, { next_cursor: null, change_requests: list });
       const r = await run(['cr', 'ls', '--status', 'merged'], { tty: true });
       expect(r.code).to.equal(0);
       const plain = r.stdout.replace(/\x1b\[[0-9;]*m/g, '');
@@ -53,14 +53,14 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     });
 
     it('NO_COLOR on a TTY: same table, no escape codes', async () => {
-      api().get(CRS).query({ status: 'open' }).reply(200, { change_requests: list });
+      api().get(CRS).query({ status: 'open' }).reply(200, { next_cursor: null, change_requests: list });
       const r = await run(['cr', 'ls'], { tty: true, env: env({ NO_COLOR: '1' }) });
       expect(r.stdout).to.not.contain('\x1b[');
       expect(r.stdout).to.contain('#3');
     });
 
     it('--json prints the API objects and no host line', async () => {
-      api().get(CRS).query({ status: 'all' }).reply(200, { change_requests: list });
+      api().get(CRS).query({ status: 'all' }).reply(200, { next_cursor: null, change_requests: list });
       const r = await run(['cr', 'ls', '--status', 'all', '--json']);
       expect(r.code).to.equal(0);
       expect(JSON.parse(r.stdout)).to.deep.equal(list);
@@ -75,7 +75,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     });
 
     it('empty list: message on stderr, nothing on stdout, exit 0', async () => {
-      api().get(CRS).query({ status: 'open' }).reply(200, { change_requests: [] });
+      api().get(CRS).query({ status: 'open' }).reply(200, { next_cursor: null, change_requests: [] });
       const r = await run(['cr', 'ls']);
       expect(r).to.include({ code: 0, stdout: '' });
       expect(r.stderr).to.contain('No open change requests.');
@@ -87,7 +87,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       await writeLink(sb.dir, { project_id: P, account_id: PROJECT.account_id, host: 'linked', host_url: API });
       const sub = path.join(sb.dir, 'src', 'deep');
       await mkdir(sub, { recursive: true });
-      api().get(CRS).query({ status: 'open' }).reply(200, { change_requests: [] });
+      api().get(CRS).query({ status: 'open' }).reply(200, { next_cursor: null, change_requests: [] });
       const r = await run(['cr', 'ls'], { env: {}, cwd: sub });
       expect(r.code).to.equal(0);
       expect(r.stderr).to.contain(`host: linked (${API})`);
@@ -298,7 +298,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
   it('--project and --host work before the command words', async () => {
     await mkdir(path.dirname(sb.configPath), { recursive: true });
     await writeFile(sb.configPath, JSON.stringify({ hosts: { h: { url: API, token: TOKEN } } }));
-    api().get('/v1/projects/other/change-requests').query({ status: 'open' }).reply(200, { change_requests: [] });
+    api().get('/v1/projects/other/change-requests').query({ status: 'open' }).reply(200, { next_cursor: null, change_requests: [] });
     const r = await run(['--host', 'h', '--project', 'other', 'cr', 'ls'], { env: {} });
     expect(r.code).to.equal(0);
     expect(r.stderr).to.contain(`host: h (${API})`);

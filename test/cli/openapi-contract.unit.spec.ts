@@ -8,7 +8,7 @@ describe('CLI fixtures vs the OpenAPI document', () => {
 
   it('accepts a fixture the API would really send', () => {
     expect(contractProblems({ method: 'GET', path: `${crs}/3`, status: 200, replyBody: { change_request: makeCR() } })).to.deep.equal([]);
-    expect(contractProblems({ method: 'GET', path: '/v1/projects', status: 200, replyBody: { projects: [PROJECT] } })).to.deep.equal([]);
+    expect(contractProblems({ method: 'GET', path: '/v1/projects', status: 200, replyBody: { projects: [PROJECT], next_cursor: null } })).to.deep.equal([]);
   });
 
   it('refuses an unknown operation, an undeclared status, a reply missing a field or with a wrong type, a bad request body', () => {

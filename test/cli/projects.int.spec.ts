@@ -30,7 +30,7 @@ describe('svc projects (HTTP stubbed with nock)', () => {
     });
 
   it('ls: piped rows, --json the API objects, and the host line on stderr only without --json', async () => {
-    api().get('/v1/projects').twice().reply(200, { projects: [PROJECT, OTHER] });
+    api().get('/v1/projects').twice().reply(200, { next_cursor: null, projects: [PROJECT, OTHER] });
     const r = await run(['projects', 'ls']);
     expect(r.stdout.split('\n')[0]).to.equal(`demo\tDemo\tmain\t${PROJECT.project_id}\t${PROJECT.created_at}`);
     expect(r.stderr).to.equal(`host: dev (${API})\n`);
@@ -61,7 +61,7 @@ describe('svc projects (HTTP stubbed with nock)', () => {
   });
 
   it('link without an argument: picker on a TTY, usage error (2) when piped', async () => {
-    api().get('/v1/projects').reply(200, { projects: [PROJECT, OTHER] });
+    api().get('/v1/projects').reply(200, { next_cursor: null, projects: [PROJECT, OTHER] });
     const r = await run(['projects', 'link'], { tty: true, answers: [1] });
     expect(r.code).to.equal(0);
     expect((await findLink(sb.dir))?.link.project_id).to.equal(OTHER.project_id);

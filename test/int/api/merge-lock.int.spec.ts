@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withProject } from '../../support/server.js';
-import { until } from '../../support/wait.js';
+import { setFailpoint } from '../../../infra/failpoints.js';
 
 describe('merges, closes and the per-base lock', function () {
   this.timeout(90_000);
@@ -24,12 +24,14 @@ describe('merges, closes and the per-base lock', function () {
       const reached = readFile(reachedFifo, 'utf8');
       const merging = api.post(`${base}/${cr.number}/merge`, {});
       expect((await reached).trim(), 'the merge is publishing').to.equal('reached');
+      // The close is queued behind the merge: it found the per-base lock taken (the
+      // failpoint reports each try that found it busy).
+      let signal: () => void = () => {};
+      const closeWaits = new Promise<void>((r) => (signal = r));
+      const unset = setFailpoint('merge-lock.busy', () => signal());
       const closing = api.post(`${base}/${cr.number}/close`);
-      // The close is queued behind the merge: its session waits for the per-base advisory lock.
-      await until(async () => {
-        const waiting = await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`, values: [] });
-        return waiting!.n > 0;
-      });
+      await closeWaits;
+      unset();
       await writeFile(releaseFifo, 'go\n');
       const [merged, closed] = await Promise.all([merging, closing]);
       expect(merged.status).to.equal(200);
