@@ -75,23 +75,28 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     const url = `http://${host}:${port}`;
     const problem = await waitHealthy(`http://127.0.0.1:${port}${app.spec.health_path ?? '/'}`, proc, deps.healthTimeoutMs ?? 60_000);
     if (problem) throw new Error(problem);
-    const switched = await deps.db.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, pid: proc.pid }));
+    // The app's URL and its deploy record switch together: a reader never sees one without the other.
+    const switched = await deps.db.transaction(async (tx) => {
+      const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, pid: proc!.pid }));
+      await tx.run(appQueries.deployFinished(deployId, n ? 'live' : 'superseded', n ? url : null, null));
+      return n > 0;
+    });
     if (!switched) {
       // A newer manifest (or a removal) arrived while this one started: it is not the one to serve.
       await proc.stop();
-      await deps.db.run(appQueries.deployFinished(deployId, 'superseded', null, null));
       return;
     }
     if (app.pid && app.pid !== proc.pid) await stopPid(app.pid);
-    await deps.db.run(appQueries.deployFinished(deployId, 'live', url, null));
     await log(deps, job.project_id, 'AppDeployed', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, url });
     deps.logger.info({ project_id: job.project_id, app: job.name, url, commit: job.commit_sha }, 'app live');
   } catch (err) {
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
     await proc?.stop();
     await rm(dir, { recursive: true, force: true }).catch(() => {});
-    await deps.db.run(appQueries.deployFinished(deployId, 'failed', null, message));
-    await deps.db.run(appQueries.setStatus(job.project_id, job.name, app.pid ? 'live' : 'failed', message));
+    await deps.db.transaction(async (tx) => {
+      await tx.run(appQueries.setStatus(job.project_id, job.name, app.pid ? 'live' : 'failed', message));
+      await tx.run(appQueries.deployFinished(deployId, 'failed', null, message));
+    });
     await log(deps, job.project_id, 'AppDeployFailed', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, error: message });
     deps.logger.warn({ project_id: job.project_id, app: job.name, err: message }, 'app deploy failed');
   }

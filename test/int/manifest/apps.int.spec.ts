@@ -65,7 +65,11 @@ describe('apps follow [[apps]] on the default branch', function () {
       await eventually(async () => (await p.api.get(`${pp}/apps/web`)).body.app.status === 'removed', 'removal');
       await eventually(async () => (await get(live2.url)) === null, 'the removed app to stop');
       expect((await p.api.get(`${pp}/apps`)).body.apps).to.deep.equal([]);
-      const types = (await p.srv.db.db.rows<{ type: string }>({ text: "SELECT type FROM events WHERE stream_id LIKE 'apps-%' ORDER BY global_position", values: [] })).map((e) => e.type);
+      const appEvents = async () => (await p.srv.db.db.rows<{ type: string }>({ text: "SELECT type FROM events WHERE stream_id LIKE 'apps-%' ORDER BY global_position", values: [] })).map((e) => e.type);
+      const types = await eventually(async () => {
+        const t = await appEvents();
+        return t[t.length - 1] === 'AppStopped' ? t : null;
+      }, 'the stop to be recorded');
       expect(types).to.deep.equal(['AppChanged', 'AppDeployStarted', 'AppDeployed', 'AppChanged', 'AppDeployStarted', 'AppDeployed', 'AppRemoved', 'AppStopped']);
     }));
 

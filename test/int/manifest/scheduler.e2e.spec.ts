@@ -84,7 +84,10 @@ describe('scheduler across two worker processes', function () {
     expect(fires.every((f) => f.outcome === 'failed'), JSON.stringify(fires.map((f) => f.outcome))).to.equal(true);
     const events = await tdb.db.rows({ text: "SELECT 1 FROM events WHERE type = 'TriggerFired'", values: [] });
     expect(events).to.have.length(ROUNDS);
-    const fired = workers.map((w) => (w.out().match(/"msg":"trigger fired"/g) ?? []).length);
+    const firedLines = () => workers.map((w) => (w.out().match(/"msg":"trigger fired"/g) ?? []).length);
+    // The winner logs after recording the outcome: wait for the last line to be written.
+    await eventually(async () => firedLines().reduce((a, b) => a + b, 0) >= ROUNDS, 'the last fire to be logged');
+    const fired = firedLines();
     const lost = workers.map((w) => (w.out().match(/trigger tick already fired by another worker/g) ?? []).length);
     expect(fired[0]! + fired[1]!).to.equal(ROUNDS);
     // Reported, not asserted: how the race went.
