@@ -3,7 +3,7 @@ import { constants as fsConstants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DomainError, notFound } from '../../domain/errors.js';
+import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
   DiffResult,
@@ -219,7 +219,14 @@ class RemoteProjectRepo implements ProjectRepo {
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
       if (await this.hasCommits(shas)) return;
-      await this.mirror.fetch(() => this.fetchAll());
+      try {
+        await this.mirror.fetch(() => this.fetchAll());
+      } catch (err) {
+        // Another process (a second worker, the API) may be fetching into the same mirror
+        // and holding its ref locks: look again after a moment, then fetch once more.
+        if (round === 1 || !isDomainError(err) || err.code !== 'unavailable') throw err;
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
+      }
     }
     if (!(await this.hasCommits(shas))) throw missing();
   }

@@ -93,6 +93,9 @@ describe('merges outlive their workers (issue 15 item 9)', function () {
       for (let i = 0; i < N; i++) {
         crs.push((await c.post(base, { title: `W${i}`, head_ref: `topic-${i}`, base_ref: `base-${i}` })).body.change_request);
       }
+      // The mirror holds every branch before the workers start (this test is about their
+      // death, not about their first fetch).
+      expect((await c.get(`${base}/${crs[0].number}/diff`)).status).to.equal(200);
       const w1 = await startWorker(env);
       const w2 = await startWorker(env);
       workers.push(w1.proc, w2.proc);
