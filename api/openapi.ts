@@ -35,12 +35,12 @@ const ops: Record<string, Record<string, Op>> = {
     get: { summary: 'One change request (uuid or number); open CRs refresh their SHAs.', query: s.GetChangeRequestQuery, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404] },
     patch: { summary: 'Edit title and/or description.', body: s.EditChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404] },
   },
-  [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head.', ok: { status: 200, schema: s.DiffSchema }, errors: [401, 403, 404, 503] } },
-  [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: s.MergePreviewSchema }, errors: [401, 403, 404, 503] } },
+  [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head.', ok: { status: 200, schema: s.DiffSchema }, errors: [401, 403, 404, 503, 504] } },
+  [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: s.MergePreviewSchema }, errors: [401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: z.object({ events: z.array(z.object({})) }) }, errors: [401, 403, 404] } },
   [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting.', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
-  [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
-  [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
+  [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409, 503] } },
+  [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409, 503] } },
   '/v1/projects/{projectId}/events': {
     get: {
       summary:
