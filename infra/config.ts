@@ -61,8 +61,6 @@ const schema = z.object({
   SVC_DIFF_MAX_FILES: z.coerce.number().int().min(1).default(3000),
   /** Merge jobs one worker process runs at once (capped by the pool size). */
   SVC_MERGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  /** Lease of a running job: a job whose worker stopped renewing it this long runs again elsewhere. */
-  SVC_JOB_LEASE_MS: z.coerce.number().int().min(500).max(600_000).default(4000),
   // --- end hardening ---
 });
 

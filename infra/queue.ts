@@ -2,7 +2,6 @@ import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import type { Db } from './db/db.js';
 import type { Logger } from './logger.js';
-import { jobQueries } from '../sql/queries/jobs.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -32,12 +31,7 @@ export interface Queue {
   stop(): Promise<void>;
 }
 
-export async function startQueue(
-  db: Db,
-  logger: Logger,
-  opts: { queues: string[]; schedule?: boolean; /** Job lease (ms): a job whose worker stopped renewing it this long is retried. */ leaseMs?: number },
-): Promise<Queue> {
-  const leaseMs = opts.leaseMs ?? 4000;
+export async function startQueue(db: Db, logger: Logger, opts: { queues: string[]; schedule?: boolean }): Promise<Queue> {
   const boss = new PgBoss({
     connectionString: db.url,
     schema: 'pgboss',
@@ -121,8 +115,6 @@ export async function startQueue(
     },
     work(name, concurrency, handler) {
       let active = 0;
-      /** Jobs this process runs: their leases are renewed while they run. */
-      const mine = new Set<string>();
       let fetching = false;
       let pending = false;
       // One fetch in flight per queue: notifications arrive in bursts, and concurrent
@@ -142,7 +134,6 @@ export async function startQueue(
         fetching = false;
         for (const job of jobs) {
           active++;
-          mine.add(job.id);
           const p = (async () => {
             let out: JobOutput;
             try {
@@ -171,7 +162,6 @@ export async function startQueue(
             await notify(DONE_CHANNEL, job.id).catch(() => {});
           })().finally(() => {
             active--;
-            mine.delete(job.id);
             running.delete(p);
             void pump();
           });
@@ -184,27 +174,7 @@ export async function startQueue(
       const timer = setInterval(() => void pump(), 2000);
       timer.unref();
       timers.push(timer);
-      // Leases: renew ours, and take back jobs whose worker died (its lease lapsed), at
-      // start and then every fifth of a lease. A dead worker's job runs again within
-      // about 1.2 leases of its death.
-      const leases = async () => {
-        if (stopped) return;
-        try {
-          if (mine.size > 0) await db.run(jobQueries.renew(name, [...mine]));
-          const taken = await db.rows<{ id: string; state: string }>(jobQueries.reclaim(name, leaseMs));
-          for (const j of taken) {
-            logger.warn({ queue: name, job: j.id, state: j.state }, 'took back a job whose worker stopped renewing its lease');
-            if (j.state === 'failed') await notify(DONE_CHANNEL, j.id);
-          }
-          if (taken.length > 0) await notify(JOBS_CHANNEL, name);
-        } catch (err) {
-          logger.warn({ err: (err as Error).message, queue: name }, 'job lease upkeep failed');
-        }
-      };
-      const leaseTimer = setInterval(() => void leases(), Math.max(100, Math.floor(leaseMs / 5)));
-      leaseTimer.unref();
-      timers.push(leaseTimer);
-      void leases().then(() => pump());
+      void pump();
     },
     async stop() {
       stopped = true;

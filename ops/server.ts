@@ -46,7 +46,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const secrets = secretBox(await loadSecretKey({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   const repos = createProjectRepos({ dataDir: config.dataDir, engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE], leaseMs: config.SVC_JOB_LEASE_MS });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE] });
   if (opts.roles.worker) {
     const settled = await reconcileMergeAttempts({ db, repos, logger });
     if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
