@@ -66,6 +66,11 @@ export async function startQueue(
   }
 
   const waiters = new Map<string, () => void>();
+  /**
+   * Outputs of jobs this process ran, kept briefly for a waiter in this same process: it
+   * gets the result without a NOTIFY hop and a read of the job row.
+   */
+  const localOutputs = new Map<string, JobOutput>();
   const loops = new Map<string, () => void>();
   const listener: pg.PoolClient = await db.connect();
   listener.on('notification', (msg) => {
@@ -133,6 +138,8 @@ export async function startQueue(
     async enqueue(name, data, o = {}) {
       const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1 });
       if (!id) throw new Error(`queue ${name} refused the job`);
+      // This process works the queue: fetch at once instead of waiting for our own NOTIFY.
+      loops.get(name)?.();
       await notify(JOBS_CHANNEL, name);
       return id;
     },
@@ -143,6 +150,11 @@ export async function startQueue(
         const woken = new Promise<void>((r) => (wake = r));
         waiters.set(id, wake);
         try {
+          const local = localOutputs.get(id);
+          if (local) {
+            localOutputs.delete(id);
+            return local;
+          }
           const out = await readOutput(name, id);
           if (out) return out;
           const left = deadline - Date.now();
@@ -192,6 +204,12 @@ export async function startQueue(
             }
             try {
               await boss.complete(name, job.id, out as object);
+              // A waiter in this process is woken directly with the output.
+              if (waiters.has(job.id)) {
+                localOutputs.set(job.id, out);
+                setTimeout(() => localOutputs.delete(job.id), 60_000).unref();
+                waiters.get(job.id)?.();
+              }
             } catch (err) {
               // The work is done; only its result is not recorded. The job stays active until it
               // expires, then pg-boss retries it: the retry finds the CR no longer open and records

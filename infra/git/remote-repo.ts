@@ -1,5 +1,9 @@
+import { access, readFile } from 'node:fs/promises';
+import { constants as fsConstants } from 'node:fs';
 import net from 'node:net';
-import { DomainError, notFound } from '../../domain/errors.js';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
   CommitFileRequest,
@@ -63,12 +67,15 @@ class RemoteProjectRepo implements ProjectRepo {
   private readonly lsRemote: LsRemoteBatcher;
   private readonly policy: RepoUrlPolicy | undefined;
   private readonly hasCredentials: boolean;
+  /** The repository's directory when it is a local (file://) one. */
+  private readonly localDir: string | null;
 
   constructor(opts: OpenProjectRepoOptions) {
     this.url = assertRemoteUrl(opts.location.url);
     this.localRefs = opts.location.credentials ? null : localRefReader(this.url);
     this.lsRemote = new LsRemoteBatcher((names) => this.lsRemoteHeads(names));
     this.policy = opts.policy;
+    this.localDir = this.localRefs ? localDirOf(this.url) : null;
     this.hasCredentials = !!opts.location.credentials;
     this.auth = gitAuth(opts.location, { allowHttp: opts.policy ? opts.policy.allowHttpCredentials : true });
     this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
@@ -142,6 +149,23 @@ class RemoteProjectRepo implements ProjectRepo {
     const { base, head } = await this.liveTips(baseRef, headRef);
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) {
       throw headModified(req.expected_head_sha, head);
+    }
+    const direct = this.localDir !== null && (await publishableInPlace(this.localDir));
+    if (direct) {
+      // A local bare repository without receive hooks: the merge is computed in it and
+      // published by a compare-and-swap of the ref (no fetch, no push). With hooks, the
+      // push below lets them decide.
+      if (this.policy) await checkRepoUrl(this.url, this.policy);
+      const result = await this.engine.createMerge(this.localDir!, {
+        base_sha: base,
+        head_sha: head,
+        message: req.message,
+        author: SYSTEM_IDENTITY,
+      });
+      await hooks.beforePublish?.(result);
+      if (result.kind !== 'up-to-date') await this.updateRefInPlace(this.localDir!, baseRef, result.merge_commit_sha, base);
+      this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha, in_place: true }, 'merged');
+      return result;
     }
     await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
     const result = await this.engine.createMerge(this.mirror.path, {
@@ -233,7 +257,14 @@ class RemoteProjectRepo implements ProjectRepo {
     await this.mirror.ensureCreated();
     for (let round = 0; round < 2; round++) {
       if (await this.hasCommits(shas)) return this.remember(shas);
-      await this.mirror.fetch(() => this.fetchAll());
+      try {
+        await this.mirror.fetch(() => this.fetchAll());
+      } catch (err) {
+        // Another process (a second worker, the API) may be fetching into the same mirror
+        // and holding its ref locks: look again after a moment, then fetch once more.
+        if (round === 1 || !isDomainError(err) || err.code !== 'unavailable') throw err;
+        await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
+      }
     }
     if (!(await this.hasCommits(shas))) throw missing();
     this.remember(shas);
@@ -318,6 +349,24 @@ class RemoteProjectRepo implements ProjectRepo {
     throw this.unavailable(new GitCommandError(['push'], code, null, ''));
   }
 
+  /** `update-ref <ref> <next> <old>`: git's own compare-and-swap under the ref lock. */
+  private async updateRefInPlace(dir: string, branch: string, next: string, expectedOld: string): Promise<void> {
+    const ref = `refs/heads/${branch}`;
+    let code: number;
+    try {
+      code = (await runGit(['update-ref', '-m', 'svc: merge', '--', ref, next, expectedOld], { cwd: dir, okCodes: [0, 128] })).code;
+    } catch (e) {
+      throw this.unavailable(e);
+    }
+    if (code !== 0) {
+      const now = (await this.readTips([branch]))[branch] ?? null;
+      if (now !== expectedOld) throw refMoved(ref);
+      throw repoUnavailable();
+    }
+    // Tests: the ref moved, and then the answer is lost on its way back.
+    await failpointAsync('git.push.after-remote-moved');
+  }
+
   private async network(args: string[]): Promise<Buffer> {
     try {
       return (await this.git(args)).stdout;
@@ -358,6 +407,40 @@ class RemoteProjectRepo implements ProjectRepo {
     if (!isGitCommandError(e)) return e instanceof Error ? e : new Error(String(e));
     this.log?.warn({ exit_code: e.exitCode, stderr: e.stderr }, 'remote repository unreachable');
     return repoUnavailable(e);
+  }
+}
+
+/** The directory of a file:// URL. */
+function localDirOf(url: string): string | null {
+  try {
+    return path.resolve(fileURLToPath(url));
+  } catch {
+    return null;
+  }
+}
+
+const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', 'reference-transaction', 'proc-receive', 'push-to-checkout'];
+
+/**
+ * A bare repository with no hook a push would run and no `core.hooksPath`: moving its
+ * ref in place is exactly what a push would do. Anything else (a work tree, hooks) is
+ * published by push so the repository's own rules apply.
+ */
+async function publishableInPlace(dir: string): Promise<boolean> {
+  try {
+    const config = await readFile(path.join(dir, 'config'), 'utf8');
+    if (!/^\s*bare\s*=\s*true\s*$/im.test(config) || /hookspath/i.test(config)) return false;
+    for (const h of RECEIVE_HOOKS) {
+      try {
+        await access(path.join(dir, 'hooks', h), fsConstants.X_OK);
+        return false;
+      } catch {
+        /* no such hook */
+      }
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 
