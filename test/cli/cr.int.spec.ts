@@ -163,9 +163,13 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       base_sha: 'b'.repeat(40),
       head_sha: 'a'.repeat(40),
       merge_base: 'b'.repeat(40),
-      files: [{ path: 'hello.txt', status: 'modified', additions: 1, deletions: 1, binary: false }],
+      files: [{ path: 'hello.txt', status: 'modified', additions: 1, deletions: 1, binary: false, patch_truncated: false }],
       additions: 1,
       deletions: 1,
+      truncated: false,
+      files_truncated: false,
+      total_files: 1,
+      limits: { max_file_bytes: 500000, max_file_lines: 20000, max_total_bytes: 5000000, max_total_lines: 100000, max_files: 3000 },
       patch: 'diff --git a/hello.txt b/hello.txt\n--- a/hello.txt\n+++ b/hello.txt\n@@ -1 +1 @@\n-hi\n+hello\n',
     };
 

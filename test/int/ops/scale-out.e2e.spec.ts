@@ -147,7 +147,8 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
     expect(mergedEvents.length).to.equal(N);
     expect(mergedEvents.every((r) => r.n === 1)).to.equal(true);
     expect((await t.db.rows({ text: 'SELECT * FROM merge_attempts', values: [] })).length, 'no merge attempt left').to.equal(0);
-    expect((await t.db.rows({ text: 'SELECT * FROM job_claims', values: [] })).length, 'no job claim left').to.equal(0);
+    // Merge jobs only: a merge into the default branch also queues a manifest sync, which may still run.
+    expect((await t.db.rows({ text: "SELECT * FROM job_claims WHERE queue = 'cr.merge'", values: [] })).length, 'no merge job claim left').to.equal(0);
 
     // The base holds exactly the merged commits: each CR's head commit, plus its merge commit.
     const final = await Promise.all(crs.map((cr) => apis[0]!.get(`${base}/${cr.number}`)));
