@@ -9,6 +9,7 @@ import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
+import { dashboardRoutes } from './dashboard/index.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -29,6 +30,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
+  app.use(dashboardRoutes(deps)); // the dashboard at / (cookie sessions; never under /v1)
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * svc-server: start | api | worker | migrate | projections rebuild [--verify] |
- * admin bootstrap --email E [--name N]. Configuration comes from the environment
+ * admin bootstrap --email E [--name N] [--password-stdin] | admin set-password --email E. Configuration comes from the environment
  * (infra/config.ts); see README.md and docs/operations.md.
  */
 import yargs from 'yargs';
@@ -13,6 +13,15 @@ import { migrate } from '../infra/db/migrate.js';
 import { bootstrapUser } from '../infra/accounts.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import { startServer } from './server.js';
+import { setPassword } from '../infra/dashboard/passwords.js';
+
+async function readPassword(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const pw = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  if (!pw) throw new Error('no password on standard input (pipe it in: --password-stdin)');
+  return pw;
+}
 
 function setup(opts: { quietLogs?: boolean } = {}): { config: Config; logger: Logger } {
   const config = loadConfig();
@@ -84,11 +93,24 @@ export async function main(argv: string[]): Promise<void> {
     )
     .command('admin <action>', 'administration', (y) =>
       y
-        .positional('action', { choices: ['bootstrap'] as const, demandOption: true })
+        .positional('action', { choices: ['bootstrap', 'set-password'] as const, demandOption: true })
         .option('email', { type: 'string', demandOption: true, describe: 'the user to create or reuse' })
-        .option('name', { type: 'string', describe: 'display name (and account name) for a new user' }),
+        .option('name', { type: 'string', describe: 'display name (and account name) for a new user' })
+        .option('password-stdin', { type: 'boolean', default: false, describe: 'read a dashboard password from standard input (never from an argument)' }),
       async (args) => {
-        const out = await withDatabase((d) => bootstrapUser(d.db, { email: args.email, ...(args.name ? { name: args.name } : {}) }));
+        // Dashboard passwords come on stdin only: an argument would show in `ps` and shell history.
+        const password = args.passwordStdin || args.action === 'set-password' ? await readPassword() : undefined;
+        if (args.action === 'set-password') {
+          const ok = await withDatabase((d) => setPassword(d.db, args.email, password!));
+          if (!ok) throw new Error(`no user ${args.email}; create it with 'svc-server admin bootstrap --email ${args.email}'`);
+          process.stderr.write(`password set for ${args.email.toLowerCase()}\n`);
+          return;
+        }
+        const out = await withDatabase(async (d) => {
+          const made = await bootstrapUser(d.db, { email: args.email, ...(args.name ? { name: args.name } : {}) });
+          if (password !== undefined) await setPassword(d.db, args.email, password);
+          return made;
+        });
         process.stdout.write(`${out.token.token}\n`);
       },
     )
