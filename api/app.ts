@@ -10,6 +10,9 @@ import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 import { dashboardRoutes } from './dashboard/index.js';
+import { sessionRoutes } from './routes/sessions.js';
+import { sessionProxyRoutes } from './routes/session-proxy.js';
+import { cloneCredentialRoutes } from './routes/clone-credential.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -20,14 +23,18 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(metricsMiddleware(deps.metrics));
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
+  // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
+  app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
+  v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use(requireAuth(deps.db));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
+  v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
   app.use(dashboardRoutes(deps)); // the dashboard at / (cookie sessions; never under /v1)

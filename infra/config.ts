@@ -29,6 +29,22 @@ const schema = z.object({
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+
+  // --- Sessions and sandboxes (issue 10, docs/sessions.md) ---
+  /** Where sandboxes run; unset: `process` (the registry may prefer bwrap when installed). */
+  SVC_SANDBOX_PROVIDER: z.enum(['process', 'bwrap', 'docker', 'kubernetes']).optional(),
+  /** Concurrent live sessions (provisioning + running) per account, unless the account overrides it. */
+  SVC_SESSION_CAP: z.coerce.number().int().min(0).max(100_000).default(5),
+  /** A running session with no proxied request or prompt for this long is stopped (hibernated). */
+  SVC_SESSION_IDLE_MINUTES: z.coerce.number().positive().max(525_600).default(15),
+  /** Provisioning that has not reached `running` after this long fails. */
+  SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
+  /** The agent runtime the sandbox daemon launches (`process` provider); default opencode from node_modules. */
+  SVC_AGENT_RUNTIME: z.string().min(1).optional(),
+  /** The API base (ending in /v1) as sandboxes reach it; default SVC_PUBLIC_URL/v1, else this server on 127.0.0.1. */
+  SVC_SANDBOX_API_URL: z.string().url().optional(),
+  /** GitHub's REST API base for branch cuts on github.com repositories. */
+  SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
 });
 
 export type Env = z.infer<typeof schema>;

@@ -83,10 +83,12 @@ export async function main(argv: string[]): Promise<void> {
       async (args) => {
         const report = await withDatabase((d) => rebuildProjections(d.db, { verify: args.verify }));
         process.stdout.write(
-          `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows from ${report.events} events in ${report.millis} ms\n`,
+          `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows, project_sessions: ${report.sessions} rows from ${report.events} events in ${report.millis} ms\n`,
         );
         if (report.differences.length) {
-          for (const d of report.differences) process.stdout.write(`  differs (${d.side}): cr ${d.cr_id}\n`);
+          for (const d of report.differences) {
+            process.stdout.write(`  differs (${d.side}): ${d.cr_id ? `cr ${d.cr_id}` : `${d.table} ${d.id}`}\n`);
+          }
           process.exitCode = 1;
         }
       },

@@ -4,12 +4,16 @@ import { START, checkpointAfter, type Checkpoint } from '../infra/event-store.js
 import { crQueries } from '../sql/queries/change-requests.js';
 import { projectionQueries } from '../sql/queries/projections.js';
 import { ChangeRequestFolder } from './change-requests.js';
+import { SessionFolder } from './sessions.js';
+import { sessionQueries } from '../sql/queries/sessions.js';
 
 export interface RebuildReport {
   events: number;
   rows: number;
   /** Rows that differ between live and replayed (verify), by side. */
-  differences: { side: 'live_only' | 'rebuilt_only'; cr_id: string }[];
+  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes'; id?: string }[];
+  /** Session rows (project_sessions) replayed. */
+  sessions: number;
   applied: boolean;
   millis: number;
 }
@@ -26,19 +30,39 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
   return db.transaction(
     async (tx) => {
       const folder = new ChangeRequestFolder();
-      const events = await replay(tx, (e) => folder.apply(e), opts.pageSize ?? 10_000);
+      const sessions = new SessionFolder();
+      const events = await replay(
+        tx,
+        (e) => (e.stream_id.startsWith('session-') ? sessions.apply(e) : folder.apply(e)),
+        opts.pageSize ?? 10_000,
+      );
+      // Sessions first: a CR's origin_session_id is kept only when its session row exists.
+      await tx.run(sessionQueries.createScratch());
+      const s = sessions.rows();
+      for (let i = 0; i < s.sessions.length; i += INSERT_CHUNK) {
+        await tx.run(sessionQueries.insertMany('sessions_rebuilt', s.sessions.slice(i, i + INSERT_CHUNK)));
+      }
+      for (let i = 0; i < s.sandboxes.length; i += INSERT_CHUNK) {
+        await tx.run(sessionQueries.insertManySandboxes('sandboxes_rebuilt', s.sandboxes.slice(i, i + INSERT_CHUNK)));
+      }
       await tx.run(crQueries.createScratch());
       const rows = folder.rows();
       for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
         await tx.run(crQueries.insertMany('cr_rebuilt', rows.slice(i, i + INSERT_CHUNK)));
       }
+      const report = { events, rows: rows.length, sessions: s.sessions.length };
       if (opts.verify) {
-        const differences = await tx.rows<RebuildReport['differences'][number]>(crQueries.diffScratch(100));
-        return { events, rows: rows.length, differences, applied: false, millis: Date.now() - started };
+        const differences = [
+          ...(await tx.rows<RebuildReport['differences'][number]>(crQueries.diffScratch(100))),
+          ...(await tx.rows<RebuildReport['differences'][number]>(sessionQueries.diffScratch(100))),
+        ];
+        return { ...report, differences, applied: false, millis: Date.now() - started };
       }
       await tx.run(crQueries.deleteAll());
+      await tx.run(sessionQueries.deleteAll());
+      await tx.run(sessionQueries.copyScratchToLive());
       await tx.run(crQueries.copyScratchToLive());
-      return { events, rows: rows.length, differences: [], applied: true, millis: Date.now() - started };
+      return { ...report, differences: [], applied: true, millis: Date.now() - started };
     },
     { isolation: 'repeatable read' },
   );

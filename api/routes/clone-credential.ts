@@ -1,0 +1,47 @@
+import { Router } from 'express';
+import { DomainError } from '../../domain/errors.js';
+import type { ApiDeps } from '../deps.js';
+import { unauthorized } from '../auth.js';
+import { projectQueries } from '../../sql/queries/projects.js';
+import type { ProjectRecord } from '../../infra/change-requests/repos.js';
+import { authenticateSandboxKey } from '../../infra/sessions/credentials.js';
+import { mintToken } from '../../infra/tokens.js';
+import { repoUrlOf } from '../../infra/sessions/provision.js';
+import { sessionDepsOf } from './sessions.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const CLONE_CREDENTIAL_MINUTES = 15;
+
+/**
+ * `GET /v1/projects/:projectId/git/clone-credential`: the one route that takes a
+ * sandbox's SVC_TOKEN (and nothing else): a short-lived credential for the project's
+ * repository. For a repository with stored credentials, those; otherwise (a managed
+ * repository, or one served by this server) a project token that expires in 15 minutes,
+ * as the password for user `x-access-token`. Mounted before the PAT middleware.
+ */
+export function cloneCredentialRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  r.get('/', async (req, res) => {
+    const m = /^Bearer ([^\s]+)$/i.exec(String(req.headers.authorization ?? '').trim());
+    const sandbox = m ? await authenticateSandboxKey(deps.db, m[1]!) : null;
+    if (!sandbox) throw unauthorized();
+    const ref = String((req.params as Record<string, string>).projectId ?? '');
+    const lookable = ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
+    const isUuid = UUID.test(ref);
+    const project = lookable ? await deps.db.one<ProjectRecord>(projectQueries.byIdOrSlug(isUuid ? ref.toLowerCase() : ref, isUuid)) : undefined;
+    // A key of another project learns nothing about this one.
+    if (!project || project.project_id !== sandbox.project_id) throw unauthorized();
+    const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);
+    const repoUrl = repoUrlOf(sessionDepsOf(deps), project);
+    res.set('Cache-Control', 'no-store');
+    if (project.repo_credentials_enc) {
+      const c = JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { username: string; password: string };
+      if (!c.username || !c.password) throw new DomainError('unavailable', 'No credential', 'The stored repository credentials are incomplete.');
+      res.json({ username: c.username, password: c.password, expires_at: expires.toISOString(), repo_url: repoUrl });
+      return;
+    }
+    const minted = await mintToken(deps.db, { userId: sandbox.user_id, projectId: project.project_id, name: 'clone-credential', expiresAt: expires });
+    res.json({ username: 'x-access-token', password: minted.token, expires_at: expires.toISOString(), repo_url: repoUrl });
+  });
+  return r;
+}

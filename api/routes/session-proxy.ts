@@ -1,0 +1,141 @@
+import http from 'node:http';
+import net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { DomainError, isDomainError } from '../../domain/errors.js';
+import type { ApiDeps } from '../deps.js';
+import { requireAuth } from '../auth.js';
+import { bodyOf, statusOf } from '../errors.js';
+import { resolveProject } from '../project-access.js';
+import { authenticate, type Principal } from '../../infra/tokens.js';
+import { liveTarget, touchSession, type LiveTarget } from '../../infra/sessions/service.js';
+import { freshContext } from '../../infra/sessions/user-context.js';
+import { sessionDepsOf } from './sessions.js';
+
+/**
+ * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
+ * (which proxies to the agent runtime) and `.../preview/:port/*` to the daemon's
+ * `/proxy/:port/*`, each with a freshly signed X-Svc-User-Context (the port bound into it
+ * for previews). The caller's token never reaches the sandbox, and the sandbox's
+ * SVC_TOKEN never leaves the server. Bodies stream both ways (SSE included); WebSocket
+ * upgrades go through `sessionUpgradeHandler`. Mounted before the JSON body parser.
+ */
+const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'x-svc-user-context']);
+
+function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined) out[k] = v;
+  out.host = new URL(target).host;
+  out['x-svc-user-context'] = ctx;
+  return out;
+}
+
+/** The path after the mount, minus `access_token` (a browser's way to authenticate a socket). */
+function upstreamPath(prefix: string, rest: string): string {
+  const u = new URL(rest || '/', 'http://x');
+  u.searchParams.delete('access_token');
+  return `${prefix}${u.pathname}${u.search}`;
+}
+
+function previewPort(raw: string): number {
+  const port = /^[1-9][0-9]{0,4}$/.test(raw) ? Number(raw) : NaN;
+  if (!(port >= 1 && port <= 65535)) {
+    throw new DomainError('validation', 'Validation failed', 'The preview port must be a number from 1 to 65535.', { issues: [{ path: 'port', message: 'invalid port' }] });
+  }
+  return port;
+}
+
+export function sessionProxyRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  r.use(['/agent', '/preview/:port'], (req, _res, next) => {
+    // Browsers may only be able to pass the token in the query (iframes, sockets).
+    const t = req.query.access_token;
+    if (req.headers.authorization === undefined && typeof t === 'string') req.headers.authorization = `Bearer ${t}`;
+    next();
+  });
+  r.use(['/agent', '/preview/:port'], requireAuth(deps.db));
+  const handler = (kind: 'agent' | 'preview') => async (req: Request, res: Response, next: NextFunction) => {
+    try {
+      const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
+      const project = await resolveProject(deps.db, req);
+      const s = sessionDepsOf(deps);
+      const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
+      void touchSession(s, target.session.session_id);
+      const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
+      proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+    } catch (err) {
+      next(err);
+    }
+  };
+  r.use('/agent', handler('agent'));
+  r.use('/preview/:port', handler('preview'));
+  return r;
+}
+
+function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
+  const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
+  up.on('response', (r) => {
+    const headers = { ...r.headers };
+    delete headers.connection;
+    delete headers['keep-alive'];
+    res.writeHead(r.statusCode ?? 502, headers);
+    res.flushHeaders();
+    r.pipe(res);
+  });
+  up.on('error', (err) => {
+    if (res.headersSent) return void res.destroy();
+    res.status(502).json({ error: 'Bad gateway', message: `The sandbox did not answer: ${err.message}` });
+  });
+  res.on('close', () => up.destroy());
+  req.pipe(up);
+}
+
+const UPGRADE_PATH = /^\/v1\/projects\/([^/]+)\/sessions\/([^/]+)\/(agent|preview\/([^/]+))(\/[^?]*)?(\?.*)?$/;
+
+function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
+  const json = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
+  );
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** WebSocket upgrades to the session proxy; everything else goes to `fallback`. */
+export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
+  return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    const m = UPGRADE_PATH.exec(req.url ?? '');
+    if (!m) return fallback(req, socket, head);
+    socket.on('error', () => {});
+    void (async () => {
+      const q = new URLSearchParams(m[6] ?? '');
+      const header = req.headers.authorization ?? (q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
+      const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
+      const principal: Principal | null = bearer ? await authenticate(deps.db, bearer) : null;
+      if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
+      const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
+      const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
+      const project = await resolveProject(deps.db, fake);
+      const s = sessionDepsOf(deps);
+      const target = await liveTarget(s, project.project_id, decodeURIComponent(m[2]!));
+      void touchSession(s, target.session.session_id);
+      const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
+      const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
+      const u = new URL(target.url);
+      const up = net.connect(Number(u.port), u.hostname, () => {
+        let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
+        for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) head1 += `${k}: ${String(one)}\r\n`;
+        up.write(head1 + '\r\n');
+        if (head.length) up.write(head);
+        up.pipe(socket);
+        socket.pipe(up);
+      });
+      up.on('error', () => socket.destroy());
+      socket.on('close', () => up.destroy());
+    })().catch((err: unknown) => {
+      if (isDomainError(err)) return refuse(socket, statusOf[err.code], bodyOf(err));
+      deps.logger.error({ err: (err as Error).message }, 'session proxy upgrade failed');
+      refuse(socket, 502, { error: 'Bad gateway', message: 'The sandbox could not be reached.' });
+    });
+  };
+}

@@ -1,0 +1,104 @@
+import { Router, type Request } from 'express';
+import { DomainError, isDomainError } from '../../domain/errors.js';
+import type { ApiDeps } from '../deps.js';
+import { principalOf } from '../auth.js';
+import { resolveProject } from '../project-access.js';
+import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../session-schemas.js';
+import * as sessions from '../../infra/sessions/service.js';
+import type { SessionDeps } from '../../infra/sessions/deps.js';
+
+export const sessionsUnavailable = () =>
+  new DomainError('unavailable', 'Sessions unavailable', 'This server runs no session service.');
+
+export function sessionDepsOf(deps: ApiDeps): SessionDeps {
+  if (!deps.sessions) throw sessionsUnavailable();
+  return deps.sessions;
+}
+
+/** `/v1/projects/:projectId/sessions` (contracts.md "Sessions"): write access to the project. */
+export function sessionRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const ctx = async (req: Request) => ({
+    project: await resolveProject(deps.db, req),
+    actor: principalOf(req).user_id,
+    s: sessionDepsOf(deps),
+    id: String(req.params.sessionId ?? ''),
+  });
+
+  r.get('/', async (req, res) => {
+    const { project, s } = await ctx(req);
+    const q = ListSessionsQuery.parse(req.query);
+    res.json({ sessions: await sessions.listSessions(s, project.project_id, q.status === 'all' ? null : q.status) });
+  });
+
+  r.post('/', async (req, res) => {
+    const { project, actor, s } = await ctx(req);
+    const body = CreateSessionBody.parse(req.body ?? {});
+    try {
+      const session = await sessions.createSession(s, {
+        project,
+        userId: actor,
+        agent: body.agent,
+        model: body.model,
+        baseRef: body.base_ref,
+        prompt: body.prompt,
+      });
+      res.status(201).json({ session });
+    } catch (err) {
+      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      throw err;
+    }
+  });
+
+  r.get('/:sessionId', async (req, res) => {
+    const { project, s, id } = await ctx(req);
+    res.json({ session: await sessions.findSession(s, project.project_id, id) });
+  });
+
+  r.get('/:sessionId/events', async (req, res) => {
+    const { project, s, id } = await ctx(req);
+    res.json({ events: await sessions.sessionHistory(s, project.project_id, id) });
+  });
+
+  r.post('/:sessionId/stop', async (req, res) => {
+    const { project, actor, s, id } = await ctx(req);
+    AbortSessionBody.parse(req.body ?? {});
+    const found = await sessions.findSession(s, project.project_id, id);
+    res.json({ session: await sessions.stopSession(s, project.project_id, found.session_id, actor) });
+  });
+
+  r.post('/:sessionId/restart', async (req, res) => {
+    const { project, actor, s, id } = await ctx(req);
+    AbortSessionBody.parse(req.body ?? {});
+    const found = await sessions.findSession(s, project.project_id, id);
+    try {
+      res.json({ session: await sessions.restartSession(s, project.project_id, found.session_id, actor) });
+    } catch (err) {
+      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      throw err;
+    }
+  });
+
+  r.delete('/:sessionId', async (req, res) => {
+    const { project, actor, s, id } = await ctx(req);
+    const found = await sessions.findSession(s, project.project_id, id);
+    await sessions.removeSession(s, project.project_id, found.session_id, actor);
+    res.status(204).end();
+  });
+
+  r.post('/:sessionId/prompt', async (req, res) => {
+    const { project, s, id } = await ctx(req);
+    const body = PromptSessionBody.parse(req.body ?? {});
+    const out = await sessions.controlCall(s, project.project_id, id, '/svc/prompt', { text: body.text });
+    res.status(202).json(out ?? {});
+  });
+
+  r.post('/:sessionId/abort', async (req, res) => {
+    const { project, s, id } = await ctx(req);
+    AbortSessionBody.parse(req.body ?? {});
+    const out = await sessions.controlCall(s, project.project_id, id, '/svc/abort', {});
+    res.json(out ?? {});
+  });
+
+  return r;
+}

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { branchNameProblem } from '../infra/git/refs.js';
+
+/** Request schemas of the session routes (contracts.md "Sessions"). Commands reject unknown fields. */
+// eslint-disable-next-line no-control-regex
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const text = (min: number, max: number) => z.string().min(min).max(max).refine((v) => !UNSTORABLE.test(v), 'must not contain NUL or unpaired surrogates');
+const name = (max: number) => text(1, max).regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'letters, digits and . _ : / @ + - only');
+
+export const CreateSessionBody = z.strictObject({
+  agent: name(100).optional(),
+  model: name(200).optional(),
+  base_ref: z
+    .string()
+    .max(255)
+    .superRefine((v, ctx) => {
+      const problem = UNSTORABLE.test(v) ? 'must not contain unpaired surrogates' : branchNameProblem(v);
+      if (problem) ctx.addIssue({ code: 'custom', message: `base_ref is not a valid branch name: ${problem}` });
+    })
+    .optional(),
+  prompt: text(1, 100_000).optional(),
+});
+
+export const PromptSessionBody = z.strictObject({ text: text(1, 100_000) });
+export const AbortSessionBody = z.strictObject({});
+
+export const ListSessionsQuery = z.object({
+  status: z.enum(['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed', 'all']).default('all'),
+});

@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+/**
+ * The session stream's events. Types are versioned by name; times come from the
+ * command's clock, so replaying the log gives the same rows.
+ */
+const uuid = z.uuid();
+const time = z.iso.datetime({ offset: true });
+const errorInfo = z.object({ code: z.string().min(1), message: z.string(), at: time });
+
+export const SessionCreated = z.object({
+  session_id: uuid,
+  account_id: uuid,
+  project_id: uuid,
+  base_ref: z.string().min(1),
+  agent: z.string().min(1),
+  model: z.string().nullable(),
+  prompt: z.string().nullable(),
+  trigger: z.string().nullable(),
+  created_by: uuid,
+  created_at: time,
+});
+export const SessionBranchCut = z.object({ base_commit_sha: z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/), at: time });
+export const SandboxRequested = z.object({ sandbox_id: uuid, provider: z.string().min(1), at: time });
+export const SandboxActive = z.object({ sandbox_id: uuid, url: z.string().min(1), ref: z.string(), at: time });
+export const SandboxStopped = z.object({ sandbox_id: uuid, at: time });
+export const SandboxErrored = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
+export const SandboxArchived = z.object({ sandbox_id: uuid, at: time });
+export const SessionRunning = z.object({ sandbox_id: uuid, at: time });
+export const SessionStopped = z.object({ reason: z.enum(['user', 'idle', 'lost']), by: uuid.nullable(), at: time });
+export const SessionFailed = z.object({ error: errorInfo, at: time });
+export const SessionRestarted = z.object({ by: uuid, at: time });
+export const SessionRemoved = z.object({ by: uuid, at: time });
+export const SessionActivity = z.object({ at: time });
+
+export const sessionEventSchemas = {
+  SessionCreated,
+  SessionBranchCut,
+  SandboxRequested,
+  SandboxActive,
+  SandboxStopped,
+  SandboxErrored,
+  SandboxArchived,
+  SessionRunning,
+  SessionStopped,
+  SessionFailed,
+  SessionRestarted,
+  SessionRemoved,
+  SessionActivity,
+} as const;
+
+type Schemas = typeof sessionEventSchemas;
+export type SessionEventType = keyof Schemas;
+
+export type SessionEvent = {
+  [K in SessionEventType]: { type: K; data: z.infer<Schemas[K]> };
+}[SessionEventType];
+
+export const isSessionEventType = (t: string): t is SessionEventType => t in sessionEventSchemas;
+
+export function parseSessionEvent(e: { type: string; data: unknown }): SessionEvent {
+  if (!isSessionEventType(e.type)) throw new Error(`unknown session event type: ${e.type}`);
+  return { type: e.type, data: sessionEventSchemas[e.type].parse(e.data) } as SessionEvent;
+}
+
+export const SESSION_STREAM_TYPE = 'session';
+export const sessionStreamId = (sessionId: string): string => `session-${sessionId}`;

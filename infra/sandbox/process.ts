@@ -1,0 +1,134 @@
+import { spawn } from 'node:child_process';
+import { existsSync, openSync, closeSync } from 'node:fs';
+import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { freePort } from '../net.js';
+import { projectRoot } from '../paths.js';
+import type { Logger } from '../logger.js';
+import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+
+/**
+ * The `process` provider: `svc-entrypoint` as a child process of the server, in its own
+ * process group (so a server crash leaves it running, to be re-attached by pid), with
+ * its own directory under `<data dir>/sandboxes/<sandbox id>/`:
+ *   workspace/  the repo clone (SVC_WORKSPACE)
+ *   home/       the agent runtime's HOME (SVC_AGENT_HOME, off the repo)
+ *   bin/        `svc` and `svc-agent` for the agent's shell
+ *   sandbox.log what the entrypoint, daemon and runtime print
+ * and two free loopback ports (daemon, runtime). No isolation beyond that: for a laptop
+ * and tests; `bwrap` is the same with namespaces.
+ *
+ * The environment is the injected one plus PATH/LANG and this provider's plumbing,
+ * never the server's own (no DATABASE_URL, no SVC_SECRET_KEY).
+ */
+export interface ProcessProviderOptions {
+  dataDir: string;
+  /** The runtime the daemon launches; default opencode from node_modules/.bin. */
+  runtime?: string;
+  logger: Logger;
+  /** Extra variables for every sandbox (tests: fast restart backoff). */
+  extraEnv?: Record<string, string>;
+}
+
+const dist = path.join(projectRoot, 'dist');
+export const ENTRYPOINT = path.join(dist, 'agentd', 'svc-entrypoint.js');
+
+export function defaultRuntime(): string {
+  const local = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
+  return existsSync(local) ? local : 'opencode';
+}
+
+export function createProcessProvider(opts: ProcessProviderOptions): SandboxProvider {
+  const root = path.join(opts.dataDir, 'sandboxes');
+  const dirOf = (id: string) => path.join(root, id);
+  const log = opts.logger.child({ component: 'sandbox-process' });
+
+  const alive = async (pid: number, sandboxId: string): Promise<boolean> => {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return false;
+    }
+    // The pid may have been reused: it must still be this sandbox's entrypoint.
+    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => null);
+    return env === null ? true : env.includes(`SVC_SANDBOX_ID=${sandboxId}\0`);
+  };
+
+  return {
+    name: 'process',
+    async create(spec: SandboxSpec): Promise<SandboxHandle> {
+      const dir = dirOf(spec.sandboxId);
+      await rm(dir, { recursive: true, force: true });
+      const bin = path.join(dir, 'bin');
+      await mkdir(path.join(dir, 'home'), { recursive: true });
+      await mkdir(bin, { recursive: true });
+      for (const [name, script] of [['svc', 'cli/main.js'], ['svc-agent', 'agentd/svc-agent.js']] as const) {
+        const file = path.join(bin, name);
+        await writeFile(file, `#!/bin/sh\nexec '${process.execPath}' '${path.join(dist, script)}' "$@"\n`);
+        await chmod(file, 0o755);
+      }
+      const [servicePort, agentPort] = [await freePort(), await freePort()];
+      const env: Record<string, string> = {
+        PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
+        LANG: process.env.LANG ?? 'C.UTF-8',
+        HOME: path.join(dir, 'home'),
+        ...spec.env,
+        ...opts.extraEnv,
+        SVC_SANDBOX_ID: spec.sandboxId,
+        SVC_SERVICE_PORT: String(servicePort),
+        SVC_AGENT_PORT: String(agentPort),
+        SVC_BIND_HOST: '127.0.0.1',
+        SVC_WORKSPACE: path.join(dir, 'workspace'),
+        SVC_AGENT_HOME: path.join(dir, 'home'),
+        SVC_AGENT_RUNTIME: opts.runtime ?? defaultRuntime(),
+      };
+      const out = openSync(path.join(dir, 'sandbox.log'), 'a');
+      let child;
+      try {
+        child = spawn(process.execPath, [ENTRYPOINT], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] });
+      } catch (err) {
+        throw new SandboxError('create_failed', `could not start svc-entrypoint: ${(err as Error).message}`);
+      } finally {
+        closeSync(out);
+      }
+      const pid = child.pid;
+      if (!pid) throw new SandboxError('create_failed', 'svc-entrypoint did not start');
+      child.on('error', () => {});
+      child.unref();
+      log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
+      return { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
+    },
+
+    async inspect(handle: SandboxHandle): Promise<SandboxLiveness> {
+      const pid = Number(handle.ref);
+      if (!Number.isInteger(pid) || pid <= 1) return 'unknown';
+      return (await alive(pid, handle.sandboxId)) ? 'running' : 'exited';
+    },
+
+    async destroy(handle: SandboxHandle): Promise<void> {
+      const pid = Number(handle.ref);
+      if (Number.isInteger(pid) && pid > 1 && (await alive(pid, handle.sandboxId))) {
+        // The entrypoint leads its own group: the daemon and the runtime go with it.
+        const signal = (sig: NodeJS.Signals) => {
+          try {
+            process.kill(-pid, sig);
+          } catch {
+            /* gone */
+          }
+        };
+        signal('SIGTERM');
+        const deadline = Date.now() + 5000;
+        while (Date.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
+        signal('SIGKILL');
+      }
+      await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
+      log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
+    },
+  };
+}
+
+/** The last lines a sandbox printed (for a failed session's error). */
+export async function processSandboxLog(dataDir: string, sandboxId: string, maxBytes = 2000): Promise<string> {
+  const text = await readFile(path.join(dataDir, 'sandboxes', sandboxId, 'sandbox.log'), 'utf8').catch(() => '');
+  return text.slice(-maxBytes);
+}

@@ -1,0 +1,33 @@
+import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
+import { SandboxError, type SandboxProvider, type SandboxProviderName } from './port.js';
+import { createProcessProvider } from './process.js';
+
+/**
+ * `SVC_SANDBOX_PROVIDER` → a provider. `process` lives here; bwrap, docker and kubernetes
+ * register their factories in `factories` (they are built separately and wired at merge).
+ */
+export interface SandboxRegistryDeps {
+  logger: Logger;
+  /** Extra env for every sandbox (tests). */
+  extraEnv?: Record<string, string>;
+}
+
+export type ProviderFactory = (config: Config, deps: SandboxRegistryDeps) => SandboxProvider;
+
+export const factories: Partial<Record<SandboxProviderName, ProviderFactory>> = {
+  process: (config, deps) =>
+    createProcessProvider({
+      dataDir: config.dataDir,
+      logger: deps.logger,
+      ...(config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {}),
+      ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}),
+    }),
+};
+
+export function createSandboxProvider(config: Config, deps: SandboxRegistryDeps): SandboxProvider {
+  const name: SandboxProviderName = config.SVC_SANDBOX_PROVIDER ?? 'process';
+  const factory = factories[name];
+  if (!factory) throw new SandboxError('unavailable', `sandbox provider '${name}' is not available in this build`);
+  return factory(config, deps);
+}

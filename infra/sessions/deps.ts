@@ -1,0 +1,33 @@
+import type { Config } from '../config.js';
+import type { Db } from '../db/db.js';
+import type { Logger } from '../logger.js';
+import type { Queue } from '../queue.js';
+import type { SecretBox } from '../secrets.js';
+import type { ProjectRepos } from '../change-requests/repos.js';
+import type { SandboxProvider } from '../sandbox/port.js';
+import type { ProjectSecrets } from './sandbox-env.js';
+
+/** What the session service, its workers and its routes need; passed in. */
+export interface SessionDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  secrets: SecretBox;
+  repos: ProjectRepos;
+  /** Absent: jobs run in this process, in the background. */
+  queue?: Queue;
+  /** Absent in an API-only process: provisioning and stopping happen in the workers. */
+  provider?: SandboxProvider;
+  /** The API base (ending in /v1) as a sandbox reaches it; known once the server listens. */
+  apiUrl: () => string;
+  /** The project's secrets for a sandbox's environment (the secrets feature); absent: none. */
+  projectSecrets?: (projectId: string) => Promise<ProjectSecrets>;
+  now?: () => Date;
+}
+
+export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.now() : new Date());
+
+export const idleMs = (config: Config): number => config.SVC_SESSION_IDLE_MINUTES * 60_000;
+
+/** Activity is recorded at most this often per session (an event each time). */
+export const activityIntervalMs = (config: Config): number => Math.min(60_000, idleMs(config) / 4);

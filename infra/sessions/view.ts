@@ -1,0 +1,72 @@
+import type { Session } from '../../domain/session/index.js';
+import { currentSandbox } from '../../domain/session/index.js';
+import { agentPath } from '../../projections/sessions.js';
+
+/** The Session JSON of contracts.md "Sessions". */
+export interface SessionView {
+  session_id: string;
+  project_id: string;
+  account_id: string;
+  status: string;
+  base_ref: string;
+  branch: string;
+  agent: string;
+  model: string | null;
+  sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
+  error: { code: string; message: string; at: string } | null;
+  created_by: string;
+  created_at: string;
+  updated_at: string;
+  last_activity_at: string;
+}
+
+const iso = (v: unknown): string => new Date(v as string).toISOString();
+
+/** `publicUrl`: the server's public base; the sandbox URL is this server's agent proxy. */
+export function viewOfState(s: Session, publicUrl = ''): SessionView {
+  const sb = currentSandbox(s);
+  return {
+    session_id: s.session_id,
+    project_id: s.project_id,
+    account_id: s.account_id,
+    status: s.status,
+    base_ref: s.base_ref,
+    branch: s.branch,
+    agent: s.agent,
+    model: s.model,
+    sandbox: sb
+      ? { sandbox_id: sb.sandbox_id, state: sb.state, provider: sb.provider, url: sb.state === 'active' ? publicUrl + agentPath(s.project_id, s.session_id) : null }
+      : null,
+    error: s.error,
+    created_by: s.created_by,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+    last_activity_at: s.last_activity_at,
+  };
+}
+
+export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionView {
+  return {
+    session_id: r.session_id as string,
+    project_id: r.project_id as string,
+    account_id: r.account_id as string,
+    status: r.status as string,
+    base_ref: r.base_ref as string,
+    branch: r.branch_name as string,
+    agent: r.agent_name as string,
+    model: (r.agent_model as string | null) ?? null,
+    sandbox: r.sb_id
+      ? {
+          sandbox_id: r.sb_id as string,
+          state: r.sb_state as string,
+          provider: r.sb_provider as string,
+          url: r.sandbox_url ? publicUrl + (r.sandbox_url as string) : null,
+        }
+      : null,
+    error: (r.error as SessionView['error']) ?? null,
+    created_by: r.created_by as string,
+    created_at: iso(r.created_at),
+    updated_at: iso(r.updated_at),
+    last_activity_at: iso(r.last_activity_at),
+  };
+}

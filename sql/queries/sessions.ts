@@ -1,0 +1,150 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** Columns of `project_sessions` in table order after migration 007. */
+export const SESSION_COLUMNS = [
+  'session_id', 'account_id', 'project_id', 'status', 'base_ref', 'branch_name', 'agent_name', 'agent_model',
+  'sandbox_url', 'created_by', 'created_at', 'updated_at', 'stream_version', 'error', 'base_commit_sha', 'trigger',
+  'last_activity_at',
+] as const;
+export const SANDBOX_COLUMNS = ['sandbox_id', 'session_id', 'provider', 'state', 'url', 'created_at', 'updated_at', 'error', 'ref'] as const;
+
+type SessionTable = 'project_sessions' | 'sessions_rebuilt';
+type SandboxTable = 'session_sandboxes' | 'sandboxes_rebuilt';
+
+const setAll = (cols: readonly string[], key: string) =>
+  cols.filter((c) => c !== key).map((c) => `${c} = EXCLUDED.${c}`).join(', ');
+
+/** A session row with its current sandbox (the newest incarnation), for the API. */
+const selectWithSandbox = `SELECT s.*, sb.sandbox_id AS sb_id, sb.provider AS sb_provider, sb.state AS sb_state,
+    sb.url AS sb_url, sb.ref AS sb_ref
+  FROM project_sessions s
+  LEFT JOIN LATERAL (SELECT * FROM session_sandboxes x WHERE x.session_id = s.session_id
+    ORDER BY x.created_at DESC, x.sandbox_id DESC LIMIT 1) sb ON true`;
+
+export const sessionQueries = {
+  upsert: (row: object): Query => ({
+    name: 'session_upsert',
+    text: `INSERT INTO project_sessions SELECT * FROM jsonb_populate_record(null::project_sessions, $1::jsonb) r
+      WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)
+      ON CONFLICT (session_id) DO UPDATE SET ${setAll(SESSION_COLUMNS, 'session_id')}`,
+    values: [JSON.stringify(row)],
+  }),
+  upsertSandboxes: (rows: object[]): Query => ({
+    name: 'session_sandboxes_upsert',
+    text: `INSERT INTO session_sandboxes SELECT * FROM jsonb_populate_recordset(null::session_sandboxes, $1::jsonb) r
+      WHERE EXISTS (SELECT 1 FROM project_sessions s WHERE s.session_id = r.session_id)
+      ON CONFLICT (sandbox_id) DO UPDATE SET ${setAll(SANDBOX_COLUMNS, 'sandbox_id')}`,
+    values: [JSON.stringify(rows)],
+  }),
+  delete: (sessionId: string): Query => ({
+    text: 'DELETE FROM project_sessions WHERE session_id = $1',
+    values: [sessionId],
+  }),
+
+  byId: (projectId: string, sessionId: string): Query => ({
+    name: 'session_by_id',
+    text: `${selectWithSandbox} WHERE s.project_id = $1 AND s.session_id = $2`,
+    values: [projectId, sessionId],
+  }),
+  /** Newest first; `status` null: all. */
+  list: (projectId: string, status: string | null, limit: number): Query => ({
+    text: `${selectWithSandbox} WHERE s.project_id = $1 AND ($2::session_status IS NULL OR s.status = $2::session_status)
+      ORDER BY s.created_at DESC, s.session_id DESC LIMIT $3`,
+    values: [projectId, status, limit],
+  }),
+  /** The account row locked for the rest of the transaction: creates of one account queue here. */
+  lockAccountCap: (accountId: string): Query => ({
+    text: 'SELECT session_cap FROM accounts WHERE account_id = $1 FOR UPDATE',
+    values: [accountId],
+  }),
+  liveCount: (accountId: string): Query => ({
+    text: `SELECT count(*)::int AS n FROM project_sessions WHERE account_id = $1 AND status IN ('provisioning', 'running')`,
+    values: [accountId],
+  }),
+  setAccountCap: (accountId: string, cap: number | null): Query => ({
+    text: 'UPDATE accounts SET session_cap = $2 WHERE account_id = $1',
+    values: [accountId, cap],
+  }),
+  /** Sessions a restarted worker must look at: every one still provisioning or running. */
+  unsettled: (): Query => ({
+    text: `SELECT session_id, project_id, status FROM project_sessions WHERE status IN ('provisioning', 'running')
+      ORDER BY created_at`,
+    values: [],
+  }),
+  idle: (before: Date, limit: number): Query => ({
+    text: `SELECT session_id, project_id FROM project_sessions WHERE status = 'running' AND last_activity_at < $1
+      ORDER BY last_activity_at LIMIT $2`,
+    values: [before, limit],
+  }),
+  lastActivity: (sessionId: string): Query => ({
+    name: 'session_last_activity',
+    text: 'SELECT last_activity_at, status FROM project_sessions WHERE session_id = $1',
+    values: [sessionId],
+  }),
+
+  // Rebuild (projections/rebuild.ts)
+  createScratch: (): Query => ({
+    text: `CREATE TEMP TABLE sessions_rebuilt (LIKE project_sessions INCLUDING DEFAULTS) ON COMMIT DROP;
+      CREATE TEMP TABLE sandboxes_rebuilt (LIKE session_sandboxes INCLUDING DEFAULTS) ON COMMIT DROP`,
+    values: [],
+  }),
+  insertMany: (table: SessionTable, rows: object[]): Query => ({
+    text: `INSERT INTO ${table} SELECT * FROM jsonb_populate_recordset(null::project_sessions, $1::jsonb) r
+      WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)`,
+    values: [JSON.stringify(rows)],
+  }),
+  insertManySandboxes: (table: SandboxTable, rows: object[]): Query => ({
+    text: `INSERT INTO ${table} SELECT * FROM jsonb_populate_recordset(null::session_sandboxes, $1::jsonb) r
+      WHERE EXISTS (SELECT 1 FROM ${table === 'sandboxes_rebuilt' ? 'sessions_rebuilt' : 'project_sessions'} s WHERE s.session_id = r.session_id)`,
+    values: [JSON.stringify(rows)],
+  }),
+  diffScratch: (limit: number): Query => ({
+    text: `(SELECT 'live_only' AS side, 'project_sessions' AS "table", l.session_id AS id FROM (TABLE project_sessions EXCEPT TABLE sessions_rebuilt) l)
+      UNION ALL
+      (SELECT 'rebuilt_only', 'project_sessions', r.session_id FROM (TABLE sessions_rebuilt EXCEPT TABLE project_sessions) r)
+      UNION ALL
+      (SELECT 'live_only', 'session_sandboxes', l.sandbox_id::text FROM (TABLE session_sandboxes EXCEPT TABLE sandboxes_rebuilt) l)
+      UNION ALL
+      (SELECT 'rebuilt_only', 'session_sandboxes', r.sandbox_id::text FROM (TABLE sandboxes_rebuilt EXCEPT TABLE session_sandboxes) r)
+      LIMIT $1`,
+    values: [limit],
+  }),
+  deleteAll: (): Query => ({ text: 'DELETE FROM project_sessions', values: [] }),
+  copyScratchToLive: (): Query => ({
+    text: 'INSERT INTO project_sessions TABLE sessions_rebuilt; INSERT INTO session_sandboxes TABLE sandboxes_rebuilt',
+    values: [],
+  }),
+};
+
+export const sandboxCredentialQueries = {
+  insert: (c: { sandboxId: string; sessionId: string; projectId: string; userId: string; keyHash: Buffer; keySealed: string; cliTokenId: string }): Query => ({
+    text: `INSERT INTO sandbox_credentials (sandbox_id, session_id, project_id, user_id, key_hash, key_sealed, cli_token_id)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    values: [c.sandboxId, c.sessionId, c.projectId, c.userId, c.keyHash, c.keySealed, c.cliTokenId],
+  }),
+  /** A live sandbox key by hash, with its project. */
+  byHash: (hash: Buffer): Query => ({
+    name: 'sandbox_key_by_hash',
+    text: `SELECT sandbox_id, session_id, project_id, user_id, key_hash FROM sandbox_credentials
+      WHERE key_hash = $1 AND revoked_at IS NULL`,
+    values: [hash],
+  }),
+  sealedKey: (sandboxId: string): Query => ({
+    name: 'sandbox_key_sealed',
+    text: 'SELECT key_sealed FROM sandbox_credentials WHERE sandbox_id = $1 AND revoked_at IS NULL',
+    values: [sandboxId],
+  }),
+  /** Revokes every live credential of the session: its sandbox keys and their project tokens. */
+  revokeSession: (sessionId: string): Query => ({
+    text: `WITH k AS (UPDATE sandbox_credentials SET revoked_at = now() WHERE session_id = $1 AND revoked_at IS NULL
+        RETURNING cli_token_id)
+      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT cli_token_id FROM k) AND revoked_at IS NULL`,
+    values: [sessionId],
+  }),
+  revokeSandbox: (sandboxId: string): Query => ({
+    text: `WITH k AS (UPDATE sandbox_credentials SET revoked_at = now() WHERE sandbox_id = $1 AND revoked_at IS NULL
+        RETURNING cli_token_id)
+      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT cli_token_id FROM k) AND revoked_at IS NULL`,
+    values: [sandboxId],
+  }),
+};

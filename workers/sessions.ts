@@ -1,0 +1,54 @@
+import { z } from 'zod';
+import type { JobOutput, Queue } from '../infra/queue.js';
+import type { SessionDeps } from '../infra/sessions/deps.js';
+import { idleMs } from '../infra/sessions/deps.js';
+import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../infra/sessions/jobs.js';
+import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../infra/sessions/provision.js';
+
+export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../infra/sessions/jobs.js';
+
+const provisionJob = z.object({ session_id: z.uuid() });
+const stopJob = z.object({
+  session_id: z.uuid(),
+  sandbox: z.object({
+    sandboxId: z.uuid(),
+    provider: z.enum(['process', 'bwrap', 'docker', 'kubernetes']),
+    url: z.string(),
+    ref: z.string(),
+  }),
+});
+
+/**
+ * The session workers: `session.provision`, `session.stop` and `session.idle-sweep`
+ * (scheduled here: every worker enqueues it, and pg-boss's singleton key lets one run
+ * per period). At start, sessions a crashed process left provisioning get their job
+ * again and running ones whose sandbox is gone are marked stopped.
+ */
+export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts: { concurrency?: number } = {}): Promise<{ stop(): void }> {
+  const concurrency = opts.concurrency ?? 4;
+  queue.work(SESSION_PROVISION, concurrency, async (data): Promise<JobOutput> => {
+    const job = provisionJob.parse(data);
+    return { ok: true, value: await provisionSession(deps, job.session_id) };
+  });
+  queue.work(SESSION_STOP, concurrency, async (data): Promise<JobOutput> => {
+    await stopSandbox(deps, stopJob.parse(data));
+    return { ok: true, value: 'stopped' };
+  });
+  queue.work(SESSION_IDLE_SWEEP, 1, async (): Promise<JobOutput> => {
+    const stopped = await sweepIdle(deps);
+    // A provisioning session whose job was lost (a crash) gets it again; the job is a no-op
+    // for a session another worker is provisioning (it holds the session's lock).
+    await recoverSessions(deps, { enqueue: (id) => queue.enqueue(SESSION_PROVISION, { session_id: id }).then(() => undefined) });
+    return { ok: true, value: { stopped } };
+  });
+  const recovered = await recoverSessions(deps, { enqueue: (id) => queue.enqueue(SESSION_PROVISION, { session_id: id }).then(() => undefined) });
+  if (recovered.provisioning || recovered.lost || recovered.attached) deps.logger.info(recovered, 'sessions recovered at start');
+  const periodMs = Math.max(1000, Math.min(60_000, idleMs(deps.config) / 4));
+  const tick = () =>
+    void queue.boss
+      .send(SESSION_IDLE_SWEEP, {}, { singletonKey: 'sweep', singletonSeconds: Math.max(1, Math.floor(periodMs / 1000)), retryLimit: 0 })
+      .catch((err: Error) => deps.logger.warn({ err: err.message }, 'idle sweep not scheduled'));
+  const timer = setInterval(tick, periodMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
