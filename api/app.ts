@@ -10,6 +10,8 @@ import { changeRequestRoutes } from './routes/change-requests.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 import { dashboardRoutes } from './dashboard/index.js';
+import { dashboardProxyAuth } from './dashboard/proxy-auth.js';
+import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
@@ -24,6 +26,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
+  app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
   app.use(express.json({ limit: '1mb', strict: false }));
 
@@ -34,6 +37,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
+  v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);

@@ -1,8 +1,7 @@
 import express, { Router, type ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
-import { loadSecretKey } from '../../infra/secrets.js';
-import { cookieKey, sessionStore, type SessionStore } from '../../infra/dashboard/sessions.js';
+import { sessionStoreOf } from './store.js';
 import type { ApiDeps } from '../deps.js';
 import { bodyOf, statusOf, zodIssues } from '../errors.js';
 import { assetRoutes } from './assets.js';
@@ -23,9 +22,7 @@ import { tokensPage } from './tokens-page.js';
  * under /v1 never sees the cookie.
  */
 export function dashboardRoutes(deps: ApiDeps): Router {
-  let store: Promise<SessionStore> | undefined;
-  const getStore = () =>
-    (store ??= loadSecretKey({ envKey: deps.config.SVC_SECRET_KEY, dataDir: deps.config.dataDir }).then((key) => sessionStore(deps.db, cookieKey(key), deps.secrets)));
+  const getStore = sessionStoreOf(deps);
 
   const r = Router();
   r.use(assetRoutes());
