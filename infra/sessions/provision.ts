@@ -6,6 +6,7 @@ import { sessionQueries } from '../../sql/queries/sessions.js';
 import type { ProjectRecord } from '../change-requests/repos.js';
 import { SandboxError, type SandboxHandle } from '../sandbox/port.js';
 import { processSandboxLog } from '../sandbox/process.js';
+import { failpoint } from '../failpoints.js';
 import { cutSessionBranch } from './branch-cut.js';
 import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials } from './credentials.js';
 import { idleMs, nowOf, type SessionDeps } from './deps.js';
@@ -62,6 +63,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       });
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordBranchCut', data: { base_commit_sha: sha }, meta: sys(s!) }))).session;
       log.debug({ ms: Date.now() - started }, 'branch cut');
+      failpoint('session.after-branch-cut');
     }
     let sb = liveSandbox(state);
     if (sb?.state === 'active') {
@@ -114,6 +116,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       const h = handle;
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
       log.debug({ ms: Date.now() - started }, 'sandbox started');
+      failpoint('session.after-sandbox-start');
     }
     await waitHealthy(deps, handle, state.branch, deadline);
     const h = handle;

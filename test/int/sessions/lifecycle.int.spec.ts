@@ -1,0 +1,164 @@
+import { expect } from 'chai';
+import { client } from '../../support/http.js';
+import { pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { rebuildProjections } from '../../../projections/rebuild.js';
+
+async function agentReady(api: { get: (p: string) => Promise<any> }, url: string) {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const r = await api.get(url);
+    if (r.status !== 503 || Date.now() > deadline) {
+      expect(r.status, JSON.stringify(r.body)).to.equal(200);
+      return r;
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
+
+describe('sessions: lifecycle on the process provider (scripted runtime)', function () {
+  this.timeout(90_000);
+
+  it('create → running → stop → restart → remove, with credentials revoked at every step', () =>
+    withSessionProject({ slug: 'life' }, async ({ srv, repo, api, sessions }) => {
+      const created = await api.post(sessions, { prompt: 'hello there', model: 'test/model' });
+      expect(created.status).to.equal(201);
+      const s = created.body.session;
+      expect(s.status).to.equal('provisioning');
+      expect(s.branch).to.equal(s.session_id);
+      expect(s.base_ref).to.equal('main');
+      expect(s.agent).to.equal('build');
+      expect(s.model).to.equal('test/model');
+
+      const one = `${sessions}/${s.session_id}`;
+      const running = await waitForStatus(api, one, ['running', 'failed']);
+      expect(running.status, JSON.stringify(running.error)).to.equal('running');
+      expect(running.sandbox.state).to.equal('active');
+      expect(running.sandbox.provider).to.equal('process');
+      expect(running.sandbox.url).to.equal(`/v1/projects/${s.project_id}/sessions/${s.session_id}/agent/`);
+      // The branch was cut at the base tip.
+      expect(repo.tip(s.session_id)).to.equal(repo.tip('main'));
+
+      const row = await srv.db.db.one<{ url: string; ref: string }>({ text: 'SELECT url, ref FROM session_sandboxes WHERE session_id = $1', values: [s.session_id] });
+      const health = (await (await fetch(`${row!.url}/svc/health`)).json()) as any;
+      expect(health.branch).to.equal(s.session_id);
+      expect(health.commit).to.equal(repo.tip('main'));
+
+      // The injected environment, as the runtime sees it, through the server's proxy.
+      // The runtime boots after `running` (the daemon answers 503 until then).
+      const state = await agentReady(api, `${one}/agent/fake/state`);
+      const env = state.body.env as Record<string, string>;
+      expect(env.SVC_SESSION_ID).to.equal(s.session_id);
+      expect(env.SVC_BRANCH_NAME).to.equal(s.session_id);
+      expect(env.SVC_PROJECT_ID).to.equal(s.project_id);
+      expect(env.SVC_API_URL).to.match(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      expect(env.SVC_INITIAL_PROMPT).to.equal('hello there');
+      expect(env.SVC_BOOTSTRAP_AGENT_SESSION).to.equal('1');
+      expect(env.SVC_PROJECT_AUTO_CLONE).to.equal('1');
+      expect(env.SVC_CLI_TOKEN).to.match(/^svc_pat_/);
+      expect(env.SVC_EXECUTOR_TOKEN).to.equal(env.SVC_CLI_TOKEN);
+      expect(env.SVC_PROJECT_SECRET_NAMES).to.equal('');
+      expect(env.SVC_PROJECT_SECRETS_REVISION).to.equal('0');
+      expect(env).to.not.have.property('DATABASE_URL');
+      expect(env).to.not.have.property('SVC_SECRET_KEY');
+      const svcToken = env.SVC_TOKEN!;
+      const cliToken = env.SVC_CLI_TOKEN!;
+      // The proxy signed a context for the caller; the caller's PAT did not pass through.
+      const echo = await api.get(`${one}/agent/fake/echo`);
+      expect(echo.body.headers['x-svc-user-context']).to.equal(undefined); // the daemon strips it before the runtime
+      expect(echo.body.headers.authorization).to.equal(undefined);
+
+      // The project token works on its project; SVC_TOKEN only on the clone-credential route.
+      expect((await client(srv.url, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(200);
+      expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
+      const cred = await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`);
+      expect(cred.status).to.equal(200);
+      expect(cred.body.username).to.equal('x-access-token');
+      expect(cred.body.password).to.match(/^svc_pat_/);
+      expect(cred.body.repo_url).to.equal(repo.url);
+      expect(Date.parse(cred.body.expires_at) - Date.now()).to.be.within(60_000, 16 * 60_000);
+      expect((await client(srv.url, srv.token).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
+
+      // Stop: tokens die at once, the sandbox goes.
+      const stopped = await api.post(`${one}/stop`, {});
+      expect(stopped.status).to.equal(200);
+      expect(stopped.body.session.status).to.equal('stopped');
+      expect((await client(srv.url, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
+      expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
+      const pid = Number(row!.ref);
+      const deadline = Date.now() + 10_000;
+      while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(pidAlive(pid), 'sandbox process gone').to.equal(false);
+      expect((await api.get(`${one}/agent/fake/state`)).status).to.equal(409);
+      expect((await api.post(`${one}/prompt`, { text: 'x' })).status).to.equal(409);
+
+      // Restart: a new sandbox with new credentials; the first prompt is not replayed.
+      const restarted = await api.post(`${one}/restart`, {});
+      expect(restarted.status).to.equal(200);
+      expect(restarted.body.session.status).to.equal('provisioning');
+      const again = await waitForStatus(api, one, ['running', 'failed']);
+      expect(again.status).to.equal('running');
+      expect(again.sandbox.sandbox_id).to.not.equal(running.sandbox.sandbox_id);
+      const env2 = (await agentReady(api, `${one}/agent/fake/state`)).body.env as Record<string, string>;
+      expect(env2.SVC_TOKEN).to.not.equal(svcToken);
+      expect(env2.SVC_CLI_TOKEN).to.not.equal(cliToken);
+      expect(env2).to.not.have.property('SVC_INITIAL_PROMPT');
+      const sandboxes = await srv.db.db.rows<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE session_id = $1 ORDER BY created_at', values: [s.session_id] });
+      expect(sandboxes.map((x) => x.state)).to.deep.equal(['archived', 'active']);
+
+      // Prompt and abort reach the daemon.
+      const prompted = await api.post(`${one}/prompt`, { text: 'do it' });
+      expect(prompted.status, JSON.stringify(prompted.body)).to.equal(202);
+      expect((await api.post(`${one}/prompt`, { text: '' })).status).to.equal(400);
+      expect((await api.post(`${one}/abort`, {})).status).to.equal(200);
+
+      // History, and the projections rebuild to the same rows.
+      const events = await api.get(`${one}/events`);
+      expect(events.body.events.map((e: any) => e.type)).to.include.members(['SessionCreated', 'SessionBranchCut', 'SandboxRequested', 'SandboxActive', 'SessionRunning', 'SessionStopped', 'SandboxArchived', 'SessionRestarted']);
+      expect(JSON.stringify(events.body)).to.not.include('127.0.0.1');
+      expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+
+      // List and filter.
+      expect((await api.get(`${sessions}?status=running`)).body.sessions.map((x: any) => x.session_id)).to.deep.equal([s.session_id]);
+      expect((await api.get(`${sessions}?status=stopped`)).body.sessions).to.deep.equal([]);
+      expect((await api.get(`${sessions}?status=bogus`)).status).to.equal(400);
+
+      // Remove: 204, the row goes, the branch stays.
+      const env2Token = env2.SVC_CLI_TOKEN!;
+      expect((await api.call('DELETE', one)).status).to.equal(204);
+      expect((await api.get(one)).status).to.equal(404);
+      expect((await api.call('DELETE', one)).status).to.equal(404);
+      expect((await client(srv.url, env2Token).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
+      expect(repo.tip(s.session_id)).to.equal(repo.tip('main'));
+      expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+    }));
+
+  it('bad input is a 4xx with the contract body', () =>
+    withSessionProject({ slug: 'bad' }, async ({ api, sessions }) => {
+      for (const body of [{ base_ref: '-x' }, { base_ref: 'a..b' }, { extra: 1 }, { agent: '' }, { prompt: '' }, { model: 'a b' }]) {
+        const r = await api.post(sessions, body);
+        expect(r.status, JSON.stringify(body)).to.equal(400);
+        expect(r.body.error).to.be.a('string');
+      }
+      expect((await api.get(`${sessions}/not-a-uuid`)).status).to.equal(404);
+      expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000`)).status).to.equal(404);
+      expect((await api.post(`${sessions}/00000000-0000-4000-8000-000000000000/stop`, {})).status).to.equal(404);
+      expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000/agent/x`)).status).to.equal(404);
+      expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000/preview/0/x`)).status).to.equal(400);
+      expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000/preview/99999/x`)).status).to.equal(400);
+    }));
+
+  it('a base branch that does not exist ends failed with the error, and frees its cap slot', () =>
+    withSessionProject({ slug: 'nobase', env: { SVC_SESSION_CAP: '1' } }, async ({ api, sessions }) => {
+      const r = await api.post(sessions, { base_ref: 'nope' });
+      expect(r.status).to.equal(201);
+      const s = await waitForStatus(api, `${sessions}/${r.body.session.session_id}`, ['failed', 'running']);
+      expect(s.status).to.equal('failed');
+      expect(s.error.code).to.equal('branch_failed');
+      expect(s.error.message).to.match(/nope/);
+      expect((await api.post(sessions, {})).status).to.equal(201);
+      const third = await api.post(sessions, {});
+      expect(third.status).to.equal(429);
+      expect(third.body).to.include({ error: 'Too many sessions', limit: 1 });
+      expect(third.headers.get('retry-after')).to.equal('30');
+    }));
+});
