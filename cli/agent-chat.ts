@@ -30,9 +30,25 @@ export class AgentChat {
     return { authorization: `Bearer ${this.token}`, 'user-agent': 'svc-cli' };
   }
 
+  /**
+   * A session is `running` once its daemon is up; the runtime behind it may still be
+   * booting (503). Waits for it, a minute at most.
+   */
+  private async booted<T>(fn: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + 60_000;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      try {
+        return await fn();
+      } catch (e) {
+        if (!(e instanceof ApiError && e.status === 503) || Date.now() > deadline) throw e;
+      }
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
+
   private call<T>(method: string, path: string, body?: unknown): Promise<T> {
     // ApiClient.request prefixes apiBase; the agent base already includes it.
-    return this.api.request<T>(method, this.base.slice(this.api.apiBase.length) + path, body);
+    return this.booted(() => this.api.request<T>(method, this.base.slice(this.api.apiBase.length) + path, body));
   }
 
   /** The runtime's newest conversation, or a new one. */
@@ -55,8 +71,11 @@ export class AgentChat {
   /** Opens the event stream (before a prompt is sent, so nothing of the reply is missed). */
   async listen(): Promise<void> {
     if (this.events) return;
-    this.events = openSse(`${this.base}/event`, this.headers());
-    await this.events.opened;
+    this.events = await this.booted(async () => {
+      const stream = openSse(`${this.base}/event`, this.headers());
+      await stream.opened;
+      return stream;
+    });
   }
 
   async send(text: string): Promise<void> {

@@ -45,7 +45,7 @@ export function liveRoutes(db: Db): Router {
     });
     ws.on('close', end);
     ws.on('error', end);
-    req.on('close', end);
+    res.on('close', end);
   });
   return r;
 }
