@@ -1,14 +1,12 @@
 import { expect } from 'chai';
 import { chmod } from 'node:fs/promises';
-import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { main } from '../../cli/app.js';
-import { distRoot } from '../agentd/support/harness.js';
+import { chatRuntime } from './support.js';
 import { makeFactory, runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
 import { withSessionProject, type SessionProject } from '../support/sessions.js';
 
 /** `svc sessions` against a real server whose sandboxes run a scripted opencode-like runtime. */
-export const chatRuntime = path.join(distRoot, 'test', 'sessions-cli', 'chat-runtime.js');
 
 describe('svc sessions (real server, scripted runtime)', function () {
   this.timeout(120_000);
