@@ -30,7 +30,7 @@ table.list{border-collapse:collapse;width:100%}table.list th,table.list td{text-
 pre.text{white-space:pre-wrap;font:inherit}code{font-family:ui-monospace,monospace;font-size:.9em;overflow-wrap:anywhere}
 .files{columns:2 20rem;font-size:.9em}.plus{color:var(--ok)}.minus{color:var(--bad)}
 .st{display:inline-block;width:1.2em;text-align:center;font-weight:700}.st-added{color:var(--ok)}.st-deleted{color:var(--bad)}.st-modified{color:var(--warn)}
-details.file{border:1px solid var(--line);border-radius:6px;margin:.6rem 0}details.file>summary{padding:.4rem .6rem;background:#f6f8fa;cursor:pointer;overflow-wrap:anywhere}
+details.file{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;content-visibility:auto;contain-intrinsic-size:auto 480px}details.file>summary{padding:.4rem .6rem;background:#f6f8fa;cursor:pointer;overflow-wrap:anywhere}
 .scroll{overflow-x:auto}table.diff{border-collapse:collapse;width:100%;font:12px/1.4 ui-monospace,monospace}
 table.diff td{padding:0 .4rem;white-space:pre;vertical-align:top}table.diff td:nth-child(-n+2){color:var(--muted);text-align:right;user-select:none;width:1%}
 tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(--del)}tr.hunk td{background:#ddf4ff;color:var(--muted)}

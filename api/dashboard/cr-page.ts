@@ -81,10 +81,14 @@ async function show(req: Request, res: Response) {
   const base = `/projects/${encodeURIComponent(pid)}/change-requests/${encodeURIComponent(n)}`;
   const enc = encodeURIComponent;
   const crPath = `/projects/${enc(pid)}/change-requests/${enc(n)}`;
-  const [project, crEnv, events] = await Promise.all([
+  // Everything the page shows, in one round: the diff and the preview do not wait for the CR.
+  const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
+  const [project, crEnv, events, diff, preview] = await Promise.all([
     api.getProject(pid),
     api.request<{ change_request: ChangeRequest }>('GET', q.as_of ? `${crPath}?as_of=${enc(q.as_of)}` : crPath),
     api.request<{ events: CrEvent[] }>('GET', `${crPath}/events`).then((r) => r.events),
+    q.as_of ? Promise.resolve(null) : settle(api.getDiff(pid, n)),
+    q.as_of ? Promise.resolve(null) : settle(api.getMergePreview(pid, n)),
   ]);
   const cr = crEnv.change_request;
   const csrf = csrfOf(res);
@@ -104,12 +108,9 @@ ${header}${description}<section><h2>History</h2>${history(events, base, q.as_of)
     return;
   }
 
-  const [diff, preview] = await Promise.all([
-    api.getDiff(pid, n).catch((e: unknown) => e as Error),
-    cr.status === 'open' ? api.getMergePreview(pid, n).catch((e: unknown) => e as Error) : Promise.resolve(null),
-  ]);
-  const p = preview instanceof Error ? null : preview;
-  const previewError = preview instanceof Error ? (preview instanceof ApiError ? preview.message : 'the repository cannot be read right now') : null;
+  if (!diff) throw new Error('unreachable: the diff is read unless as_of');
+  const p = preview instanceof Error || cr.status !== 'open' ? null : preview;
+  const previewError = preview instanceof Error && cr.status === 'open' ? (preview instanceof ApiError ? preview.message : 'the repository cannot be read right now') : null;
   const diffOk = !(diff instanceof Error);
   const headSha = diffOk ? diff.head_sha : cr.head_commit_sha;
   res.type('html').send(page({
