@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import * as s from './schemas.js';
+import * as ss from './session-schemas.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the same zod schemas the routes validate
@@ -17,6 +18,9 @@ const json = (schema: z.ZodType) => ({ content: { 'application/json': { schema: 
 
 const crPath = '/v1/projects/{projectId}/change-requests';
 const one = z.object({ change_request: s.ChangeRequestSchema });
+// Sessions (issue 10, docs/sessions.md)
+const sessPath = '/v1/projects/{projectId}/sessions';
+const oneSession = z.object({ session: ss.SessionSchema });
 
 const ops: Record<string, Record<string, Op>> = {
   '/v1/accounts/me': { get: { summary: 'The caller, their active account and all accounts (user tokens only).', ok: { status: 200, schema: z.object({}) }, errors: [401, 403] } },
@@ -45,6 +49,20 @@ const ops: Record<string, Record<string, Op>> = {
   [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting.', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
   [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409] } },
+  [sessPath]: {
+    get: { summary: 'List sessions, newest first.', query: ss.ListSessionsQuery, ok: { status: 200, schema: z.object({ sessions: z.array(ss.SessionSchema) }) }, errors: [400, 401, 403, 404] },
+    post: { summary: 'Create a session: 201 at once with status provisioning; 429 over the account’s cap.', body: ss.CreateSessionBody, ok: { status: 201, schema: oneSession }, errors: [400, 401, 403, 404, 429] },
+  },
+  [`${sessPath}/{sessionId}`]: {
+    get: { summary: 'One session.', ok: { status: 200, schema: oneSession }, errors: [401, 403, 404] },
+    delete: { summary: 'Stop and remove the session (the branch stays).', ok: { status: 204, schema: z.null() }, errors: [401, 403, 404] },
+  },
+  [`${sessPath}/{sessionId}/events`]: { get: { summary: 'The session’s history, in order.', ok: { status: 200, schema: z.object({ events: z.array(z.object({})) }) }, errors: [401, 403, 404] } },
+  [`${sessPath}/{sessionId}/stop`]: { post: { summary: 'Stop: credentials revoked at once, sandbox torn down.', body: ss.AbortSessionBody, ok: { status: 200, schema: oneSession }, errors: [400, 401, 403, 404, 409] } },
+  [`${sessPath}/{sessionId}/restart`]: { post: { summary: 'A new sandbox with new credentials.', body: ss.AbortSessionBody, ok: { status: 200, schema: oneSession }, errors: [400, 401, 403, 404, 409, 429] } },
+  [`${sessPath}/{sessionId}/prompt`]: { post: { summary: 'Deliver a prompt to the running agent.', body: ss.PromptSessionBody, ok: { status: 202, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
+  [`${sessPath}/{sessionId}/abort`]: { post: { summary: 'Abort the agent’s current run.', body: ss.AbortSessionBody, ok: { status: 200, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
+  '/v1/projects/{projectId}/git/clone-credential': { get: { summary: 'A short-lived git credential; only the SVC_TOKEN of a live sandbox of the project.', ok: { status: 200, schema: ss.CloneCredentialSchema }, errors: [401] } },
   '/v1/projects/{projectId}/events': {
     get: {
       summary:

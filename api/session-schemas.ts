@@ -27,3 +27,22 @@ export const AbortSessionBody = z.strictObject({});
 export const ListSessionsQuery = z.object({
   status: z.enum(['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed', 'all']).default('all'),
 });
+
+export const SessionSchema = z.object({
+  session_id: z.uuid(),
+  project_id: z.uuid(),
+  account_id: z.uuid(),
+  status: z.enum(['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed']),
+  base_ref: z.string(),
+  branch: z.string(),
+  agent: z.string(),
+  model: z.string().nullable(),
+  sandbox: z.object({ sandbox_id: z.uuid(), state: z.enum(['provisioning', 'active', 'stopped', 'error', 'archived']), provider: z.string(), url: z.string().nullable() }).nullable(),
+  error: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullable(),
+  created_by: z.uuid(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  last_activity_at: z.string(),
+});
+
+export const CloneCredentialSchema = z.object({ username: z.string(), password: z.string(), expires_at: z.string(), repo_url: z.string() });

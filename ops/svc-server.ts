@@ -83,7 +83,7 @@ export async function main(argv: string[]): Promise<void> {
       async (args) => {
         const report = await withDatabase((d) => rebuildProjections(d.db, { verify: args.verify }));
         process.stdout.write(
-          `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows, project_sessions: ${report.sessions} rows from ${report.events} events in ${report.millis} ms\n`,
+          `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows from ${report.events} events in ${report.millis} ms (project_sessions: ${report.sessions} rows)\n`,
         );
         if (report.differences.length) {
           for (const d of report.differences) {

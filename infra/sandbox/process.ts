@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../net.js';
 import { projectRoot } from '../paths.js';
@@ -72,6 +72,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
+        // A sandbox never updates its own tools; the image (here: node_modules) decides.
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
         ...spec.env,
         ...opts.extraEnv,
         SVC_SANDBOX_ID: spec.sandboxId,
@@ -121,10 +123,27 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         while (Date.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
         signal('SIGKILL');
       }
+      // Whatever the sandbox started in groups of its own (the runtime, its tools) goes too.
+      await killTagged(handle.sandboxId);
       await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
       log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
     },
   };
+}
+
+/** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */
+async function killTagged(sandboxId: string): Promise<void> {
+  const tag = `SVC_SANDBOX_ID=${sandboxId}\0`;
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+    if (!env.includes(tag)) continue;
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 /** The last lines a sandbox printed (for a failed session's error). */

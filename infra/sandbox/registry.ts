@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { SandboxError, type SandboxProvider, type SandboxProviderName } from './port.js';
@@ -25,8 +26,14 @@ export const factories: Partial<Record<SandboxProviderName, ProviderFactory>> = 
     }),
 };
 
+/** Unset SVC_SANDBOX_PROVIDER: bwrap when it is registered and installed, else process. */
+export function defaultProviderName(): SandboxProviderName {
+  if (factories.bwrap && spawnSync('bwrap', ['--version'], { stdio: 'ignore' }).status === 0) return 'bwrap';
+  return 'process';
+}
+
 export function createSandboxProvider(config: Config, deps: SandboxRegistryDeps): SandboxProvider {
-  const name: SandboxProviderName = config.SVC_SANDBOX_PROVIDER ?? 'process';
+  const name: SandboxProviderName = config.SVC_SANDBOX_PROVIDER ?? defaultProviderName();
   const factory = factories[name];
   if (!factory) throw new SandboxError('unavailable', `sandbox provider '${name}' is not available in this build`);
   return factory(config, deps);

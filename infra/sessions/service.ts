@@ -117,7 +117,10 @@ const handleOf = (s: Session): SandboxHandle | null => {
 
 /** Scoped to the project: another project's session id is a 404. */
 function inProject(projectId: string) {
-  return (s: SessionState): SessionState => (s && s.project_id === projectId ? s : null);
+  return (s: SessionState): Session => {
+    if (!s || s.removed || s.project_id !== projectId) throw notFound('Session');
+    return s;
+  };
 }
 
 /**
@@ -138,7 +141,7 @@ export async function stopSession(
     sessionId,
     (s) => {
       before = scoped(s);
-      return before ? { type: 'StopSession', data: { reason }, meta: { actor, now: nowOf(deps) } } : null;
+      return { type: 'StopSession', data: { reason }, meta: { actor, now: nowOf(deps) } };
     },
     { inTx: async (tx, _s, appended) => void (appended.length && (await revokeSessionCredentials(tx, sessionId))) },
   );
@@ -156,12 +159,12 @@ export async function restartSession(deps: SessionDeps, projectId: string, sessi
     sessionId,
     (s) => {
       before = scoped(s);
-      return before ? { type: 'RestartSession', meta: { actor, now: nowOf(deps) } } : null;
+      return { type: 'RestartSession', meta: { actor, now: nowOf(deps) } };
     },
     {
       before: async (tx, s) => {
         const own = scoped(s);
-        if (own && own.status !== 'provisioning') await admitLive(tx, deps, own.account_id, LIVE_STATUSES.includes(own.status));
+        if (own.status !== 'provisioning') await admitLive(tx, deps, own.account_id, LIVE_STATUSES.includes(own.status));
       },
       inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined),
     },
@@ -181,7 +184,7 @@ export async function removeSession(deps: SessionDeps, projectId: string, sessio
     sessionId,
     (s) => {
       before = scoped(s);
-      return before ? { type: 'RemoveSession', meta: { actor, now: nowOf(deps) } } : null;
+      return { type: 'RemoveSession', meta: { actor, now: nowOf(deps) } };
     },
     { inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined) },
   );
@@ -209,10 +212,13 @@ export async function liveTarget(deps: SessionDeps, projectId: string, sessionId
   return { session, url: row.sb_url as string, key };
 }
 
-const touched = new Map<string, number>();
+/** When each session last recorded activity, per service instance (a cache; the event is the truth). */
+const touchedBy = new WeakMap<SessionDeps, Map<string, number>>();
 
 /** Records activity (proxied requests, prompts) at most once per interval per session. */
 export async function touchSession(deps: SessionDeps, sessionId: string): Promise<void> {
+  let touched = touchedBy.get(deps);
+  if (!touched) touchedBy.set(deps, (touched = new Map()));
   const interval = activityIntervalMs(deps.config);
   const now = nowOf(deps);
   const last = touched.get(sessionId) ?? 0;

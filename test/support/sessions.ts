@@ -3,11 +3,13 @@
  * opencode), helpers to wait for a status, and a last-resort cleanup that kills every
  * sandbox process the server started (they run detached, to survive a server crash).
  */
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { distRoot } from '../agentd/support/harness.js';
 import type { TestDb } from './db.js';
-import type { Res } from './http.js';
-import { withProject, type TestProject } from './server.js';
+import { client, type Res } from './http.js';
+import { fixtureRepo } from './repo.js';
+import { startTestServer, type TestProject } from './server.js';
 
 export const fakeRuntime = path.join(distRoot, 'test', 'agentd', 'support', 'fake-runtime.js');
 
@@ -20,13 +22,38 @@ export async function withSessionProject<T>(
   opts: { slug: string; env?: Record<string, string>; poolSize?: number },
   fn: (p: SessionProject) => Promise<T>,
 ): Promise<T> {
-  return withProject({ ...opts, env: { SVC_AGENT_RUNTIME: fakeRuntime, ...opts.env } }, async (p) => {
-    try {
-      return await fn({ ...p, sessions: `/v1/projects/${opts.slug}/sessions` });
-    } finally {
-      await killSandboxes(p.srv.db);
+  const { slug, ...serverOpts } = opts;
+  const srv = await startTestServer({ ...serverOpts, env: { SVC_AGENT_RUNTIME: fakeRuntime, ...opts.env } });
+  const repo = await fixtureRepo();
+  try {
+    const api = client(srv.url, srv.token);
+    const created = await api.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+    if (created.status !== 201) throw new Error(`could not create project ${slug}: ${JSON.stringify(created.body)}`);
+    return await fn({ srv, repo, api, base: `/v1/projects/${slug}/change-requests`, sessions: `/v1/projects/${slug}/sessions` });
+  } finally {
+    await killSandboxes(srv.db);
+    await srv.stop();
+    // A provisioning job that finished while the server stopped may have started one more.
+    await killSandboxesUnder(srv.dataDir);
+    await repo.cleanup();
+  }
+}
+
+/** Kills every sandbox whose workspace lies under `dataDir` (found in /proc), after its server is gone. */
+export async function killSandboxesUnder(dataDir: string): Promise<void> {
+  const marker = `SVC_WORKSPACE=${path.join(dataDir, 'sandboxes')}/`;
+  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(pid)) continue;
+    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+    if (!env.includes(marker) || !env.includes('SVC_SANDBOX_ID=')) continue;
+    for (const target of [-Number(pid), Number(pid)]) {
+      try {
+        process.kill(target, 'SIGKILL');
+      } catch {
+        /* gone, or not a group leader */
+      }
     }
-  });
+  }
 }
 
 /** Kills every process-provider sandbox recorded in the database (their process groups). */

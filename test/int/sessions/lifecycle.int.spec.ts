@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { readdir, readFile } from 'node:fs/promises';
 import { client } from '../../support/http.js';
 import { pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
@@ -13,6 +14,17 @@ async function agentReady(api: { get: (p: string) => Promise<any> }, url: string
     }
     await new Promise((res) => setTimeout(res, 50));
   }
+}
+
+/** Processes whose environment names this session (its sandbox's entrypoint, daemon, runtime). */
+async function processesOf(sessionId: string): Promise<number> {
+  let n = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
+    if (env.includes(`SVC_SESSION_ID=${sessionId}\0`)) n++;
+  }
+  return n;
 }
 
 describe('sessions: lifecycle on the process provider (scripted runtime)', function () {
@@ -116,6 +128,13 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(events.body.events.map((e: any) => e.type)).to.include.members(['SessionCreated', 'SessionBranchCut', 'SandboxRequested', 'SandboxActive', 'SessionRunning', 'SessionStopped', 'SandboxArchived', 'SessionRestarted']);
       expect(JSON.stringify(events.body)).to.not.include('127.0.0.1');
       expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+      // A drifted sandbox row is caught, and a rebuild repairs it.
+      await srv.db.db.run({ text: "UPDATE session_sandboxes SET state = 'error' WHERE session_id = $1 AND state = 'archived'", values: [s.session_id] });
+      const drift = await rebuildProjections(srv.db.db, { verify: true });
+      expect(drift.differences.map((d) => d.table)).to.deep.equal(['session_sandboxes', 'session_sandboxes']);
+      await rebuildProjections(srv.db.db, { verify: false });
+      expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+      expect((await api.get(one)).body.session.status).to.equal('running');
 
       // List and filter.
       expect((await api.get(`${sessions}?status=running`)).body.sessions.map((x: any) => x.session_id)).to.deep.equal([s.session_id]);
@@ -130,6 +149,29 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect((await client(srv.url, env2Token).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
       expect(repo.tip(s.session_id)).to.equal(repo.tip('main'));
       expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
+    }));
+
+  it('stop or remove while provisioning leaves no sandbox behind', () =>
+    withSessionProject({ slug: 'race' }, async ({ srv, api, sessions }) => {
+      const a = (await api.post(sessions, {})).body.session.session_id;
+      const b = (await api.post(sessions, {})).body.session.session_id;
+      expect((await api.post(`${sessions}/${a}/stop`, {})).body.session.status).to.equal('stopped');
+      expect((await api.call('DELETE', `${sessions}/${b}`)).status).to.equal(204);
+      // Whatever step the provisioning job was at, it ends without a live sandbox.
+      const deadline = Date.now() + 20_000;
+      let left = -1;
+      while (Date.now() < deadline) {
+        const pending = await srv.db.db.one<{ n: number }>({
+          text: "SELECT count(*)::int AS n FROM session_sandboxes WHERE session_id = $1 AND state IN ('provisioning', 'active')",
+          values: [a],
+        });
+        left = (await processesOf(a)) + (await processesOf(b)) + pending!.n;
+        if (left === 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(left, 'sandbox processes or live sandbox rows left').to.equal(0);
+      expect((await api.get(`${sessions}/${a}`)).body.session.status).to.equal('stopped');
+      expect((await api.get(`${sessions}/${b}`)).status).to.equal(404);
     }));
 
   it('bad input is a 4xx with the contract body', () =>

@@ -5,7 +5,7 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer, traversableTempDir } from '../../support/server.js';
-import { fakeRuntime, killSandboxes, waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { fakeRuntime, killSandboxes, killSandboxesUnder, waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 describe('sessions: cap, idle sweep, crash recovery', function () {
   this.timeout(120_000);
@@ -71,6 +71,7 @@ describe('sessions: cap, idle sweep, crash recovery', function () {
     });
     after(async () => {
       await killSandboxes(t);
+      await killSandboxesUnder(dataDir);
       await t.drop();
       await repo.cleanup();
       await rm(dataDir, { recursive: true, force: true });

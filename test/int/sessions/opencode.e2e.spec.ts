@@ -1,0 +1,144 @@
+import { expect } from 'chai';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { projectRoot } from '../../../infra/paths.js';
+import { client } from '../../support/http.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { startTestServer, type TestServer } from '../../support/server.js';
+import { killSandboxes, killSandboxesUnder, pidAlive, waitForStatus } from '../../support/sessions.js';
+import { startGitHttpServer, type GitHttpServer } from '../../agentd/support/git-http-server.js';
+
+/**
+ * End to end with the real `opencode serve` (the opencode-ai devDependency) on the
+ * `process` provider, against a repository served over authenticated smart HTTP: the
+ * sandbox clones and pushes only with credentials its daemon fetched just in time.
+ */
+describe('sessions end to end with the real opencode runtime (e2e)', function () {
+  this.timeout(240_000);
+  const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
+  let srv: TestServer;
+  let repo: FixtureRepo;
+  let git: GitHttpServer;
+
+  before(async function () {
+    if (!existsSync(opencode)) {
+      console.log(`      skipped: ${opencode} is not installed`);
+      this.skip();
+    }
+    repo = await fixtureRepo();
+    git = await startGitHttpServer(path.dirname(repo.bare), 'agent-user', 's3cret-pass');
+    srv = await startTestServer({ env: { SVC_AGENT_RUNTIME: opencode } });
+  });
+  after(async () => {
+    if (srv) await killSandboxes(srv.db);
+    await srv?.stop();
+    if (srv) await killSandboxesUnder(srv.dataDir);
+    await git?.close();
+    await repo?.cleanup();
+  });
+
+  it('create → running → the agent answers through the proxy → push + cr open from inside → stop → restart → rm', async () => {
+    const api = client(srv.url, srv.token);
+    const p = await api.post('/v1/projects', { name: 'e2e', slug: 'e2e', repo_url: `${git.url.replace('http://', 'http://agent-user:s3cret-pass@')}/remote.git` });
+    expect(p.status, JSON.stringify(p.body)).to.equal(201);
+    expect(p.body.project.repo_url).to.not.include('s3cret');
+    const sessions = '/v1/projects/e2e/sessions';
+
+    const created = await api.post(sessions, { prompt: 'say hello' });
+    expect(created.status).to.equal(201);
+    expect(created.body.session.status).to.equal('provisioning');
+    const id = created.body.session.session_id as string;
+    const one = `${sessions}/${id}`;
+    const s = await waitForStatus(api, one, ['running', 'failed'], 120_000);
+    expect(s.status, JSON.stringify(s.error)).to.equal('running');
+
+    // The daemon's health through the proxy: cloned on branch = session id at the base tip.
+    const health = await api.get(`${one}/agent/svc/health`);
+    expect(health.status).to.equal(200);
+    expect(health.body).to.include({ daemon: 'ok', branch: id, commit: repo.tip('main') });
+    expect(health.body.repo).to.not.include('s3cret');
+
+    // The agent answers through the server (503 while opencode boots).
+    const deadline = Date.now() + 90_000;
+    let agent = await api.get(`${one}/agent/global/health`);
+    while (agent.status === 503 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 200));
+      agent = await api.get(`${one}/agent/global/health`);
+    }
+    expect(agent.status, JSON.stringify(agent.body)).to.equal(200);
+    expect(agent.body.healthy).to.equal(true);
+    // The first prompt opened an agent session at boot.
+    const deadline2 = Date.now() + 30_000;
+    let agentSessions = (await api.get(`${one}/agent/session`)).body;
+    while ((!Array.isArray(agentSessions) || agentSessions.length === 0) && Date.now() < deadline2) {
+      await new Promise((r) => setTimeout(r, 200));
+      agentSessions = (await api.get(`${one}/agent/session`)).body;
+    }
+    expect(agentSessions).to.be.an('array').that.is.not.empty;
+
+    // Inside the sandbox, with only the injected environment (the entrypoint's own).
+    const row = (await srv.db.db.one<{ ref: string }>({ text: "SELECT ref FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;
+    const env = Object.fromEntries(
+      readFileSync(`/proc/${row.ref}/environ`, 'utf8').split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+    );
+    expect(Object.keys(env).filter((k) => /PASSWORD|GIT_TOKEN|DATABASE_URL|SECRET_KEY/.test(k))).to.deep.equal([]);
+    expect(JSON.stringify(env)).to.not.include('s3cret');
+    const ws = env.SVC_WORKSPACE!;
+    // Async: the git server and the API answering these commands live in this process.
+    const run = promisify(execFile);
+    const inSandbox = async (cmd: string, args: string[]) => (await run(cmd, args, { cwd: ws, env, encoding: 'utf8', timeout: 60_000 })).stdout;
+    writeFileSync(path.join(ws, 'agent-work.txt'), 'made in the sandbox\n');
+    await inSandbox('git', ['add', 'agent-work.txt']);
+    await inSandbox('git', ['-c', 'user.name=agent', '-c', 'user.email=agent@example.test', 'commit', '-q', '-m', 'agent work']);
+    const usersBefore = git.users.length;
+    await inSandbox('git', ['push', '-q', 'origin', 'HEAD']);
+    expect(git.users.length, 'the push authenticated with a fetched credential').to.be.greaterThan(usersBefore);
+    expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).to.not.include('s3cret');
+    const pushed = (await inSandbox('git', ['rev-parse', 'HEAD'])).trim();
+    expect(repo.tip(id)).to.equal(pushed);
+    const cr = JSON.parse(await inSandbox('svc', ['cr', 'open', '--title', 'x', '--json']));
+    expect(cr).to.include({ title: 'x', head_ref: id, base_ref: 'main', origin_session_id: id, head_commit_sha: pushed });
+
+    // The user merges it: only so does the agent's work reach main.
+    expect(repo.tip('main')).to.not.equal(pushed);
+    const merged = await api.post(`/v1/projects/e2e/change-requests/${cr.number}/merge`, {});
+    expect(merged.status, JSON.stringify(merged.body)).to.equal(200);
+    expect(repo.tip('main')).to.equal(pushed);
+
+    // Stop: the sandbox's credentials die at once.
+    const oldSvc = env.SVC_TOKEN!;
+    const oldCli = env.SVC_CLI_TOKEN!;
+    const credUrl = `/v1/projects/${s.project_id}/git/clone-credential`;
+    expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(200);
+    expect((await api.post(`${one}/stop`, {})).body.session.status).to.equal('stopped');
+    expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(401);
+    expect((await client(srv.url, oldCli).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
+
+    // Restart: new sandbox, new tokens; the old ones stay dead.
+    expect((await api.post(`${one}/restart`, {})).status).to.equal(200);
+    const again = await waitForStatus(api, one, ['running', 'failed'], 120_000);
+    expect(again.status, JSON.stringify(again.error)).to.equal('running');
+    const health2 = await api.get(`${one}/agent/svc/health`);
+    expect(health2.body).to.include({ branch: id, commit: pushed });
+    const row2 = (await srv.db.db.one<{ ref: string }>({ text: "SELECT ref FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;
+    const env2 = readFileSync(`/proc/${row2.ref}/environ`, 'utf8');
+    expect(env2).to.not.include(oldSvc);
+    expect(env2).to.not.include(oldCli);
+    expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(401);
+    expect((await client(srv.url, oldCli).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
+
+    // Remove: the sandbox goes, the branch stays, the CR forgets its origin.
+    expect((await api.call('DELETE', one)).status).to.equal(204);
+    const deadline3 = Date.now() + 15_000;
+    while (pidAlive(Number(row2.ref)) && Date.now() < deadline3) await new Promise((r) => setTimeout(r, 100));
+    expect(pidAlive(Number(row2.ref))).to.equal(false);
+    expect(existsSync(path.join(srv.dataDir, 'sandboxes'))).to.equal(true);
+    const deadline4 = Date.now() + 15_000;
+    while (existsSync(path.dirname(ws)) && Date.now() < deadline4) await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(path.dirname(ws)), 'workspace removed').to.equal(false);
+    expect(repo.tip(id)).to.equal(pushed);
+    expect((await api.get(`/v1/projects/e2e/change-requests/${cr.number}`)).body.change_request.origin_session_id).to.equal(null);
+  });
+});
