@@ -71,7 +71,9 @@ function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
     }
     const e = err as DomainError & { status?: number };
     const status = e.status ?? statusOf[e.code];
-    if ((req.headers.accept ?? '').includes('application/json')) {
+    // Browsers (navigations, form posts) ask for HTML; anything else gets the API's body.
+    const accept = req.headers.accept ?? '';
+    if (accept.includes('application/json') || !accept.includes('text/html')) {
       res.status(status).json(bodyOf(e));
       return;
     }
