@@ -14,6 +14,9 @@ import { manifestRoutes } from './routes/manifest.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { appRoutes } from './routes/apps.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
+import { dashboardRoutes } from './dashboard/index.js';
+import { dashboardProxyAuth } from './dashboard/proxy-auth.js';
+import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
@@ -29,6 +32,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(openapiRoutes());
   app.use('/git', gitHttpRoutes(deps)); // managed repositories over smart HTTP (issue 11)
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
+  app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
   app.use(express.json({ limit: '1mb', strict: false }));
 
@@ -40,12 +44,14 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
+  v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects/:projectId/triggers', triggerRoutes(deps));
   v1.use('/projects/:projectId/apps', appRoutes(deps));
   v1.use('/projects/:projectId', manifestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);
+  app.use(dashboardRoutes(deps)); // the dashboard at / (cookie sessions; never under /v1)
 
   app.use(notFoundHandler);
   app.use(errorHandler(deps.logger));

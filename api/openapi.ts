@@ -25,7 +25,11 @@ const oneSession = z.object({ session: ss.SessionSchema });
 
 const ops: Record<string, Record<string, Op>> = {
   '/v1/accounts/me': { get: { summary: 'The caller, their active account and all accounts (user tokens only).', ok: { status: 200, schema: z.object({}) }, errors: [401, 403] } },
-  '/v1/accounts/tokens': { post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] } },
+  '/v1/accounts/tokens': {
+    get: { summary: "The caller's live tokens (never their values).", ok: { status: 200, schema: z.object({ tokens: z.array(s.TokenSchema) }) }, errors: [401, 403] },
+    post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] },
+  },
+  '/v1/accounts/tokens/{tokenId}': { delete: { summary: 'Revoke one of your tokens.', ok: { status: 204, schema: z.object({}) }, errors: [401, 403, 404] } },
   '/v1/projects': {
     get: { summary: 'Projects the token can see, oldest first, paginated (per_page, cursor; Link rel="next").', query: s.ListProjectsQuery, ok: { status: 200, schema: z.object({ projects: z.array(s.ProjectSchema), next_cursor: z.string().nullable() }) }, errors: [400, 401] },
     post: { summary: 'Create a project backed by a git repository (no repo_url: a managed repository served at /git/<slug>.git).', body: s.CreateProjectBody, ok: { status: 201, schema: z.object({ project: s.ProjectSchema }) }, errors: [400, 401, 403, 409] },

@@ -114,6 +114,17 @@ export const CreateProjectBody = z.strictObject({
 
 export const CreateTokenBody = z.strictObject({
   name: text(200).optional(),
+  /** Days until the token stops working (none: it lasts until revoked). */
+  expires_in_days: z.number().int().min(1).max(3650).optional(),
+});
+
+export const TokenSchema = z.object({
+  token_id: z.uuid(),
+  name: z.string(),
+  project_id: z.uuid().nullable(),
+  created_at: z.string(),
+  expires_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
 });
 
 /** Response shapes, for the OpenAPI document. */

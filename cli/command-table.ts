@@ -48,6 +48,13 @@ export const SECTIONS: Section[] = [
       { name: 'login', describe: 'Log in to a host (browser flow, or --token)', load: () => import('./commands/login.js') },
       { name: 'logout', describe: "Remove the stored token of the active or named host", load: () => import('./commands/logout.js') },
       { name: 'whoami', describe: 'Show the user and active account', load: () => import('./commands/whoami.js') },
+      {
+        name: 'auth',
+        describe: 'Manage your tokens',
+        children: [
+          { name: 'token', args: '<action> [token]', describe: 'List (ls), create or revoke your tokens', load: () => import('./commands/auth/token.js') },
+        ],
+      },
     ],
   },
   {
@@ -80,6 +87,26 @@ export const SECTIONS: Section[] = [
           { name: 'link', args: '[project]', describe: 'Link this directory to a project (.svc/link.json)', load: () => import('./commands/projects/link.js') },
           { name: 'unlink', describe: 'Remove the link of this directory', load: () => import('./commands/projects/unlink.js') },
           { name: 'open', args: '[project]', describe: "Open a project's dashboard page", load: () => import('./commands/projects/open.js') },
+        ],
+      },
+    ],
+  },
+  {
+    title: 'Sessions',
+    commands: [
+      {
+        name: 'sessions',
+        aliases: ['session'],
+        describe: 'Start, inspect and talk to agent sessions',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: 'List sessions', load: () => import('./commands/sessions/ls.js') },
+          { name: 'info', args: '<id>', aliases: ['show'], describe: 'Show a session (status, branch, base, agent, sandbox URL, errors)', load: () => import('./commands/sessions/info.js') },
+          { name: 'new', aliases: ['create'], describe: 'Start a session and wait until it runs', load: () => import('./commands/sessions/new.js') },
+          { name: 'restart', args: '<id>', describe: 'Re-provision a session in place', load: () => import('./commands/sessions/restart.js') },
+          { name: 'rm', args: '<id>', aliases: ['remove', 'delete'], describe: 'Stop and delete a session', load: () => import('./commands/sessions/rm.js') },
+          { name: 'open', args: '<id>', describe: "Open a session's dashboard page", load: () => import('./commands/sessions/open.js') },
+          { name: 'chat', args: '[id]', aliases: ['talk'], describe: "Talk to a session's agent (interactive, or --prompt)", load: () => import('./commands/sessions/chat.js') },
+          { name: 'preview', args: '<id> [port]', describe: 'Preview URL of a sandbox port (default 3000)', load: () => import('./commands/sessions/preview.js') },
         ],
       },
     ],

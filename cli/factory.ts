@@ -19,4 +19,6 @@ export interface Factory {
   openBrowser(url: string): Promise<void>;
   prompter: Prompter;
   now(): Date;
+  /** Runs `fn` on each Ctrl-C (SIGINT) until the returned function is called. */
+  onInterrupt?(fn: () => void): () => void;
 }

@@ -18,5 +18,9 @@ export function systemFactory(version: string): Factory {
     openBrowser: async (url) => (await import('./browser.js')).openBrowser(url, process.env),
     prompter: linePrompter(io),
     now: () => new Date(),
+    onInterrupt(fn) {
+      process.on('SIGINT', fn);
+      return () => process.off('SIGINT', fn);
+    },
   };
 }

@@ -60,9 +60,11 @@ export async function mintToken(
 export async function authenticate(db: Executor, value: string): Promise<Principal | null> {
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
-  const row = await db.one<Principal & { token_hash: Buffer }>(tokenQueries.byHash(hash));
+  const row = await db.one<Principal & { token_hash: Buffer; last_used_at: Date | null }>(tokenQueries.byHash(hash));
   if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
-  const { token_hash: _h, ...principal } = row;
+  const { token_hash: _h, last_used_at: used, ...principal } = row;
+  // last_used_at: written at most once a minute, off the request's path.
+  if (!used || Date.now() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
   return principal;
 }
 

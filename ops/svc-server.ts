@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * svc-server: start | api | worker | migrate | projections rebuild [--verify] |
- * admin bootstrap --email E [--name N]. Configuration comes from the environment
+ * admin bootstrap --email E [--name N] [--password-stdin] | admin set-password --email E. Configuration comes from the environment
  * (infra/config.ts); see README.md and docs/operations.md.
  */
 import yargs from 'yargs';
@@ -15,6 +15,15 @@ import { rebuildProjections } from '../projections/rebuild.js';
 import { startServer } from './server.js';
 import { addKeyToFile, loadKeyring, secretBox } from '../infra/secrets.js';
 import { rotateSecrets } from '../infra/secrets/rotate.js';
+import { setPassword } from '../infra/dashboard/passwords.js';
+
+async function readPassword(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  const pw = Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  if (!pw) throw new Error('no password on standard input (pipe it in: --password-stdin)');
+  return pw;
+}
 
 function setup(opts: { quietLogs?: boolean } = {}): { config: Config; logger: Logger } {
   const config = loadConfig();
@@ -88,9 +97,10 @@ export async function main(argv: string[]): Promise<void> {
     )
     .command('admin <action>', 'administration: bootstrap --email E | rotate-key', (y) =>
       y
-        .positional('action', { choices: ['bootstrap', 'rotate-key'] as const, demandOption: true })
-        .option('email', { type: 'string', describe: 'bootstrap: the user to create or reuse' })
-        .option('name', { type: 'string', describe: 'bootstrap: display name (and account name) for a new user' }),
+        .positional('action', { choices: ['bootstrap', 'set-password', 'rotate-key'] as const, demandOption: true })
+        .option('email', { type: 'string', describe: 'bootstrap, set-password: the user to create or reuse' })
+        .option('name', { type: 'string', describe: 'bootstrap: display name (and account name) for a new user' })
+        .option('password-stdin', { type: 'boolean', default: false, describe: 'read a dashboard password from standard input (never from an argument)' }),
       async (args) => {
         if (args.action === 'rotate-key') {
           // Issue 12: a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
@@ -103,9 +113,21 @@ export async function main(argv: string[]): Promise<void> {
           process.stdout.write(`key ${report.key_id}: resealed ${report.resealed}, already current ${report.already_current}, changed meanwhile ${report.skipped_concurrent}\n`);
           return;
         }
-        if (!args.email) throw new Error('admin bootstrap needs --email');
+        if (!args.email) throw new Error(`admin ${args.action} needs --email`);
         const email = args.email;
-        const out = await withDatabase((d) => bootstrapUser(d.db, { email, ...(args.name ? { name: args.name } : {}) }));
+        // Dashboard passwords come on stdin only: an argument would show in `ps` and shell history.
+        const password = args.passwordStdin || args.action === 'set-password' ? await readPassword() : undefined;
+        if (args.action === 'set-password') {
+          const ok = await withDatabase((d) => setPassword(d.db, email, password!));
+          if (!ok) throw new Error(`no user ${email}; create it with 'svc-server admin bootstrap --email ${email}'`);
+          process.stderr.write(`password set for ${email.toLowerCase()}\n`);
+          return;
+        }
+        const out = await withDatabase(async (d) => {
+          const made = await bootstrapUser(d.db, { email, ...(args.name ? { name: args.name } : {}) });
+          if (password !== undefined) await setPassword(d.db, email, password);
+          return made;
+        });
         process.stdout.write(`${out.token.token}\n`);
       },
     )

@@ -2,8 +2,12 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf, requireUserToken } from '../auth.js';
 import { CreateTokenBody } from '../schemas.js';
-import { accountQueries } from '../../sql/queries/accounts.js';
+import { accountQueries, tokenQueries } from '../../sql/queries/accounts.js';
 import { mintToken } from '../../infra/tokens.js';
+import { notFound } from '../../domain/errors.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
 /** `/v1/accounts/*`: user tokens only; project tokens get 403. */
 export function accountRoutes(deps: ApiDeps): Router {
@@ -23,8 +27,33 @@ export function accountRoutes(deps: ApiDeps): Router {
   r.post('/tokens', async (req, res) => {
     const body = CreateTokenBody.parse(req.body ?? {});
     const p = principalOf(req);
-    const minted = await mintToken(deps.db, { userId: p.user_id, name: body.name ?? '' });
+    const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * 86_400_000) : null;
+    const minted = await mintToken(deps.db, { userId: p.user_id, name: body.name ?? '', expiresAt });
     res.status(201).json(minted);
+  });
+
+  /** The caller's live tokens (user and project tokens); never their values. */
+  r.get('/tokens', async (req, res) => {
+    const rows = await deps.db.rows<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null; last_used_at: Date | null }>(
+      tokenQueries.listForUser(principalOf(req).user_id),
+    );
+    res.json({
+      tokens: rows.map((t) => ({
+        token_id: t.token_id,
+        name: t.name,
+        project_id: t.project_id,
+        created_at: t.created_at.toISOString(),
+        expires_at: iso(t.expires_at),
+        last_used_at: iso(t.last_used_at),
+      })),
+    });
+  });
+
+  r.delete('/tokens/:tokenId', async (req, res) => {
+    const id = String(req.params.tokenId);
+    const done = UUID.test(id) ? await deps.db.one(tokenQueries.revokeForUser(principalOf(req).user_id, id.toLowerCase())) : undefined;
+    if (!done) throw notFound('Token');
+    res.status(204).end();
   });
 
   return r;

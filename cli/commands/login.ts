@@ -68,13 +68,23 @@ export async function run(opts: LoginOptions): Promise<void> {
  * a one-shot server on 127.0.0.1 with `?token=...&state=...`.
  */
 async function browserFlow(f: Factory, hostName: string, apiUrl: string, timeoutMs: number): Promise<string> {
-  const [{ createServer }, { randomBytes }] = await Promise.all([import('node:http'), import('node:crypto')]);
+  const [{ createServer }, { randomBytes }, os] = await Promise.all([import('node:http'), import('node:crypto'), import('node:os')]);
   const state = randomBytes(16).toString('hex');
   let done!: (token: string) => void;
-  const received = new Promise<string>((resolve) => (done = resolve));
+  let denied!: () => void;
+  const received = new Promise<string>((resolve, reject) => {
+    done = resolve;
+    denied = () => reject(new CliError('the login was denied in the browser'));
+  });
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
     const token = u.searchParams.get('token');
+    if (u.pathname === '/callback' && u.searchParams.get('state') === state && u.searchParams.get('error') === 'access_denied') {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
+      res.end('<!doctype html><title>svc</title><p>Login denied. You can close this window.</p>\n');
+      denied();
+      return;
+    }
     if (u.pathname !== '/callback' || u.searchParams.get('state') !== state || !token) {
       res.writeHead(400, { 'content-type': 'text/plain' }).end('Invalid login callback.\n');
       return;
@@ -89,7 +99,7 @@ async function browserFlow(f: Factory, hostName: string, apiUrl: string, timeout
   });
   const port = (server.address() as { port: number }).port;
   const callback = `http://127.0.0.1:${port}/callback`;
-  const url = `${dashboardUrl(f, apiUrl)}/cli/login?${new URLSearchParams({ callback, state, host: hostName })}`;
+  const url = `${dashboardUrl(f, apiUrl)}/cli/login?${new URLSearchParams({ callback, state, host: hostName, hostname: os.hostname() })}`;
   f.io.err.write(`To log in, open this URL in your browser:\n  ${url}\nWaiting for the browser...\n`);
   if (f.io.stdinIsTTY && f.io.stdoutIsTTY && !f.env.CI) {
     await f.openBrowser(url).catch(() => f.io.err.write('(could not open a browser; open the URL yourself)\n'));

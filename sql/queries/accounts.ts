@@ -45,9 +45,29 @@ export const tokenQueries = {
   /** A live token by the hash of its value, with its owner. */
   byHash: (hash: Buffer): Query => ({
     name: 'token_by_hash',
-    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, u.email, u.name AS user_name
+    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name
       FROM tokens t JOIN users u USING (user_id)
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     values: [hash],
+  }),
+  /** The user's live tokens (not revoked, not expired), newest first. */
+  listForUser: (userId: string): Query => ({
+    text: `SELECT token_id, name, project_id, created_at, expires_at, last_used_at FROM tokens
+      WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+      ORDER BY created_at DESC, token_id`,
+    values: [userId],
+  }),
+  /** Revokes one of the user's tokens; no row for another user's or an unknown token. */
+  revokeForUser: (userId: string, tokenId: string): Query => ({
+    text: `UPDATE tokens SET revoked_at = now() WHERE user_id = $1 AND token_id = $2 AND revoked_at IS NULL
+      RETURNING token_id`,
+    values: [userId, tokenId],
+  }),
+  /** At most one write a minute per token, however busy it is. */
+  touch: (tokenId: string): Query => ({
+    name: 'token_touch',
+    text: `UPDATE tokens SET last_used_at = now()
+      WHERE token_id = $1 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+    values: [tokenId],
   }),
 };

@@ -11,9 +11,10 @@ USAGE
   svc <command> [<subcommand>] [flags]
 
 AUTH
-  login   Log in to a host (browser flow, or --token)
-  logout  Remove the stored token of the active or named host
-  whoami  Show the user and active account
+  login                          Log in to a host (browser flow, or --token)
+  logout                         Remove the stored token of the active or named host
+  whoami                         Show the user and active account
+  auth token <action> [<token>]  List (ls), create or revoke your tokens
 
 HOSTS
   hosts ls             List hosts; the active one is marked (alias: list)
@@ -29,6 +30,16 @@ PROJECTS
   projects link [<project>]  Link this directory to a project (.svc/link.json)
   projects unlink            Remove the link of this directory
   projects open [<project>]  Open a project's dashboard page
+
+SESSIONS
+  sessions ls                     List sessions (alias: list)
+  sessions info <id>              Show a session (status, branch, base, agent, sandbox URL, errors) (alias: show)
+  sessions new                    Start a session and wait until it runs (alias: create)
+  sessions restart <id>           Re-provision a session in place
+  sessions rm <id>                Stop and delete a session (alias: remove, delete)
+  sessions open <id>              Open a session's dashboard page
+  sessions chat [<id>]            Talk to a session's agent (interactive, or --prompt) (alias: talk)
+  sessions preview <id> [<port>]  Preview URL of a sandbox port (default 3000)
 
 CHANGE REQUESTS
   cr ls           List change requests (alias: list)

@@ -1,0 +1,137 @@
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { timingSafeEqual } from 'node:crypto';
+import { ApiClient } from '../../cli/api-client.js';
+import { ApiError } from '../../cli/errors.js';
+import { nodeFetch } from '../../cli/http.js';
+import { DomainError } from '../../domain/errors.js';
+import type { DashboardSession, SessionStore } from '../../infra/dashboard/sessions.js';
+import { SESSION_COOKIE } from '../../infra/dashboard/sessions.js';
+
+/** Per-request state of the dashboard, on `res.locals`. */
+export interface DashLocals {
+  session: DashboardSession | null;
+  store: SessionStore;
+}
+
+export const locals = (res: Response) => res.locals as unknown as DashLocals;
+
+export function parseCookies(header: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of (header ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i < 0) continue;
+    const k = part.slice(0, i).trim();
+    if (!k || k in out) continue;
+    try {
+      out[k] = decodeURIComponent(part.slice(i + 1).trim());
+    } catch {
+      /* a malformed cookie is no cookie */
+    }
+  }
+  return out;
+}
+
+export const isSecure = (req: Request) => req.protocol === 'https' || req.headers['x-forwarded-proto'] === 'https';
+
+export function setCookie(req: Request, res: Response, name: string, value: string, maxAgeS: number | null): void {
+  const attrs = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
+  if (maxAgeS !== null) attrs.push(`Max-Age=${maxAgeS}`);
+  if (isSecure(req)) attrs.push('Secure');
+  res.append('Set-Cookie', attrs.join('; '));
+}
+
+export const clearCookie = (req: Request, res: Response, name: string) => setCookie(req, res, name, '', 0);
+
+/** Loads the session behind the cookie (or none); never fails the request. */
+export function loadSession(store: () => Promise<SessionStore>): RequestHandler {
+  return (req, res, next) => {
+    store().then(async (s) => {
+      const l = locals(res);
+      l.store = s;
+      l.session = await s.resolve(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
+      next();
+    }, next);
+  };
+}
+
+const wantsJson = (req: Request) => (req.headers.accept ?? '').includes('application/json') && !(req.headers.accept ?? '').includes('text/html');
+
+/** Pages need a signed-in browser: GETs go to the sign-in page and come back after. */
+export const requireSession: RequestHandler = (req, res, next) => {
+  if (locals(res).session) return next();
+  if (req.method === 'GET' && !wantsJson(req)) {
+    res.redirect(303, `/login?${new URLSearchParams({ next: req.originalUrl })}`);
+    return;
+  }
+  next(new DomainError('unauthorized', 'Unauthorized', 'Sign in first.'));
+};
+
+const same = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
+
+/** The browser's origin as this server sees it. */
+export const ownOrigin = (req: Request) => `${isSecure(req) ? 'https' : 'http'}://${req.headers.host ?? ''}`;
+
+/**
+ * CSRF, for every request that changes state: the Origin (or Referer) must be this
+ * server when the browser sends one, and the session's token must come back as the
+ * `_csrf` form field or the `X-CSRF-Token` header. SameSite=Lax already keeps the
+ * cookie off cross-site POSTs; this holds even where it does not.
+ */
+export function checkOrigin(req: Request): void {
+  const origin = req.headers.origin ?? (req.headers.referer ? safeOrigin(req.headers.referer) : undefined);
+  if (origin !== undefined && origin !== ownOrigin(req)) {
+    throw new DomainError('forbidden', 'Cross-site request refused', 'This form was not sent from this dashboard.');
+  }
+}
+
+const safeOrigin = (u: string) => {
+  try {
+    return new URL(u).origin;
+  } catch {
+    return 'null';
+  }
+};
+
+export const requireCsrf: RequestHandler = (req, res, next) => {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  try {
+    checkOrigin(req);
+    const session = locals(res).session;
+    const sent = (req.body && typeof req.body === 'object' ? (req.body as Record<string, unknown>)._csrf : undefined) ?? req.headers['x-csrf-token'];
+    if (!session || typeof sent !== 'string' || !same(sent, session.csrf_token)) {
+      throw new DomainError('forbidden', 'CSRF check failed', 'The form expired or did not come from this dashboard; reload the page and try again.');
+    }
+    next();
+  } catch (err) {
+    next(err);
+  }
+};
+
+/** The API, called as the signed-in user, on the address this request came in on. */
+export function apiOf(req: Request, res: Response): ApiClient {
+  const s = locals(res).session;
+  if (!s) throw new DomainError('unauthorized', 'Unauthorized', 'Sign in first.');
+  let host = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  if (host === '::' || host === '0.0.0.0') host = '127.0.0.1';
+  if (host.includes(':')) host = `[${host}]`;
+  return new ApiClient({ baseUrl: `http://${host}:${req.socket.localPort}`, token: s.apiToken, fetch: nodeFetch, userAgent: 'svc-dashboard' });
+}
+
+export const userOf = (res: Response) => locals(res).session!.user;
+export const csrfOf = (res: Response) => locals(res).session?.csrf_token ?? '';
+
+/** An API error as the dashboard reports it: the API's own status and body. */
+export function asDomain(err: unknown): unknown {
+  if (err instanceof ApiError) {
+    const code = err.code === 'server_error' || err.code === 'http_error' ? 'unavailable' : err.code;
+    const { error: _e, message: _m, ...details } = err.body as Record<string, unknown>;
+    return Object.assign(new DomainError(code, err.reason, err.message, details), { status: err.status });
+  }
+  return err;
+}
+
+export type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void>;

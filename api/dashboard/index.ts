@@ -1,0 +1,86 @@
+import express, { Router, type ErrorRequestHandler } from 'express';
+import { z } from 'zod';
+import { DomainError } from '../../domain/errors.js';
+import { sessionStoreOf } from './store.js';
+import type { ApiDeps } from '../deps.js';
+import { bodyOf, statusOf, zodIssues } from '../errors.js';
+import { assetRoutes } from './assets.js';
+import { cliLoginRoutes } from './cli-login.js';
+import { asDomain, loadSession, locals, requireSession } from './context.js';
+import { crPageRoutes } from './cr-page.js';
+import { html } from './html.js';
+import { page } from './layout.js';
+import { liveRoutes } from './live.js';
+import { projectPages } from './projects-pages.js';
+import { sessionPages } from './sessions-pages.js';
+import { signInRoutes } from './sign-in.js';
+import { tokensPage } from './tokens-page.js';
+
+/**
+ * The dashboard, served at `/` by the API server: server-rendered pages over the HTTP API
+ * (called as the signed-in user), cookie sessions, CSRF on every state change. The API
+ * under /v1 never sees the cookie.
+ */
+export function dashboardRoutes(deps: ApiDeps): Router {
+  const getStore = sessionStoreOf(deps);
+
+  const r = Router();
+  r.use(assetRoutes());
+  r.use((req, res, next) => {
+    if (req.path.startsWith('/v1/') || req.path === '/v1') return next('router');
+    // Pages are never framed by other sites, and hold no third-party content.
+    res.set({
+      'X-Frame-Options': 'SAMEORIGIN',
+      'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'",
+      'X-Content-Type-Options': 'nosniff',
+    });
+    next();
+  });
+  r.use(express.urlencoded({ extended: false, limit: '1mb', parameterLimit: 100 }));
+  r.use(loadSession(getStore));
+  r.use(signInRoutes(deps.db));
+  r.use(requireSession);
+  r.use(cliLoginRoutes(deps.db));
+  r.use(projectPages());
+  r.use(liveRoutes(deps.db));
+  r.use(tokensPage());
+  r.use(sessionPages());
+  r.use(crPageRoutes());
+  r.use(dashboardErrors(deps.logger));
+  return r;
+}
+
+/** Errors as a page (or, for the page's script, the API's JSON body). */
+function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
+  return (err0, req, res, next) => {
+    if (res.headersSent) return next(err0);
+    let err = asDomain(err0);
+    if (err instanceof z.ZodError) {
+      const issues = zodIssues(err);
+      err = new DomainError('validation', 'Validation failed', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });
+    }
+    if (!(err instanceof DomainError)) {
+      const type = (err as { type?: string }).type;
+      if (type === 'entity.too.large') err = new DomainError('payload_too_large', 'Payload too large', 'The form is larger than 1 MiB.');
+      else if (typeof type === 'string' && type.startsWith('entity.') || type === 'parameters.too.many') err = new DomainError('validation', 'Bad request', 'The form could not be read.');
+      else {
+        logger.error({ err, method: req.method, path: req.path }, 'dashboard error');
+        err = new DomainError('unavailable', 'Internal error', 'Something went wrong on our side.');
+        (err as { status?: number }).status = 500;
+      }
+    }
+    const e = err as DomainError & { status?: number };
+    const status = e.status ?? statusOf[e.code];
+    // Browsers (navigations, form posts) ask for HTML; anything else gets the API's body.
+    const accept = req.headers.accept ?? '';
+    if (accept.includes('application/json') || !accept.includes('text/html')) {
+      res.status(status).json(bodyOf(e));
+      return;
+    }
+    const session = locals(res).session;
+    res.status(status).type('html').send(page({
+      title: e.reason, user: session?.user ?? null, csrf: session?.csrf_token ?? '',
+      body: html`<section class="narrow"><h1>${e.reason}</h1><p>${e.message}</p><p><a href="/projects">Back to projects</a></p></section>`,
+    }));
+  };
+}

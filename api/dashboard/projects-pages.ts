@@ -1,0 +1,53 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import type { Project } from '../../cli/api-client.js';
+import { apiOf, csrfOf, userOf } from './context.js';
+import { html, timeAgo } from './html.js';
+import { page } from './layout.js';
+import { crumbsOf, statusBadge, tabs } from './shared.js';
+
+/** The projects list, and a project's change requests with a status filter (live). */
+const ListQuery = z.object({ status: z.enum(['open', 'merged', 'closed', 'all']).default('open') });
+
+export function projectPages(): Router {
+  const r = Router();
+
+  r.get('/', (_req, res) => res.redirect(303, '/projects'));
+
+  r.get('/projects', async (req, res) => {
+    const projects = await apiOf(req, res).listProjects();
+    res.type('html').send(page({
+      title: 'Projects', user: userOf(res), csrf: csrfOf(res), crumbs: [{ href: '/projects', label: 'Projects' }],
+      body: html`<h1>Projects</h1>
+${projects.length === 0 ? html`<p class="muted">No projects yet. Create one with <code>POST /v1/projects</code> (see docs/api.md).</p>` : ''}
+<ul class="cards">${projects.map(
+        (p: Project) => html`<li><a href="/projects/${p.project_id}"><strong>${p.name}</strong></a> <span class="muted">${p.slug} · ${p.default_branch}</span>
+<br><span class="muted">${p.repo_url ?? 'managed repository'}</span></li>`,
+      )}</ul>`,
+    }));
+  });
+
+  r.get('/projects/:projectId', async (req, res) => {
+    const api = apiOf(req, res);
+    const q = ListQuery.parse(req.query);
+    const pid = String(req.params.projectId);
+    const [project, crs] = await Promise.all([api.getProject(pid), api.listChangeRequests(pid, q.status)]);
+    const base = `/projects/${project.project_id}`;
+    res.type('html').send(page({
+      title: project.name, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project),
+      body: html`<div data-live-src="${base}/live"></div>
+<h1>${project.name}</h1>
+<p class="muted">${project.slug} · default branch <code>${project.default_branch}</code> · <a href="${base}/sessions">Sessions</a></p>
+<h2>Change requests</h2>
+${tabs((['open', 'merged', 'closed', 'all'] as const).map((s) => ({ href: `${base}?status=${s}`, label: s[0]!.toUpperCase() + s.slice(1), current: q.status === s })))}
+<div data-live="cr-list">
+${crs.length === 0 ? html`<p class="muted">No ${q.status === 'all' ? '' : q.status + ' '}change requests.</p>` : html`<table class="list">
+<thead><tr><th scope="col">#</th><th scope="col">Title</th><th scope="col">Branch</th><th scope="col">Status</th><th scope="col">Opened</th></tr></thead>
+<tbody>${crs.map((cr) => html`<tr data-cr="${cr.number}"><td>#${cr.number}</td><td><a href="${base}/change-requests/${cr.number}">${cr.title}</a></td>
+<td><code>${cr.head_ref}</code> → <code>${cr.base_ref}</code></td><td>${statusBadge(cr.status)}</td><td>${timeAgo(cr.created_at)}</td></tr>`)}</tbody></table>`}
+</div>`,
+    }));
+  });
+
+  return r;
+}

@@ -1,0 +1,34 @@
+import type { RequestHandler } from 'express';
+import { timingSafeEqual } from 'node:crypto';
+import type { ApiDeps } from '../deps.js';
+import { parseCookies } from './context.js';
+import { SESSION_COOKIE } from '../../infra/dashboard/sessions.js';
+import { sessionStoreOf } from './store.js';
+
+/**
+ * The one place the API accepts the dashboard cookie: the session proxy routes
+ * (`.../sessions/:sessionId/agent/*`, `.../preview/:port/*`), which a page reaches from an
+ * iframe or an EventSource that cannot carry a bearer token. A request with no
+ * Authorization and a live dashboard cookie is given the session's own token, server-side
+ * (it never reaches the browser). Reads only, unless the page's CSRF token comes along
+ * as `X-CSRF-Token`: a cross-site form cannot drive the agent.
+ */
+export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
+  const store = sessionStoreOf(deps);
+  return (req, _res, next) => {
+    if (!/^\/(agent|preview\/[^/]+)(\/|$)/.test(req.path) || req.headers.authorization !== undefined || typeof req.query.access_token === 'string') return next();
+    const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
+    if (!cookie) return next();
+    store()
+      .then((s) => s.resolve(cookie))
+      .then((session) => {
+        if (!session) return next();
+        const safe = req.method === 'GET' || req.method === 'HEAD';
+        const sent = req.headers['x-csrf-token'];
+        const a = Buffer.from(typeof sent === 'string' ? sent : '');
+        const b = Buffer.from(session.csrf_token);
+        if (safe || (a.length === b.length && timingSafeEqual(a, b))) req.headers.authorization = `Bearer ${session.apiToken}`;
+        next();
+      }, next);
+  };
+}

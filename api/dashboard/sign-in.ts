@@ -1,0 +1,119 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { Router, type Request, type Response } from 'express';
+import { z } from 'zod';
+import { DomainError } from '../../domain/errors.js';
+import type { Db } from '../../infra/db/db.js';
+import { verifyPassword } from '../../infra/dashboard/passwords.js';
+import { SESSION_COOKIE, SESSION_TTL_MS } from '../../infra/dashboard/sessions.js';
+import { authenticate } from '../../infra/tokens.js';
+import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { checkOrigin, clearCookie, locals, parseCookies, requireCsrf, setCookie } from './context.js';
+import { html } from './html.js';
+import { page } from './layout.js';
+
+/**
+ * Sign-in (email + password, or a pasted user token), sign-out. Failed sign-ins are
+ * counted per email and per client address in the database (so every API process sees
+ * them): past the limit the form answers 429 until the window moves on.
+ */
+const PRE_COOKIE = 'svc_pre';
+const WINDOW_S = 15 * 60;
+const MAX_PER_EMAIL = 5;
+const MAX_PER_CLIENT = 20;
+
+const SignInBody = z.object({
+  _csrf: z.string().max(200).default(''),
+  email: z.string().max(320).optional(),
+  password: z.string().max(1024).optional(),
+  token: z.string().max(400).optional(),
+  next: z.string().max(2000).optional(),
+});
+
+/** Only a path on this site: never `//evil.example` or a full URL. */
+export const safeNext = (n: unknown) => (typeof n === 'string' && /^\/(?![/\\])/.test(n) ? n : '/projects');
+
+function signInPage(res: Response, req: Request, o: { next: string; email?: string; error?: string; status?: number }) {
+  const existing = parseCookies(req.headers.cookie)[PRE_COOKIE];
+  const pre = existing && /^[A-Za-z0-9_-]{20,64}$/.test(existing) ? existing : randomBytes(18).toString('base64url');
+  if (pre !== existing) setCookie(req, res, PRE_COOKIE, pre, 3600);
+  const csrf = locals(res).store.mac(`pre:${pre}`);
+  res.status(o.status ?? 200).type('html').send(
+    page({
+      title: 'Sign in',
+      notice: o.error ? { kind: 'error', text: o.error } : null,
+      body: html`<section class="narrow">
+<h1>Sign in to svc</h1>
+<form method="post" action="/login" class="stack">
+  <input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="next" value="${o.next}">
+  <label>Email <input type="email" name="email" autocomplete="username" required value="${o.email ?? ''}"></label>
+  <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+  <button type="submit">Sign in</button>
+</form>
+<details><summary>Sign in with a token instead</summary>
+<form method="post" action="/login" class="stack">
+  <input type="hidden" name="_csrf" value="${csrf}"><input type="hidden" name="next" value="${o.next}">
+  <label>User token <input type="password" name="token" autocomplete="off" placeholder="svc_pat_..." required></label>
+  <button type="submit">Sign in with token</button>
+</form>
+<p class="hint">An administrator sets passwords with <code>svc-server admin set-password</code>; any user token (from <code>svc-server admin bootstrap</code>) also works.</p>
+</details>
+</section>`,
+    }),
+  );
+}
+
+export function signInRoutes(db: Db): Router {
+  const r = Router();
+
+  r.get('/login', (req, res) => {
+    if (locals(res).session) return res.redirect(303, safeNext(req.query.next));
+    signInPage(res, req, { next: safeNext(req.query.next) });
+  });
+
+  r.post('/login', async (req, res) => {
+    const body = SignInBody.parse(req.body ?? {});
+    const next = safeNext(body.next);
+    checkOrigin(req);
+    const pre = parseCookies(req.headers.cookie)[PRE_COOKIE] ?? '';
+    const want = Buffer.from(locals(res).store.mac(`pre:${pre}`));
+    const got = Buffer.from(body._csrf);
+    if (!pre || want.length !== got.length || !timingSafeEqual(want, got)) {
+      throw new DomainError('forbidden', 'CSRF check failed', 'The sign-in form expired; reload the page and try again.');
+    }
+    const client = req.socket.remoteAddress ?? 'unknown';
+    const email = (body.email ?? '').trim().toLowerCase();
+    const limits = await db.one<{ by_email: number; by_client: number; retry_after: number | null }>(dashboardQueries.failures(email, client, WINDOW_S));
+    if (limits && ((email && limits.by_email >= MAX_PER_EMAIL) || limits.by_client >= MAX_PER_CLIENT)) {
+      res.set('Retry-After', String(Math.max(1, limits.retry_after ?? WINDOW_S)));
+      return signInPage(res, req, { next, email, status: 429, error: 'Too many failed sign-ins. Wait a few minutes and try again.' });
+    }
+
+    let userId: string | undefined;
+    if (body.token !== undefined && body.token.trim()) {
+      const p = await authenticate(db, body.token.trim());
+      if (p && !p.project_id) userId = p.user_id;
+    } else if (email && body.password) {
+      const user = await db.one<{ user_id: string; password_hash: string | null }>(dashboardQueries.userByEmail(email));
+      if (await verifyPassword(body.password, user?.password_hash)) userId = user!.user_id;
+    }
+    if (!userId) {
+      await db.run(dashboardQueries.recordFailure(email, client));
+      const what = body.token !== undefined ? 'That is not a valid user token.' : 'Wrong email or password.';
+      return signInPage(res, req, { next, email, status: 401, error: what });
+    }
+    if (email) await db.run(dashboardQueries.clearFailures(email));
+    const { cookie } = await locals(res).store.create(userId);
+    setCookie(req, res, SESSION_COOKIE, cookie, Math.floor(SESSION_TTL_MS / 1000));
+    clearCookie(req, res, PRE_COOKIE);
+    res.redirect(303, next);
+  });
+
+  r.post('/logout', requireCsrf, async (req, res) => {
+    const s = locals(res).session;
+    if (s) await locals(res).store.revoke(s.session_id);
+    clearCookie(req, res, SESSION_COOKIE);
+    res.redirect(303, '/login');
+  });
+
+  return r;
+}

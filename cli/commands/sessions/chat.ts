@@ -1,0 +1,131 @@
+import { createInterface } from 'node:readline';
+import type { Argv } from 'yargs';
+import { AgentChat, type AgentEvent } from '../../agent-chat.js';
+import type { Args } from '../../command-table.js';
+import type { ProjectContext } from '../../context.js';
+import { CliError, UsageError } from '../../errors.js';
+import type { Factory } from '../../factory.js';
+import { str } from '../../flags.js';
+import { colors } from '../../output.js';
+import { sessionsApi, type Session } from '../../sessions-api.js';
+import { createRunning, inputOf, sessionFlags } from './new.js';
+import { ctxOf, waitRunning, withTarget } from './shared.js';
+
+export const builder = (y: Argv) =>
+  withTarget(
+    sessionFlags(y.positional('id', { type: 'string', describe: 'Session id (default: the newest running session)' }))
+      .option('new', { type: 'boolean', describe: 'Create a session first' })
+      .option('json', { type: 'boolean', describe: 'Stream the agent’s events as JSON lines' }),
+  );
+
+export const handler = (argv: Args, f: Factory) => {
+  if (argv.new && argv.id) throw new UsageError('give a session id or --new, not both');
+  return run(f, { id: str(argv.id), isNew: !!argv.new, argv, prompt: str(argv.prompt), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+};
+
+interface ChatOptions {
+  id?: string;
+  isNew: boolean;
+  argv: Args;
+  prompt?: string;
+  project?: string;
+  host?: string;
+  json: boolean;
+}
+
+async function target(f: Factory, ctx: ProjectContext, o: ChatOptions): Promise<Session> {
+  // With --new, --prompt is this chat's first message, not the session's initial prompt.
+  if (o.isNew) {
+    const { prompt: _p, ...input } = inputOf(o.argv);
+    return createRunning(f, ctx, input, o.json);
+  }
+  if (o.id) return waitRunning(f, ctx, o.id, { quiet: o.json });
+  const running = await sessionsApi(ctx.api).list(ctx.projectId, 'running');
+  if (!running.length) throw new CliError('no running session in this project', "start one with 'svc sessions chat --new' or 'svc sessions new'");
+  return running[0]!;
+}
+
+/**
+ * Talks to a session's agent through the server's proxy. `--prompt`: one turn, the
+ * reply streamed to stdout, then exit. Otherwise a prompt loop on the terminal: Ctrl-C
+ * aborts the running turn, a second Ctrl-C (or one at the prompt) exits.
+ */
+export async function run(f: Factory, o: ChatOptions): Promise<void> {
+  const ctx = await ctxOf(f, o);
+  const s = await target(f, ctx, o);
+  if (!o.json) f.io.err.write(`Chatting with session ${s.session_id} (${s.agent})\n`);
+  const chat = new AgentChat(ctx.api, sessionsApi(ctx.api).agentPath(s.project_id, s.session_id, '').replace(/\/$/, ''), ctx.host.token!);
+  const c = colors(f.io, f.env);
+  let turnRunning = false;
+  let interrupts = 0;
+  let exitNow: (() => void) | undefined;
+  const exited = new Promise<void>((r) => (exitNow = r));
+  const stopListening = f.onInterrupt?.(() => {
+    interrupts++;
+    if (turnRunning && interrupts === 1) {
+      f.io.err.write('\n(aborting; Ctrl-C again to exit)\n');
+      void chat.abort();
+      return;
+    }
+    exitNow?.();
+  });
+
+  const turn = async (text: string) => {
+    interrupts = 0;
+    await chat.listen();
+    await chat.session();
+    turnRunning = true;
+    let wroteText = false;
+    let endedWithNewline = true;
+    try {
+      await chat.send(text);
+      const out = await Promise.race([
+        chat.turn({
+          text: (d) => {
+            if (o.json) return;
+            f.io.out.write(d);
+            wroteText = true;
+            endedWithNewline = d.endsWith('\n');
+          },
+          event: (e: AgentEvent) => {
+            if (o.json) f.io.out.write(JSON.stringify(e) + '\n');
+          },
+        }),
+        exited.then(() => ({ end: 'closed' as const, error: undefined })),
+      ]);
+      if (wroteText && !endedWithNewline) f.io.out.write('\n');
+      if (out.end === 'error') {
+        if (interrupts > 0) f.io.err.write('(aborted)\n');
+        else throw new CliError(`the agent failed: ${out.error}`);
+      }
+      return out.end;
+    } finally {
+      turnRunning = false;
+    }
+  };
+
+  try {
+    if (o.prompt !== undefined) {
+      const end = await turn(o.prompt);
+      if (end === 'closed' && interrupts === 0) throw new CliError('the agent stream closed before the reply finished');
+      return;
+    }
+    if (!f.io.stdinIsTTY) throw new UsageError('interactive chat needs a terminal; pass --prompt "<text>"');
+    const rl = createInterface({ input: f.io.in, output: undefined, terminal: false });
+    const lines = rl[Symbol.asyncIterator]();
+    for (;;) {
+      f.io.err.write(c.bold('> '));
+      const next = await Promise.race([lines.next(), exited.then(() => ({ done: true, value: undefined }))]);
+      if (next.done) break;
+      const text = String(next.value).trim();
+      if (!text) continue;
+      if (text === '/exit' || text === '/quit') break;
+      const end = await turn(text);
+      if (end === 'closed' && interrupts > 0) break;
+    }
+    rl.close();
+  } finally {
+    stopListening?.();
+    chat.close();
+  }
+}

@@ -1,0 +1,34 @@
+import type { Argv } from 'yargs';
+import type { Args } from '../../command-table.js';
+import type { Factory } from '../../factory.js';
+import { str } from '../../flags.js';
+import { colors, formatTime, printJson } from '../../output.js';
+import { sessionsApi, type Session } from '../../sessions-api.js';
+import { ctxOf, sessionArg, sessionUrl, statusColor, withTarget } from './shared.js';
+
+export const builder = (y: Argv) => withTarget(sessionArg(y));
+
+export const handler = (argv: Args, f: Factory) => run(f, { id: String(argv.id), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+
+/** Status, branch, base ref, agent, sandbox URL and errors of one session. */
+export async function run(f: Factory, o: { id: string; project?: string; host?: string; json: boolean }): Promise<void> {
+  const ctx = await ctxOf(f, o);
+  const s: Session = await sessionsApi(ctx.api).get(ctx.projectId, o.id);
+  if (o.json) return printJson(f.io, s);
+  const c = colors(f.io, f.env);
+  const rows: Array<[string, string]> = [
+    ['id', s.session_id],
+    ['status', f.io.stdoutIsTTY ? statusColor(c, s.status) : s.status],
+    ['branch', s.branch],
+    ['base', s.base_ref],
+    ['agent', s.model ? `${s.agent} (${s.model})` : s.agent],
+    ['sandbox', s.sandbox ? `${s.sandbox.state} (${s.sandbox.provider})` : ''],
+    ['sandbox_url', s.sandbox?.url ?? ''],
+    ['created', formatTime(f.io, s.created_at, f.now())],
+    ['last_activity', formatTime(f.io, s.last_activity_at, f.now())],
+  ];
+  if (s.error) rows.push(['error', `${s.error.code}: ${s.error.message} (${s.error.at})`]);
+  rows.push(['url', sessionUrl(f, ctx, s)]);
+  const pad = Math.max(...rows.map(([k]) => k.length)) + 1;
+  for (const [k, v] of rows) f.io.out.write(f.io.stdoutIsTTY ? `${c.dim((k + ':').padEnd(pad))} ${v}\n` : `${k}:\t${v}\n`);
+}

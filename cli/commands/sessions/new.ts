@@ -1,0 +1,43 @@
+import type { Argv } from 'yargs';
+import type { Args } from '../../command-table.js';
+import type { Factory } from '../../factory.js';
+import { str } from '../../flags.js';
+import { printJson } from '../../output.js';
+import { sessionsApi, type NewSessionInput, type Session } from '../../sessions-api.js';
+import type { ProjectContext } from '../../context.js';
+import { ctxOf, waitRunning, withTarget } from './shared.js';
+
+export const sessionFlags = (y: Argv) =>
+  y
+    .option('prompt', { type: 'string', requiresArg: true, describe: 'First prompt for the agent' })
+    .option('agent', { type: 'string', requiresArg: true, describe: 'Agent to run (default: the server’s)' })
+    .option('model', { type: 'string', requiresArg: true, describe: 'Model for the agent' })
+    .option('base', { type: 'string', requiresArg: true, describe: 'Branch to start from (default: the project’s default branch)' });
+
+export const builder = (y: Argv) => withTarget(sessionFlags(y).option('wait', { type: 'boolean', default: true, describe: 'Wait until it runs (--no-wait: print the id at once)' }));
+
+export const inputOf = (argv: Args): NewSessionInput => {
+  const out: NewSessionInput = {};
+  if (argv.prompt !== undefined) out.prompt = String(argv.prompt);
+  if (argv.agent !== undefined) out.agent = String(argv.agent);
+  if (argv.model !== undefined) out.model = String(argv.model);
+  if (argv.base !== undefined) out.base_ref = String(argv.base);
+  return out;
+};
+
+export const handler = (argv: Args, f: Factory) =>
+  run(f, { input: inputOf(argv), wait: argv.wait !== false, project: str(argv.project), host: str(argv.host), json: !!argv.json });
+
+/** Creates a session and waits (spinner on stderr) until it runs; prints its id. */
+export async function createRunning(f: Factory, ctx: ProjectContext, input: NewSessionInput, json: boolean): Promise<Session> {
+  const created = await sessionsApi(ctx.api).create(ctx.projectId, input);
+  if (!json) f.io.err.write(`Created session ${created.session_id}\n`);
+  return waitRunning(f, ctx, created.session_id, { quiet: json });
+}
+
+export async function run(f: Factory, o: { input: NewSessionInput; wait: boolean; project?: string; host?: string; json: boolean }): Promise<void> {
+  const ctx = await ctxOf(f, o);
+  const s = o.wait ? await createRunning(f, ctx, o.input, o.json) : await sessionsApi(ctx.api).create(ctx.projectId, o.input);
+  if (o.json) return printJson(f.io, s);
+  f.io.out.write(`${s.session_id}\n`);
+}

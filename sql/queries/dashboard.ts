@@ -1,0 +1,84 @@
+import type { Query } from '../../infra/db/db.js';
+
+/** Browser sign-in: passwords, dashboard sessions, failed sign-ins, CLI login requests. */
+export const dashboardQueries = {
+  userByEmail: (email: string): Query => ({
+    text: 'SELECT user_id, email, name, password_hash FROM users WHERE email = lower($1)',
+    values: [email],
+  }),
+  setPassword: (email: string, hash: string): Query => ({
+    text: 'UPDATE users SET password_hash = $2 WHERE email = lower($1) RETURNING user_id',
+    values: [email, hash],
+  }),
+  insertSession: (s: { sessionId: string; userId: string; secretHash: Buffer; csrf: string; tokenId: string; tokenEnc: string; expiresAt: Date }): Query => ({
+    text: `INSERT INTO dashboard_sessions (session_id, user_id, secret_hash, csrf_token, token_id, token_enc, expires_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+    values: [s.sessionId, s.userId, s.secretHash, s.csrf, s.tokenId, s.tokenEnc, s.expiresAt],
+  }),
+  /** A live session with its user; refreshes last_seen_at at most once a minute. */
+  liveSession: (sessionId: string): Query => ({
+    name: 'dashboard_live_session',
+    text: `SELECT s.session_id, s.secret_hash, s.csrf_token, s.token_enc, s.user_id, u.email, u.name AS user_name
+      FROM dashboard_sessions s JOIN users u USING (user_id) JOIN tokens t ON t.token_id = s.token_id
+      WHERE s.session_id = $1 AND s.revoked_at IS NULL AND s.expires_at > now()
+        AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+    values: [sessionId],
+  }),
+  touchSession: (sessionId: string): Query => ({
+    text: `UPDATE dashboard_sessions SET last_seen_at = now()
+      WHERE session_id = $1 AND last_seen_at < now() - interval '1 minute'`,
+    values: [sessionId],
+  }),
+  /** Signs a browser out: the session and the token it called the API with. */
+  revokeSession: (sessionId: string): Query => ({
+    text: `WITH s AS (UPDATE dashboard_sessions SET revoked_at = now() WHERE session_id = $1 AND revoked_at IS NULL RETURNING token_id)
+      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT token_id FROM s) AND revoked_at IS NULL`,
+    values: [sessionId],
+  }),
+  revokeSessionsOfUser: (userId: string): Query => ({
+    text: `WITH s AS (UPDATE dashboard_sessions SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL RETURNING token_id)
+      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT token_id FROM s) AND revoked_at IS NULL`,
+    values: [userId],
+  }),
+  recordFailure: (email: string, client: string): Query => ({
+    text: 'INSERT INTO sign_in_failures (email, client) VALUES (lower($1), $2)',
+    values: [email, client],
+  }),
+  /** Failures in the window, per email and per client, and when the oldest one ages out. */
+  failures: (email: string, client: string, windowSeconds: number): Query => ({
+    text: `SELECT
+        count(*) FILTER (WHERE email = lower($1))::int AS by_email,
+        count(*) FILTER (WHERE client = $2)::int AS by_client,
+        extract(epoch FROM (min(failed_at) + make_interval(secs => $3) - now()))::int AS retry_after
+      FROM sign_in_failures
+      WHERE (email = lower($1) OR client = $2) AND failed_at > now() - make_interval(secs => $3)`,
+    values: [email, client, windowSeconds],
+  }),
+  clearFailures: (email: string): Query => ({
+    text: 'DELETE FROM sign_in_failures WHERE email = lower($1) OR failed_at < now() - interval \'1 day\'',
+    values: [email],
+  }),
+  /** Registers a CLI login state once; a state seen before is not registered again. */
+  insertCliLogin: (l: { state: string; callback: string; hostname: string; userId: string; expiresAt: Date }): Query => ({
+    text: `INSERT INTO cli_logins (state, callback, hostname, user_id, expires_at) VALUES ($1, $2, $3, $4, $5)
+      ON CONFLICT (state) DO NOTHING RETURNING state`,
+    values: [l.state, l.callback, l.hostname, l.userId, l.expiresAt],
+  }),
+  cliLogin: (state: string): Query => ({
+    text: 'SELECT state, callback, hostname, user_id, expires_at, used_at, outcome FROM cli_logins WHERE state = $1',
+    values: [state],
+  }),
+  /** Consumes a CLI login: exactly one caller gets the row back, and only before it expires. */
+  useCliLogin: (state: string, userId: string, outcome: 'approved' | 'denied'): Query => ({
+    text: `UPDATE cli_logins SET used_at = now(), outcome = $3
+      WHERE state = $1 AND user_id = $2 AND used_at IS NULL AND expires_at > now()
+      RETURNING state, callback, hostname`,
+    values: [state, userId, outcome],
+  }),
+  /** Where a project's live view starts: its newest event in the feed's order. */
+  lastProjectEvent: (projectId: string): Query => ({
+    text: `SELECT global_position FROM events WHERE project_id = $1
+      ORDER BY transaction_id DESC, global_position DESC LIMIT 1`,
+    values: [projectId],
+  }),
+};

@@ -1,0 +1,110 @@
+#!/usr/bin/env node
+/**
+ * A scripted agent runtime that answers like `opencode serve` does on its event feed:
+ * a prompt becomes `message.updated` (user, then assistant), the assistant's text part
+ * growing word by word in `message.part.updated` events (with `delta`), then
+ * `session.status` idle and `session.idle`. A prompt containing "slow" answers one word
+ * per 200 ms (40 words), so a test can abort it midway: the runtime then reports
+ * `session.error` (MessageAbortedError) and goes idle.
+ *
+ *   node chat-runtime.js serve --port P --hostname H
+ */
+import http, { type ServerResponse } from 'node:http';
+
+const arg = (n: string) => {
+  const i = process.argv.indexOf(n);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+};
+const port = Number(arg('--port') ?? 4096);
+const hostname = arg('--hostname') ?? '127.0.0.1';
+
+const feeds = new Set<ServerResponse>();
+const sessions: Array<{ id: string; title: string; time: { created: number; updated: number } }> = [];
+const runs = new Map<string, { stop: () => void }>();
+let n = 0;
+const id = (p: string) => `${p}_${++n}`;
+
+const emit = (type: string, properties: Record<string, unknown>) => {
+  const line = `data: ${JSON.stringify({ type, properties })}\n\n`;
+  for (const f of feeds) f.write(line);
+};
+
+const json = (res: ServerResponse, status: number, body: unknown) => {
+  const t = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(t) }).end(t);
+};
+
+function answer(sessionID: string, text: string) {
+  const user = id('msg');
+  emit('message.updated', { info: { id: user, sessionID, role: 'user' } });
+  emit('message.part.updated', { part: { id: id('prt'), sessionID, messageID: user, type: 'text', text } });
+  emit('session.status', { sessionID, status: { type: 'busy' } });
+  const msg = id('msg');
+  const part = id('prt');
+  emit('message.updated', { info: { id: msg, sessionID, role: 'assistant' } });
+  const slow = text.includes('slow');
+  const words = slow ? Array.from({ length: 40 }, (_, i) => `w${i}`) : `You said: ${text}. Done.`.split(' ');
+  let i = 0;
+  let sofar = '';
+  let timer: NodeJS.Timeout | undefined;
+  const finish = (aborted: boolean) => {
+    clearTimeout(timer);
+    runs.delete(sessionID);
+    if (aborted) emit('session.error', { sessionID, error: { name: 'MessageAbortedError', data: { message: 'aborted' } } });
+    emit('session.status', { sessionID, status: { type: 'idle' } });
+    emit('session.idle', { sessionID });
+  };
+  const tick = () => {
+    if (i >= words.length) return finish(false);
+    const delta = (i === 0 ? '' : ' ') + words[i++];
+    sofar += delta;
+    emit('message.part.updated', { part: { id: part, sessionID, messageID: msg, type: 'text', text: sofar }, delta });
+    timer = setTimeout(tick, slow ? 200 : 5);
+  };
+  runs.set(sessionID, { stop: () => finish(true) });
+  timer = setTimeout(tick, 5);
+}
+
+const server = http.createServer((req, res) => {
+  const u = new URL(req.url ?? '/', 'http://x');
+  let body = '';
+  req.on('data', (c: Buffer) => (body += c.toString()));
+  req.on('end', () => {
+    const p = u.pathname;
+    if (p === '/global/health') return json(res, 200, { healthy: true, version: 'chat-runtime' });
+    if (p === '/event' && req.method === 'GET') {
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(`data: ${JSON.stringify({ type: 'server.connected', properties: {} })}\n\n`);
+      feeds.add(res);
+      res.on('close', () => feeds.delete(res));
+      return;
+    }
+    if (p === '/session' && req.method === 'GET') return json(res, 200, sessions);
+    if (p === '/session' && req.method === 'POST') {
+      const s = { id: id('ses'), title: 'chat', time: { created: Date.now(), updated: Date.now() } };
+      sessions.push(s);
+      return json(res, 200, s);
+    }
+    const m = /^\/session\/([^/]+)\/(prompt_async|abort)$/.exec(p);
+    if (m && req.method === 'POST') {
+      const sid = decodeURIComponent(m[1]!);
+      if (!sessions.some((s) => s.id === sid)) return json(res, 404, { name: 'NotFoundError' });
+      if (m[2] === 'abort') {
+        runs.get(sid)?.stop();
+        return json(res, 200, true);
+      }
+      const parsed = JSON.parse(body || '{}') as { parts?: Array<{ type: string; text?: string }> };
+      const text = (parsed.parts ?? []).map((x) => x.text ?? '').join('');
+      res.writeHead(204).end();
+      answer(sid, text);
+      return;
+    }
+    json(res, 404, { error: 'not found', path: p });
+  });
+});
+server.listen(port, hostname, () => process.stdout.write(`chat runtime on ${hostname}:${port}\n`));
+process.on('SIGTERM', () => process.exit(0));
+const parent = process.ppid;
+setInterval(() => {
+  if (process.ppid !== parent) process.exit(0);
+}, 500).unref();

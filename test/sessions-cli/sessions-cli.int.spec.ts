@@ -1,0 +1,124 @@
+import { expect } from 'chai';
+import { chmod } from 'node:fs/promises';
+import { PassThrough } from 'node:stream';
+import { main } from '../../cli/app.js';
+import { chatRuntime } from './support.js';
+import { makeFactory, runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
+import { withSessionProject, type SessionProject } from '../support/sessions.js';
+
+/** `svc sessions` against a real server whose sandboxes run a scripted opencode-like runtime. */
+
+describe('svc sessions (real server, scripted runtime)', function () {
+  this.timeout(120_000);
+  let sb: Sandbox;
+  beforeEach(async () => {
+    sb = await sandbox();
+    await chmod(chatRuntime, 0o755);
+  });
+  afterEach(() => sb.cleanup());
+
+  const envOf = (p: SessionProject) => ({ SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'chat' });
+  const svc = (p: SessionProject, args: string[], o: { tty?: boolean } = {}) =>
+    runSvc(args, { configPath: sb.configPath, cwd: sb.dir, env: envOf(p), ...(o.tty !== undefined ? { tty: o.tty } : {}) });
+
+  it('new waits until running and prints the id; ls, info, open, preview, chat --prompt, restart, rm', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const made = await svc(p, ['sessions', 'new']);
+      expect(made.code, made.stderr).to.equal(0);
+      const id = made.stdout.trim();
+      expect(id).to.match(/^[0-9a-f-]{36}$/);
+      expect(made.stderr).to.contain(`Created session ${id}`);
+      const s = (await p.api.get(`${p.sessions}/${id}`)).body.session;
+      expect(s.status).to.equal('running');
+
+      const ls = await svc(p, ['sessions', 'ls']);
+      expect(ls.stdout.split('\n')[0]).to.match(new RegExp(`^${id}\\trunning\\t`));
+      const lsJson = await svc(p, ['sessions', 'ls', '--json']);
+      expect(JSON.parse(lsJson.stdout).map((x: { session_id: string }) => x.session_id)).to.deep.equal([id]);
+
+      const info = await svc(p, ['sessions', 'info', id]);
+      expect(info.stdout).to.contain(`status:\trunning`).and.contain(`branch:\t${id}`).and.contain('base:\tmain').and.match(new RegExp(`sandbox_url:\t\\S*/sessions/${id}/agent`));
+      expect(info.stdout).to.contain(`url:\t${p.srv.url}/projects/${s.project_id}/sessions/${id}`);
+
+      const open = await svc(p, ['sessions', 'open', id]);
+      expect(open.stdout).to.equal(`${p.srv.url}/projects/${s.project_id}/sessions/${id}\n`);
+      const preview = await svc(p, ['sessions', 'preview', id, '5173']);
+      expect(preview.stdout).to.equal(`${p.srv.url}/v1/projects/${s.project_id}/sessions/${id}/preview/5173/\n`);
+      expect((await svc(p, ['sessions', 'preview', id, '99999'])).code).to.equal(2);
+
+      const chat = await svc(p, ['sessions', 'chat', id, '--prompt', 'hello there']);
+      expect(chat.code, chat.stderr).to.equal(0);
+      expect(chat.stdout).to.equal('You said: hello there. Done.\n');
+      const talk = await svc(p, ['sessions', 'talk', '--prompt', 'again', '--json']);
+      expect(talk.code, talk.stderr).to.equal(0);
+      const events = talk.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; properties: { delta?: string; status?: { type: string } } });
+      expect(events.map((e) => e.type)).to.include('message.part.updated');
+      // The turn ends at the runtime's first word that the session is idle.
+      expect(events.at(-1)).to.deep.include({ type: 'session.status' });
+      expect(events.at(-1)!.properties.status).to.deep.equal({ type: 'idle' });
+      expect(events.filter((e) => e.properties.delta).map((e) => e.properties.delta).join('')).to.equal('You said: again. Done.');
+
+      const restarted = await svc(p, ['sessions', 'restart', id]);
+      expect(restarted.code, restarted.stderr).to.equal(0);
+      expect(restarted.stderr).to.contain('(running)');
+
+      const noYes = await svc(p, ['sessions', 'rm', id]);
+      expect(noYes.code).to.equal(2);
+      expect(noYes.stderr).to.contain('--yes required');
+      const rm = await svc(p, ['sessions', 'rm', id, '--yes']);
+      expect(rm.code, rm.stderr).to.equal(0);
+      const gone = await svc(p, ['sessions', 'info', id]);
+      expect(gone.code).to.equal(1);
+      expect(gone.stderr).to.match(/^error: .*not found/im);
+    }));
+
+  it('chat --new --prompt creates the session first and streams the reply', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const r = await svc(p, ['sessions', 'chat', '--new', '--prompt', 'build it']);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.equal('You said: build it. Done.\n');
+      expect(r.stderr).to.match(/Created session [0-9a-f-]{36}/);
+      const none = await runSvc(['sessions', 'chat', '--prompt', 'x'], { configPath: sb.configPath, cwd: sb.dir, env: { ...envOf(p), SVC_PROJECT_ID: 'chat' } });
+      expect(none.code).to.equal(0); // the newest running session answers
+    }));
+
+  it('interactive: Ctrl-C aborts the running reply, a second Ctrl-C exits', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const id = (await svc(p, ['sessions', 'new'])).stdout.trim();
+      const { f, t } = makeFactory({ configPath: sb.configPath, cwd: sb.dir, env: envOf(p), tty: true });
+      const input = new PassThrough();
+      f.io.in = input;
+      let interrupt: (() => void) | undefined;
+      f.onInterrupt = (fn) => {
+        interrupt = fn;
+        return () => (interrupt = undefined);
+      };
+      // The reply streams through io.out: interrupt once some of it has arrived.
+      let out = '';
+      let sawText!: () => void;
+      const textArrived = new Promise<void>((r) => (sawText = r));
+      f.io.out = {
+        write: (s: string) => {
+          out += s;
+          if (out.includes('w2')) sawText();
+          return true;
+        },
+      };
+      const done = main(['sessions', 'chat', id], f);
+      input.write('please be slow\n');
+      await textArrived;
+      interrupt!();
+      await new Promise<void>((resolve) => {
+        const check = setInterval(() => {
+          if (t.stderr().includes('(aborted)')) {
+            clearInterval(check);
+            resolve();
+          }
+        }, 20);
+      });
+      expect(out).to.not.contain('w39'); // stopped midway
+      interrupt!(); // at the prompt: exits
+      expect(await done).to.equal(0);
+      expect(t.stderr()).to.contain('Ctrl-C again to exit');
+    }));
+});
