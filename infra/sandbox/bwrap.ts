@@ -41,6 +41,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { appRoot as defaultAppRoot, freePort, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
 
@@ -64,6 +65,10 @@ export interface BwrapProviderOptions {
   stopGraceMs?: number;
   /** How long `create` waits for bubblewrap to set the sandbox up (default 15 s). */
   startTimeoutMs?: number;
+  /** The agent runtime, when the spec's env does not name one (default: opencode from the app's node_modules). */
+  runtime?: string;
+  /** Variables added to every sandbox's environment (tests: fast restart backoff). */
+  extraEnv?: Record<string, string>;
 }
 
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -220,6 +225,22 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     return args;
   }
 
+  /**
+   * A `file://` repository (SVC_ALLOW_FILE_REPOS: tests, single-tenant installs) is a
+   * path on this host: that one repository is bound read-write at its path, so the
+   * daemon can clone it and the agent push to it. Nothing else of where it lives.
+   */
+  function fileRepoArgs(repoUrl: string | undefined): string[] {
+    if (!repoUrl?.startsWith('file://')) return [];
+    let p: string;
+    try {
+      p = fileURLToPath(repoUrl);
+    } catch {
+      return [];
+    }
+    return existsSync(p) ? ['--bind', p, p] : [];
+  }
+
   async function prepareDir(dir: string): Promise<void> {
     await mkdir(path.join(dir, 'workspace'), { recursive: true });
     await mkdir(path.join(dir, 'home'), { recursive: true });
@@ -337,14 +358,19 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const servicePort = await freePort(host);
       let agentPort = await freePort(host);
       while (agentPort === servicePort) agentPort = await freePort(host);
-      const runtime = spec.env.SVC_AGENT_RUNTIME;
+      const bundled = path.join(app, 'node_modules', '.bin', 'opencode');
+      const runtime = spec.env.SVC_AGENT_RUNTIME ?? opts.extraEnv?.SVC_AGENT_RUNTIME ?? opts.runtime ?? (existsSync(bundled) ? bundled : undefined);
       const env: Record<string, string> = {
         PATH: `${SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin:${path.join(app, 'node_modules', '.bin')}`,
         HOME: SANDBOX_HOME,
         USER: 'svc',
         LANG: 'C.UTF-8',
         TMPDIR: '/tmp',
+        // A sandbox never updates its own tools; the host's install decides.
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
+        ...(runtime ? { SVC_AGENT_RUNTIME: runtime } : {}),
         ...spec.env,
+        ...opts.extraEnv,
         // Plumbing of a shared host: ports of its own, loopback only, the workspace path.
         SVC_SERVICE_PORT: String(servicePort),
         SVC_AGENT_PORT: String(agentPort),
@@ -379,6 +405,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '/dev',
         '--tmpfs',
         '/tmp',
+        ...fileRepoArgs(spec.env.SVC_REPO_URL),
         '--bind',
         path.join(dir, 'workspace'),
         SANDBOX_WORKSPACE,

@@ -51,6 +51,8 @@ export interface DockerProviderOptions {
   reachByName?: boolean;
   /** The repo's `.svc/Dockerfile` content for this sandbox, or undefined when the repo has none. */
   dockerfileFor?: (spec: SandboxSpec) => Promise<string | undefined>;
+  /** Variables added to every sandbox's environment (tests). */
+  extraEnv?: Record<string, string>;
   /** Extra bind mounts (`host:container[:ro]`). */
   binds?: string[];
   /** Limits: memory in bytes, CPUs (fractional), process count. */
@@ -202,7 +204,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         });
 
       const labels = sandboxLabels(spec);
-      const env: Record<string, string> = { ...spec.env };
+      const env: Record<string, string> = { ...spec.env, ...opts.extraEnv };
       const containerPort = Number(spec.env.SVC_SERVICE_PORT ?? 8000);
       const hostConfig: Docker.HostConfig = {
         NetworkMode: network,

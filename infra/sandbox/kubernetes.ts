@@ -82,6 +82,8 @@ export interface KubernetesProviderOptions {
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
   /** Seconds the pod gets to stop on destroy (default 10). */
   deleteGraceSeconds?: number;
+  /** Variables added to every sandbox's environment (tests). */
+  extraEnv?: Record<string, string>;
   /** Per-request timeout towards the API server (default 15 s). */
   requestTimeoutMs?: number;
 }
@@ -224,7 +226,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Sandb
       const name = objectName(spec.sandboxId);
       const port = opts.port ?? Number(spec.env.SVC_SERVICE_PORT ?? 8000);
       const labels = sandboxLabels(spec);
-      const env = { ...spec.env, SVC_SERVICE_PORT: String(port) };
+      const env = { ...spec.env, ...opts.extraEnv, SVC_SERVICE_PORT: String(port) };
 
       const pod: V1Pod = {
         apiVersion: 'v1',
