@@ -81,6 +81,8 @@ interface Meta {
   pid: number;
   startTime: string;
   pidNamespace: number | null;
+  /** The bwrap process outside the namespaces (the init's parent), and its start time. */
+  outer?: { pid: number; startTime: string } | undefined;
   url: string;
   labels: Record<string, string>;
   createdAt: string;
@@ -313,12 +315,13 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     // Graceful: SIGTERM to svc-entrypoint (the reaper's child); it forwards to the daemon,
     // which stops the runtime's process group; when it exits the reaper exits too. Polled,
     // because right after create the reaper may not have forked the entrypoint yet.
-    const signalled = new Set<number>();
+    // Repeated every 500 ms: a SIGTERM that lands while bwrap's child is still setting up
+    // (before it execs the entrypoint) is lost.
+    let polls = 0;
     const gone = await pollUntil(() => {
       if (!alive(pid, startTime)) return true;
+      if (polls++ % 10 !== 0) return false;
       for (const c of childrenOf(pid)) {
-        if (signalled.has(c)) continue;
-        signalled.add(c);
         try {
           process.kill(c, 'SIGTERM');
         } catch {
@@ -441,12 +444,14 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       child.unref();
       const st = procStat(started.pid);
       if (!st) throw new SandboxError('create_failed', `bwrap sandbox exited at once: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+      const outerStat = child.pid ? procStat(child.pid) : undefined;
       const meta: Meta = {
         sandboxId: spec.sandboxId,
         name,
         pid: started.pid,
         startTime: st.startTime,
         pidNamespace: started.pidNs,
+        outer: child.pid && outerStat ? { pid: child.pid, startTime: outerStat.startTime } : undefined,
         url: `http://${host.includes(':') ? `[${host}]` : host}:${servicePort}`,
         labels: sandboxLabels(spec),
         createdAt: new Date().toISOString(),
@@ -465,8 +470,18 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
 
     async destroy(handle: SandboxHandle): Promise<void> {
       const dir = dirOf(handle.sandboxId);
-      const ref = parseRef(handle.ref) ?? (await readMeta(dir).then((m) => (m ? { pid: m.pid, startTime: m.startTime } : undefined)));
+      const meta = await readMeta(dir);
+      const ref = parseRef(handle.ref) ?? (meta ? { pid: meta.pid, startTime: meta.startTime } : undefined);
       if (ref) await killSandbox(ref.pid, ref.startTime);
+      // The outer bwrap exits with its child; one that did not (seen once under heavy
+      // load: the namespace's init gone, bwrap still waiting) is killed, never left behind.
+      if (meta?.outer && alive(meta.outer.pid, meta.outer.startTime)) {
+        try {
+          process.kill(meta.outer.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
       await rm(dir, { recursive: true, force: true });
     },
 
