@@ -265,49 +265,50 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     await writeFile(path.join(dir, 'etc', 'group'), `root:x:0:\nsvc:x:${gid}:\nnogroup:x:65534:\n`);
   }
 
-  /** Reads bubblewrap's first JSON status line (`{"child-pid": N, ...}`), or fails with the log. */
-  function awaitChildPid(child: ReturnType<typeof spawn>, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
-    return new Promise((resolve, reject) => {
-      const status = child.stdio[3] as NodeJS.ReadableStream;
-      let buf = '';
-      let done = false;
-      const finish = (err: Error | undefined, value?: { pid: number; pidNs: number | null }) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        child.removeListener('exit', onExit);
-        (status as unknown as { destroy(): void }).destroy();
-        if (err) reject(err);
-        else resolve(value!);
-      };
-      const log = () => {
-        try {
-          return readFileSync(logFile, 'utf8').slice(-2000).trim();
-        } catch {
-          return '';
-        }
-      };
-      const onExit = (code: number | null, signal: string | null) =>
-        finish(new SandboxError('create_failed', `bwrap exited before the sandbox started (${signal ?? `exit ${code}`}): ${log() || 'no output'}`));
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        finish(new SandboxError('create_failed', `bwrap did not start the sandbox within ${startTimeoutMs} ms: ${log()}`));
-      }, startTimeoutMs);
-      child.on('exit', onExit);
-      child.on('error', (err) => finish(new SandboxError('create_failed', `bwrap could not be started: ${err.message}`)));
-      status.setEncoding('utf8');
-      status.on('data', (d: string) => {
-        buf += d;
-        for (const line of buf.split('\n')) {
-          const m = /"child-pid"\s*:\s*(\d+)/.exec(line);
-          if (m) {
-            const ns = /"pid-namespace"\s*:\s*(\d+)/.exec(line);
-            finish(undefined, { pid: Number(m[1]), pidNs: ns ? Number(ns[1]) : null });
-            return;
+  /**
+   * Waits for bubblewrap's JSON status (`{"child-pid": N, ...}`) in `statusFile`, or fails
+   * with the log when bwrap exits first. A FILE, not a pipe: bwrap writes to it again
+   * while it finishes setting up the namespaces (and at exit); a pipe whose reader has
+   * gone kills it with SIGPIPE mid-setup and leaves the sandbox hanging before exec.
+   */
+  async function awaitChildPid(child: ReturnType<typeof spawn>, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
+    const log = () => {
+      try {
+        return readFileSync(logFile, 'utf8').slice(-2000).trim();
+      } catch {
+        return '';
+      }
+    };
+    let exited: string | undefined;
+    let spawnError: string | undefined;
+    child.once('exit', (code, signal) => (exited = signal ?? `exit ${code}`));
+    child.once('error', (err) => (spawnError = err.message));
+    let found: { pid: number; pidNs: number | null } | undefined;
+    await pollUntil(
+      () => {
+        const text = (() => {
+          try {
+            return readFileSync(statusFile, 'utf8');
+          } catch {
+            return '';
           }
+        })();
+        const m = /"child-pid"\s*:\s*(\d+)/.exec(text);
+        if (m) {
+          const ns = /"pid-namespace"\s*:\s*(\d+)/.exec(text);
+          found = { pid: Number(m[1]), pidNs: ns ? Number(ns[1]) : null };
+          return true;
         }
-      });
-    });
+        return exited !== undefined || spawnError !== undefined;
+      },
+      startTimeoutMs,
+      10,
+    );
+    if (found) return found;
+    if (spawnError) throw new SandboxError('create_failed', `bwrap could not be started: ${spawnError}`);
+    if (exited) throw new SandboxError('create_failed', `bwrap exited before the sandbox started (${exited}): ${log() || 'no output'}`);
+    child.kill('SIGKILL');
+    throw new SandboxError('create_failed', `bwrap did not start the sandbox within ${startTimeoutMs} ms: ${log()}`);
   }
 
   async function killSandbox(pid: number, startTime: string): Promise<void> {
@@ -427,16 +428,19 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         entrypoint,
       ];
       const logFile = path.join(dir, 'sandbox.log');
+      const statusFile = path.join(dir, 'bwrap-status.json');
       const logFd = openSync(logFile, 'a', 0o600);
+      const statusFd = openSync(statusFile, 'a', 0o600);
       let child;
       try {
-        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, 'pipe'] });
+        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] });
       } finally {
         closeSync(logFd);
+        closeSync(statusFd);
       }
       let started: { pid: number; pidNs: number | null };
       try {
-        started = await awaitChildPid(child, logFile);
+        started = await awaitChildPid(child, statusFile, logFile);
       } catch (err) {
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
         throw err;
