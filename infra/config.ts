@@ -112,6 +112,21 @@ const schema = z.object({
   SVC_APPS_HOST: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:\[\]-]+$/).default('127.0.0.1'),
   /** How long a new app version has to answer its health path before the deploy fails. */
   SVC_APP_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
+
+  // --- Sandbox providers bwrap, docker, kubernetes (issue 10, docs/sandbox-providers.md) ---
+  /** docker / kubernetes: the default sandbox image (ops/sandbox-image.sh builds svc-sandbox:local). */
+  SVC_SANDBOX_IMAGE: z.string().min(1).default('svc-sandbox:local'),
+  /** docker: `host` (sandboxes share the host's loopback, like bwrap), `bridge`, or a network name. */
+  SVC_DOCKER_NETWORK: z.string().min(1).default('host'),
+  /** kubernetes: the namespace of sandbox pods, services and secrets (the server needs RBAC there). */
+  SVC_K8S_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a Kubernetes namespace name')
+    .default('svc-sandboxes'),
+  /** kubernetes: the cluster's DNS suffix, for the sandbox Service URL. */
+  SVC_K8S_CLUSTER_DOMAIN: z.string().min(1).default('cluster.local'),
+  /** kubernetes: imagePullPolicy of sandbox pods. */
+  SVC_K8S_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
 });
 
 export type Env = z.infer<typeof schema>;

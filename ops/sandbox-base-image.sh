@@ -76,7 +76,7 @@ if [ "$from" = host ]; then
   [ "$node_bin" = /usr/bin/node ] || ln -sf "$node_bin" "$rootfs/usr/bin/node"
   copy_path /usr/bin/git
   for t in $tools; do
-    p=$(command -v "$t" 2>/dev/null || true)
+    p=$(type -P "$t" 2>/dev/null || true)
     case "$p" in /*) copy_path "$p"; elves+=("$(readlink -f "$p")") ;; esac
   done
   # git's helpers (remote-https, credential, ...) and templates.

@@ -41,6 +41,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { appRoot as defaultAppRoot, freePort, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
 
@@ -64,6 +65,10 @@ export interface BwrapProviderOptions {
   stopGraceMs?: number;
   /** How long `create` waits for bubblewrap to set the sandbox up (default 15 s). */
   startTimeoutMs?: number;
+  /** The agent runtime, when the spec's env does not name one (default: opencode from the app's node_modules). */
+  runtime?: string;
+  /** Variables added to every sandbox's environment (tests: fast restart backoff). */
+  extraEnv?: Record<string, string>;
 }
 
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -76,6 +81,8 @@ interface Meta {
   pid: number;
   startTime: string;
   pidNamespace: number | null;
+  /** The bwrap process outside the namespaces (the init's parent), and its start time. */
+  outer?: { pid: number; startTime: string } | undefined;
   url: string;
   labels: Record<string, string>;
   createdAt: string;
@@ -220,6 +227,22 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     return args;
   }
 
+  /**
+   * A `file://` repository (SVC_ALLOW_FILE_REPOS: tests, single-tenant installs) is a
+   * path on this host: that one repository is bound read-write at its path, so the
+   * daemon can clone it and the agent push to it. Nothing else of where it lives.
+   */
+  function fileRepoArgs(repoUrl: string | undefined): string[] {
+    if (!repoUrl?.startsWith('file://')) return [];
+    let p: string;
+    try {
+      p = fileURLToPath(repoUrl);
+    } catch {
+      return [];
+    }
+    return existsSync(p) ? ['--bind', p, p] : [];
+  }
+
   async function prepareDir(dir: string): Promise<void> {
     await mkdir(path.join(dir, 'workspace'), { recursive: true });
     await mkdir(path.join(dir, 'home'), { recursive: true });
@@ -242,49 +265,50 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     await writeFile(path.join(dir, 'etc', 'group'), `root:x:0:\nsvc:x:${gid}:\nnogroup:x:65534:\n`);
   }
 
-  /** Reads bubblewrap's first JSON status line (`{"child-pid": N, ...}`), or fails with the log. */
-  function awaitChildPid(child: ReturnType<typeof spawn>, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
-    return new Promise((resolve, reject) => {
-      const status = child.stdio[3] as NodeJS.ReadableStream;
-      let buf = '';
-      let done = false;
-      const finish = (err: Error | undefined, value?: { pid: number; pidNs: number | null }) => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        child.removeListener('exit', onExit);
-        (status as unknown as { destroy(): void }).destroy();
-        if (err) reject(err);
-        else resolve(value!);
-      };
-      const log = () => {
-        try {
-          return readFileSync(logFile, 'utf8').slice(-2000).trim();
-        } catch {
-          return '';
-        }
-      };
-      const onExit = (code: number | null, signal: string | null) =>
-        finish(new SandboxError('create_failed', `bwrap exited before the sandbox started (${signal ?? `exit ${code}`}): ${log() || 'no output'}`));
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        finish(new SandboxError('create_failed', `bwrap did not start the sandbox within ${startTimeoutMs} ms: ${log()}`));
-      }, startTimeoutMs);
-      child.on('exit', onExit);
-      child.on('error', (err) => finish(new SandboxError('create_failed', `bwrap could not be started: ${err.message}`)));
-      status.setEncoding('utf8');
-      status.on('data', (d: string) => {
-        buf += d;
-        for (const line of buf.split('\n')) {
-          const m = /"child-pid"\s*:\s*(\d+)/.exec(line);
-          if (m) {
-            const ns = /"pid-namespace"\s*:\s*(\d+)/.exec(line);
-            finish(undefined, { pid: Number(m[1]), pidNs: ns ? Number(ns[1]) : null });
-            return;
+  /**
+   * Waits for bubblewrap's JSON status (`{"child-pid": N, ...}`) in `statusFile`, or fails
+   * with the log when bwrap exits first. A FILE, not a pipe: bwrap writes to it again
+   * while it finishes setting up the namespaces (and at exit); a pipe whose reader has
+   * gone kills it with SIGPIPE mid-setup and leaves the sandbox hanging before exec.
+   */
+  async function awaitChildPid(child: ReturnType<typeof spawn>, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
+    const log = () => {
+      try {
+        return readFileSync(logFile, 'utf8').slice(-2000).trim();
+      } catch {
+        return '';
+      }
+    };
+    let exited: string | undefined;
+    let spawnError: string | undefined;
+    child.once('exit', (code, signal) => (exited = signal ?? `exit ${code}`));
+    child.once('error', (err) => (spawnError = err.message));
+    let found: { pid: number; pidNs: number | null } | undefined;
+    await pollUntil(
+      () => {
+        const text = (() => {
+          try {
+            return readFileSync(statusFile, 'utf8');
+          } catch {
+            return '';
           }
+        })();
+        const m = /"child-pid"\s*:\s*(\d+)/.exec(text);
+        if (m) {
+          const ns = /"pid-namespace"\s*:\s*(\d+)/.exec(text);
+          found = { pid: Number(m[1]), pidNs: ns ? Number(ns[1]) : null };
+          return true;
         }
-      });
-    });
+        return exited !== undefined || spawnError !== undefined;
+      },
+      startTimeoutMs,
+      10,
+    );
+    if (found) return found;
+    if (spawnError) throw new SandboxError('create_failed', `bwrap could not be started: ${spawnError}`);
+    if (exited) throw new SandboxError('create_failed', `bwrap exited before the sandbox started (${exited}): ${log() || 'no output'}`);
+    child.kill('SIGKILL');
+    throw new SandboxError('create_failed', `bwrap did not start the sandbox within ${startTimeoutMs} ms: ${log()}`);
   }
 
   async function killSandbox(pid: number, startTime: string): Promise<void> {
@@ -292,12 +316,13 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     // Graceful: SIGTERM to svc-entrypoint (the reaper's child); it forwards to the daemon,
     // which stops the runtime's process group; when it exits the reaper exits too. Polled,
     // because right after create the reaper may not have forked the entrypoint yet.
-    const signalled = new Set<number>();
+    // Repeated every 500 ms: a SIGTERM that lands while bwrap's child is still setting up
+    // (before it execs the entrypoint) is lost.
+    let polls = 0;
     const gone = await pollUntil(() => {
       if (!alive(pid, startTime)) return true;
+      if (polls++ % 10 !== 0) return false;
       for (const c of childrenOf(pid)) {
-        if (signalled.has(c)) continue;
-        signalled.add(c);
         try {
           process.kill(c, 'SIGTERM');
         } catch {
@@ -337,14 +362,19 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const servicePort = await freePort(host);
       let agentPort = await freePort(host);
       while (agentPort === servicePort) agentPort = await freePort(host);
-      const runtime = spec.env.SVC_AGENT_RUNTIME;
+      const bundled = path.join(app, 'node_modules', '.bin', 'opencode');
+      const runtime = spec.env.SVC_AGENT_RUNTIME ?? opts.extraEnv?.SVC_AGENT_RUNTIME ?? opts.runtime ?? (existsSync(bundled) ? bundled : undefined);
       const env: Record<string, string> = {
         PATH: `${SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin:${path.join(app, 'node_modules', '.bin')}`,
         HOME: SANDBOX_HOME,
         USER: 'svc',
         LANG: 'C.UTF-8',
         TMPDIR: '/tmp',
+        // A sandbox never updates its own tools; the host's install decides.
+        OPENCODE_DISABLE_AUTOUPDATE: '1',
+        ...(runtime ? { SVC_AGENT_RUNTIME: runtime } : {}),
         ...spec.env,
+        ...opts.extraEnv,
         // Plumbing of a shared host: ports of its own, loopback only, the workspace path.
         SVC_SERVICE_PORT: String(servicePort),
         SVC_AGENT_PORT: String(agentPort),
@@ -379,6 +409,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '/dev',
         '--tmpfs',
         '/tmp',
+        ...fileRepoArgs(spec.env.SVC_REPO_URL),
         '--bind',
         path.join(dir, 'workspace'),
         SANDBOX_WORKSPACE,
@@ -397,16 +428,19 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         entrypoint,
       ];
       const logFile = path.join(dir, 'sandbox.log');
+      const statusFile = path.join(dir, 'bwrap-status.json');
       const logFd = openSync(logFile, 'a', 0o600);
+      const statusFd = openSync(statusFile, 'a', 0o600);
       let child;
       try {
-        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, 'pipe'] });
+        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] });
       } finally {
         closeSync(logFd);
+        closeSync(statusFd);
       }
       let started: { pid: number; pidNs: number | null };
       try {
-        started = await awaitChildPid(child, logFile);
+        started = await awaitChildPid(child, statusFile, logFile);
       } catch (err) {
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
         throw err;
@@ -414,12 +448,14 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       child.unref();
       const st = procStat(started.pid);
       if (!st) throw new SandboxError('create_failed', `bwrap sandbox exited at once: ${readFileSync(logFile, 'utf8').slice(-2000)}`);
+      const outerStat = child.pid ? procStat(child.pid) : undefined;
       const meta: Meta = {
         sandboxId: spec.sandboxId,
         name,
         pid: started.pid,
         startTime: st.startTime,
         pidNamespace: started.pidNs,
+        outer: child.pid && outerStat ? { pid: child.pid, startTime: outerStat.startTime } : undefined,
         url: `http://${host.includes(':') ? `[${host}]` : host}:${servicePort}`,
         labels: sandboxLabels(spec),
         createdAt: new Date().toISOString(),
@@ -438,8 +474,18 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
 
     async destroy(handle: SandboxHandle): Promise<void> {
       const dir = dirOf(handle.sandboxId);
-      const ref = parseRef(handle.ref) ?? (await readMeta(dir).then((m) => (m ? { pid: m.pid, startTime: m.startTime } : undefined)));
+      const meta = await readMeta(dir);
+      const ref = parseRef(handle.ref) ?? (meta ? { pid: meta.pid, startTime: meta.startTime } : undefined);
       if (ref) await killSandbox(ref.pid, ref.startTime);
+      // The outer bwrap exits with its child; one that did not (seen once under heavy
+      // load: the namespace's init gone, bwrap still waiting) is killed, never left behind.
+      if (meta?.outer && alive(meta.outer.pid, meta.outer.startTime)) {
+        try {
+          process.kill(meta.outer.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
       await rm(dir, { recursive: true, force: true });
     },
 

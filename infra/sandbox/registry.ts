@@ -3,10 +3,11 @@ import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
 import { SandboxError, type SandboxProvider, type SandboxProviderName } from './port.js';
 import { createProcessProvider } from './process.js';
+import { providerFactories } from './factories.js';
 
 /**
- * `SVC_SANDBOX_PROVIDER` → a provider. `process` lives here; bwrap, docker and kubernetes
- * register their factories in `factories` (they are built separately and wired at merge).
+ * `SVC_SANDBOX_PROVIDER` → a provider: `process` here, bwrap, docker and kubernetes from
+ * ./factories.ts (docs/sandbox-providers.md).
  */
 export interface SandboxRegistryDeps {
   logger: Logger;
@@ -24,6 +25,7 @@ export const factories: Partial<Record<SandboxProviderName, ProviderFactory>> = 
       ...(config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {}),
       ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}),
     }),
+  ...providerFactories,
 };
 
 /** Unset SVC_SANDBOX_PROVIDER: bwrap when it is registered and installed, else process. */

@@ -188,6 +188,23 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
     expect(await again.list!({ 'svc.sandbox': s.sandboxId })).to.deep.equal([]);
   });
 
+  it('binds a file:// repository (SVC_ALLOW_FILE_REPOS installs) read-write: the daemon clones it and the agent pushes to it', async () => {
+    const h = await provider.create(spec({ SVC_REPO_URL: remote.url }));
+    handles.push(h);
+    const health = await waitForRunning(h.url, 30_000, () => logOf(h));
+    expect(health.commit).to.equal(remote.tip(remote.branch));
+    const push = await execIn(h.url, token, [
+      'sh',
+      '-c',
+      'cd /workspace && git -c user.name=agent -c user.email=agent@example.com commit -q --allow-empty -m from-sandbox && git push -q origin HEAD && git rev-parse HEAD',
+    ]);
+    expect(push.code, push.stderr).to.equal(0);
+    expect(remote.tip(remote.branch)).to.equal(push.stdout.trim());
+    // Only that repository: its parent directory (the stand-in data dir's siblings) stays out.
+    expect((await execIn(h.url, token, ['ls', path.join(t.dir, 'seed')])).code).to.not.equal(0);
+    await provider.destroy(h);
+  });
+
   it('answers create twice for the same sandbox id with the same running sandbox (a retried worker step)', async () => {
     const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
     const a = await provider.create(s);

@@ -22,6 +22,8 @@ import { client } from './http.js';
  * networks are allowed, as on a single-tenant install. Specs of the policy override it.
  */
 export const TEST_ENV: Record<string, string> = {
+  // The session tests run on the process provider; bwrap, docker and kubernetes have their own.
+  SVC_SANDBOX_PROVIDER: 'process',
   SVC_REPO_ALLOW_LOCAL_NETWORKS: '1',
   SVC_REPO_ALLOW_HTTP_CREDENTIALS: '1',
   SVC_AUTH_FAILURE_LIMIT: '1000000',

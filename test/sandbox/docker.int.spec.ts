@@ -1,0 +1,229 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { expect } from 'chai';
+import Docker from 'dockerode';
+import { createDockerProvider, DEFAULT_SANDBOX_IMAGE } from '../../infra/sandbox/docker.js';
+import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sandbox/port.js';
+import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
+import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
+import { envIn, execIn, waitForRunning } from './support/daemon-client.js';
+
+/**
+ * The docker provider against a real engine, with the default sandbox image
+ * (ops/sandbox-image.sh; offline base: ops/sandbox-base-image.sh). Host networking:
+ * every connection stays on 127.0.0.1. The test runtime (exec-runtime.js) is mounted
+ * into the container read-only.
+ */
+const image = process.env.SVC_TEST_SANDBOX_IMAGE ?? DEFAULT_SANDBOX_IMAGE;
+const RUNTIME_DIR = '/opt/svc/app/dist/test-support';
+
+async function engineReason(docker: Docker): Promise<string | undefined> {
+  try {
+    await Promise.race([docker.ping(), new Promise((_, reject) => setTimeout(() => reject(new Error('no answer in 3 s')), 3_000))]);
+  } catch (err) {
+    return `no Docker engine reachable (${(err as Error).message}); CI starts dockerd (see .ci/run)`;
+  }
+  try {
+    await docker.getImage(image).inspect();
+  } catch {
+    return `image ${image} is missing: build it with ops/sandbox-base-image.sh && ops/sandbox-image.sh (CI does)`;
+  }
+  return undefined;
+}
+
+describe('docker sandbox provider (real engine)', function () {
+  this.timeout(120_000);
+  const docker = new Docker();
+  let t: ReturnType<typeof tempDir>;
+  let provider: SandboxProvider;
+  let remote: ReturnType<typeof makeRemote>;
+  let gitServer: GitHttpServer;
+  let api: FakeApi;
+  let repoDockerfile: string | undefined;
+  const handles: SandboxHandle[] = [];
+  const builtImages = new Set<string>();
+  const token = randomBytes(24).toString('hex');
+  const username = 'x-access-token';
+  const password = `clonepass-${randomBytes(8).toString('hex')}`;
+  const testLabel = `run-${randomBytes(4).toString('hex')}`;
+
+  const spec = (extra: Record<string, string> = {}): SandboxSpec => ({
+    sandboxId: randomUUID(),
+    sessionId: remote.branch,
+    projectId: 'proj-1',
+    accountId: 'acct-1',
+    labels: { 'svc.test': testLabel },
+    env: {
+      SVC_TOKEN: token,
+      SVC_PROJECT_ID: 'proj-1',
+      SVC_SESSION_ID: remote.branch,
+      SVC_BRANCH_NAME: remote.branch,
+      SVC_REPO_URL: `${gitServer.url}/remote.git`,
+      SVC_API_URL: api.url,
+      SVC_PROJECT_AUTO_CLONE: '1',
+      SVC_SERVICE_PORT: '8000',
+      SVC_AGENT_RUNTIME: `${RUNTIME_DIR}/exec-runtime.js`,
+      SVC_AGENT_RESTART_BACKOFF_MS: '100',
+      SVC_AGENT_STOP_GRACE_MS: '2000',
+      ...extra,
+    },
+  });
+  const logsOf = async (h: SandboxHandle) =>
+    `\n--- container log ---\n${String(await docker.getContainer(h.ref).logs({ stdout: true, stderr: true, tail: 60 }).catch((e: Error) => e.message))}`;
+  const running = async (h: SandboxHandle) => {
+    try {
+      return await waitForRunning(h.url, 40_000);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}${await logsOf(h)}`);
+    }
+  };
+
+  before(async function () {
+    const why = await engineReason(docker);
+    if (why) {
+      console.log(`    (skipping the docker provider tests: ${why})`);
+      this.skip();
+    }
+    t = tempDir('svc-docker-');
+    remote = makeRemote(t.dir, { branch: randomUUID() });
+    gitServer = await startGitHttpServer(t.dir, username, password);
+    api = await startFakeApi(token, { username, password });
+    provider = createDockerProvider({
+      image,
+      network: 'host',
+      stopGraceSeconds: 5,
+      binds: [`${path.join(distRoot, 'test', 'sandbox', 'support')}:${RUNTIME_DIR}:ro`],
+      dockerfileFor: async () => repoDockerfile,
+    });
+  });
+
+  after(async () => {
+    for (const h of handles) await provider?.destroy(h).catch(() => undefined);
+    for (const tag of builtImages) await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
+    await gitServer?.close();
+    await api?.close();
+    t?.cleanup();
+  });
+
+  describe('one sandbox from the default image', () => {
+    let h: SandboxHandle;
+    let s: SandboxSpec;
+    before(async () => {
+      s = spec();
+      h = await provider.create(s);
+      handles.push(h);
+    });
+
+    it('runs the daemon in a labelled container on the host network; /svc/health on 127.0.0.1 shows the repo cloned on the session branch', async () => {
+      expect(h.provider).to.equal('docker');
+      expect(h.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const health = await running(h);
+      expect(health.branch).to.equal(remote.branch);
+      expect(health.commit).to.equal(remote.tip(remote.branch));
+      const info = await docker.getContainer(h.ref).inspect();
+      expect(info.Config.Labels).to.include({ 'svc.project': 'proj-1', 'svc.session': remote.branch, 'svc.sandbox': s.sandboxId, 'svc.test': testLabel });
+      expect(info.HostConfig.NetworkMode).to.equal('host');
+      expect(info.Config.Image).to.equal(image);
+      expect(await provider.inspect(h)).to.equal('running');
+    });
+
+    it('has the spec layout and the injected environment inside', async () => {
+      await running(h);
+      const { env, uid } = await envIn(h.url, token);
+      expect(env).to.include({ SVC_PROJECT_ID: 'proj-1', SVC_SESSION_ID: remote.branch, SVC_API_URL: api.url, SVC_WORKSPACE: '/workspace', HOME: '/opt/svc/home' });
+      expect(env.SVC_SERVICE_PORT).to.equal(new URL(h.url).port);
+      expect(uid).to.equal(1000);
+      const ls = await execIn(h.url, token, ['ls', '/usr/local/bin']);
+      expect(ls.stdout.split('\n')).to.include.members(['svc', 'svc-agent', 'svc-entrypoint']);
+      const help = await execIn(h.url, token, ['svc', '--help']);
+      expect(help.code, JSON.stringify(help)).to.equal(0);
+      expect((await execIn(h.url, token, ['git', '-C', '/workspace', 'rev-parse', 'HEAD'])).stdout.trim()).to.equal(remote.tip(remote.branch));
+      expect((await execIn(h.url, token, ['sh', '-c', 'test -d /opt/svc/home && test -w /workspace'])).code).to.equal(0);
+    });
+
+    it('is found again by label from a new provider (a restarted server), and destroy removes the container', async () => {
+      await running(h);
+      const again = createDockerProvider({ image, network: 'host' });
+      const found = await again.list!({ 'svc.test': testLabel, 'svc.sandbox': s.sandboxId });
+      expect(found).to.deep.equal([h]);
+      expect(await again.inspect(found[0]!)).to.equal('running');
+      expect(await again.list!({ 'svc.test': 'nobody' })).to.deep.equal([]);
+
+      await again.destroy(found[0]!);
+      const gone = await docker
+        .getContainer(h.ref)
+        .inspect()
+        .then(
+          () => 'present',
+          (err: { statusCode?: number }) => err.statusCode,
+        );
+      expect(gone).to.equal(404);
+      expect(await again.inspect(h)).to.equal('exited');
+      await again.destroy(h); // idempotent
+      expect(await again.list!({ 'svc.sandbox': s.sandboxId })).to.deep.equal([]);
+    });
+  });
+
+  it("builds the repo's .svc/Dockerfile on top of the default image, once, and runs the sandbox from it", async () => {
+    repoDockerfile = `ARG SVC_SANDBOX_IMAGE\nFROM \${SVC_SANDBOX_IMAGE}\nUSER root\nRUN echo from-repo-${testLabel} > /opt/repo-marker\nUSER 1000:1000\n`;
+    try {
+      const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
+      const h = await provider.create(s);
+      handles.push(h);
+      const info = await docker.getContainer(h.ref).inspect();
+      builtImages.add(info.Config.Image);
+      expect(info.Config.Image).to.match(/^svc-repo-sandbox:[0-9a-f]{20}$/);
+      await running(h);
+      expect((await execIn(h.url, token, ['cat', '/opt/repo-marker'])).stdout).to.equal(`from-repo-${testLabel}\n`);
+      // Same Dockerfile: the same image, not a new build.
+      const h2 = await provider.create(spec({ SVC_PROJECT_AUTO_CLONE: '0' }));
+      handles.push(h2);
+      expect((await docker.getContainer(h2.ref).inspect()).Config.Image).to.equal(info.Config.Image);
+      await provider.destroy(h2);
+      await provider.destroy(h);
+    } finally {
+      repoDockerfile = undefined;
+    }
+  });
+
+  it('answers create twice for the same sandbox id with the same container', async () => {
+    const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
+    const a = await provider.create(s);
+    handles.push(a);
+    expect(await provider.create(s)).to.deep.equal(a);
+    await provider.destroy(a);
+  });
+
+  it('fails with clear errors: a repo Dockerfile that does not build, a missing image, no engine', async () => {
+    repoDockerfile = 'ARG SVC_SANDBOX_IMAGE\nFROM ${SVC_SANDBOX_IMAGE}\nRUN exit 7\n';
+    try {
+      const err = await provider.create(spec()).then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+      expect(err?.name).to.equal('SandboxError');
+      expect(err?.code).to.equal('create_failed');
+      expect(err?.message).to.match(/\.svc\/Dockerfile did not build: .*non-zero code: 7/);
+    } finally {
+      repoDockerfile = undefined;
+    }
+
+    const noImage = await createDockerProvider({ image: 'svc-sandbox:does-not-exist' })
+      .create(spec())
+      .then(
+        () => undefined,
+        (e: Error & { code?: string }) => e,
+      );
+    expect(noImage?.code).to.equal('unavailable');
+    expect(noImage?.message).to.match(/svc-sandbox:does-not-exist not found on the engine: build it with ops\/sandbox-image\.sh/);
+
+    const noEngine = createDockerProvider({ docker: new Docker({ socketPath: path.join(t.dir, 'no-such.sock') }) });
+    const down = await noEngine.create(spec()).then(
+      () => undefined,
+      (e: Error & { code?: string }) => e,
+    );
+    expect(down?.code).to.equal('unavailable');
+    expect(down?.message).to.match(/Docker engine not reachable \(ENOENT\)/);
+    expect(await noEngine.inspect({ sandboxId: 'x', provider: 'docker', ref: 'abc', url: '' })).to.equal('unknown');
+  });
+});
