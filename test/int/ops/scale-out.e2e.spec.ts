@@ -177,7 +177,9 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
         values: [projectId],
       })
     ).map((r) => Number(r.global_position));
-    expect(logged.length).to.equal(2 * N);
+    // Opened + merged per CR; merges into main also record manifest syncs, which the feed carries too.
+    const crEvents = await t.db.rows({ text: "SELECT 1 FROM events WHERE project_id = $1 AND type LIKE 'ChangeRequest%'", values: [projectId] });
+    expect(crEvents.length).to.equal(2 * N);
     for (const f of feeds) {
       await f.until(() => f.events.length >= logged.length, 20_000, `expected ${logged.length} events`);
       expect(f.events.map((e) => e.global_position).sort((a, b) => a - b)).to.deep.equal(logged);
@@ -185,7 +187,7 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
     }
     // Chat: every CR opened and merged event posted, from whichever worker led.
     const eventIds = (
-      await t.db.rows<{ event_id: string }>({ text: `SELECT event_id FROM events WHERE project_id = $1`, values: [projectId] })
+      await t.db.rows<{ event_id: string }>({ text: `SELECT event_id FROM events WHERE project_id = $1 AND type LIKE 'ChangeRequest%'`, values: [projectId] })
     ).map((r) => r.event_id);
     for (const deadline = Date.now() + 30_000; new Set(posted).size < eventIds.length && Date.now() < deadline; ) {
       await new Promise((r) => setTimeout(r, 100));
