@@ -71,7 +71,7 @@ ${projectNav(project.project_id, 'apps')}
 ${a.last_error ? html`<div class="preview bad" role="alert"><strong>Last error</strong> <pre class="text">${a.last_error}</pre></div>` : ''}
 ${deploys[i] === null ? html`<p class="muted">Deploy history unavailable.</p>` : deploys[i]!.length === 0 ? html`<p class="muted">No deploys yet.</p>` : html`<details${i === 0 ? html` open` : ''}><summary>Recent deploys (${deploys[i]!.length})</summary>
 <table class="list"><thead><tr><th scope="col">Started</th><th scope="col">Commit</th><th scope="col">Status</th><th scope="col">Finished</th><th scope="col">Error</th></tr></thead>
-<tbody>${deploys[i]!.map((d) => html`<tr data-deploy="${d.deploy_id}"><td>${timeAgo(d.started_at)}</td><td>${d.commit_sha ? html`<code title="${d.commit_sha}">${shortSha(d.commit_sha)}</code>` : '–'}</td><td>${statusBadge(d.status)}</td>
-<td>${d.finished_at ? timeAgo(d.finished_at) : '–'}</td><td>${d.error ? html`<span class="warn">${d.error}</span>` : ''}</td></tr>`)}</tbody></table></details>`}
+<tbody>${deploys[i]!.map((d) => html`<tr data-deploy="${d.deploy_id}"><td data-label="Started">${timeAgo(d.started_at)}</td><td>${d.commit_sha ? html`<code title="${d.commit_sha}">${shortSha(d.commit_sha)}</code>` : '–'}</td><td>${statusBadge(d.status)}</td>
+<td data-label="Finished">${d.finished_at ? timeAgo(d.finished_at) : '–'}</td><td>${d.error ? html`<span class="warn">${d.error}</span>` : ''}</td></tr>`)}</tbody></table></details>`}
 </section>`)}</div>`;
 }

@@ -111,7 +111,7 @@ ${missing.size ? html`<p class="notice error" data-missing="${l.env.missing.join
 <p class="hint">Setting a name that is already set replaces its value. Names are upper case (<code>A-Z 0-9 _</code>); <code>SVC_</code> names are reserved.</p></section>
 <section><h2>Set secrets</h2>
 ${l.secrets.length === 0 ? html`<p class="muted">No secrets set.</p>` : html`<table class="list"><thead><tr><th scope="col">Name</th><th scope="col">In svc.toml</th><th scope="col">Updated</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
-<tbody>${l.secrets.map((s) => html`<tr data-secret="${s.name}"><td><code>${s.name}</code></td><td>${declared.get(s.name) ?? html`<span class="muted">not declared</span>`}</td><td>${timeAgo(s.updated_at)}</td>
+<tbody>${l.secrets.map((s) => html`<tr data-secret="${s.name}"><td><code>${s.name}</code></td><td>${declared.get(s.name) ?? html`<span class="muted">not declared</span>`}</td><td data-label="Updated">${timeAgo(s.updated_at)}</td>
 <td><form method="post" action="${base}/${encodeURIComponent(s.name)}/unset" data-confirm="Unset ${s.name}? Sandboxes lose it on their next start.">${hidden}<button type="submit" class="danger">Unset</button></form></td></tr>`)}</tbody></table>`}
 </section>
 <section><h2>Expected by <code>svc.toml</code> <span class="muted">[env]</span></h2>

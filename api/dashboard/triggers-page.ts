@@ -93,9 +93,9 @@ ${result ? html`<div class="notice ok" role="alert" id="result">${result}</div>`
 <p class="muted">Triggers follow <code>[[triggers]]</code> in <code>svc.toml</code> on the default branch; schedules are cron, in the server's time zone.</p>
 ${triggers.length === 0 ? html`<p class="muted">No triggers.</p>` : html`<table class="list"><thead><tr><th scope="col">Trigger</th><th scope="col">Schedule</th><th scope="col">Enabled</th><th scope="col">Last fired</th><th scope="col">Next fire</th><th scope="col"><span class="sr">Actions</span></th></tr></thead>
 <tbody>${triggers.map((t) => html`<tr data-trigger="${t.slug}"><td><strong>${t.slug}</strong><br><span class="muted">${t.prompt.length > 120 ? `${t.prompt.slice(0, 120)}…` : t.prompt}</span>${t.agent ? html` <span class="muted">· ${t.agent}${t.model ? ` (${t.model})` : ''}</span>` : ''}</td>
-<td><code>${t.schedule}</code></td>
+<td data-label="Schedule"><code>${t.schedule}</code></td>
 <td>${t.enabled ? html`<span class="badge s-open" data-enabled="true">enabled</span>` : html`<span class="badge s-closed" data-enabled="false">disabled</span>`}</td>
-<td>${t.last_fired_at ? timeAgo(t.last_fired_at) : 'never'}</td><td>${t.enabled ? when(t.next_fire_at) : '–'}</td>
+<td data-label="Last fired">${t.last_fired_at ? timeAgo(t.last_fired_at) : 'never'}</td><td data-label="Next fire">${t.enabled ? when(t.next_fire_at) : '–'}</td>
 <td><div class="actions">
 <form method="post" action="${base}/${encodeURIComponent(t.slug)}/fire" data-confirm="Fire ${t.slug} now? It starts a session with its prompt.">${hidden}<button type="submit">Fire</button></form>
 ${t.enabled

@@ -168,6 +168,16 @@ describe('dashboard secrets, triggers and apps pages (HTTP)', function () {
     expect(missing.text).to.contain('class="notice error"');
   });
 
+  it('Fire shows the spawned session\'s link', async () => {
+    const list = await dash(`/projects/${pid}/triggers`);
+    const r = await dash(`/projects/${pid}/triggers/nightly/fire`, { form: { _csrf: csrfOf(list.text) } });
+    const fire = (await p.api.get('/v1/projects/cfg/triggers/nightly')).body.trigger.fires[0];
+    expect(fire, r.text).to.include({ kind: 'manual', outcome: 'spawned' });
+    expect(r.status).to.equal(200);
+    expect(r.text).to.contain(`href="/projects/${pid}/sessions/${fire.session_id}"`).and.contain('Fired <strong>nightly</strong>');
+    await p.api.call('DELETE', `/v1/projects/cfg/sessions/${fire.session_id}`);
+  });
+
   it('lists apps with status, commit, last error and recent deploys', async () => {
     await eventually(async () => (await p.api.get('/v1/projects/cfg/apps/web')).body.app?.status === 'failed', 'the refused deploy');
     const r = await dash(`/projects/${pid}/apps`);
