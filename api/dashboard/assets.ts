@@ -22,9 +22,9 @@ input,textarea{font:inherit;padding:.35rem;border:1px solid var(--line);border-r
 .actions{display:flex;gap:.5rem;flex-wrap:wrap;margin:.6rem 0}
 .notice{padding:.6rem .8rem;border-radius:6px;background:#ddf4ff;border:1px solid #54aeff}.notice.error{background:var(--del);border-color:var(--bad)}.notice.ok{background:var(--add);border-color:var(--ok)}
 .badge{display:inline-block;padding:0 .5rem;border-radius:1rem;font-size:.85em;border:1px solid var(--line)}
-.s-open,.s-running{background:var(--add);color:var(--ok)}.s-merged{background:#fbefff;color:#8250df}.s-closed,.s-failed{background:var(--del);color:var(--bad)}
+.s-open,.s-running,.s-live{background:var(--add);color:var(--ok)}.s-missing{background:var(--del);color:var(--bad);font-weight:600}.s-merged{background:#fbefff;color:#8250df}.s-closed,.s-failed{background:var(--del);color:var(--bad)}
 table.list{border-collapse:collapse;width:100%}table.list th,table.list td{text-align:left;padding:.4rem;border-bottom:1px solid var(--line)}
-.tabs{display:flex;gap:.8rem;margin:.5rem 0}.tabs a[aria-current]{font-weight:700;text-decoration:none;color:var(--fg)}
+.tabs{display:flex;flex-wrap:wrap;gap:.8rem;margin:.5rem 0}.tabs.sections{padding-bottom:.4rem;border-bottom:1px solid var(--line)}section.app{border-bottom:1px solid var(--line);padding-bottom:.6rem}.tabs a[aria-current]{font-weight:700;text-decoration:none;color:var(--fg)}
 .cards{list-style:none;padding:0}.cards li{padding:.6rem 0;border-bottom:1px solid var(--line)}
 .preview{padding:.6rem .8rem;border-radius:6px;border:1px solid var(--line);margin:.5rem 0}.preview.ok{border-color:var(--ok)}.preview.bad{border-color:var(--bad);background:var(--del)}
 pre.text{white-space:pre-wrap;font:inherit}code{font-family:ui-monospace,monospace;font-size:.9em;overflow-wrap:anywhere}
@@ -38,7 +38,7 @@ tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(-
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}.facts dd{margin:0}
 .chat .log{border:1px solid var(--line);border-radius:6px;min-height:4rem;max-height:24rem;overflow:auto;padding:.5rem;white-space:pre-wrap}
 .preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
-@media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}.files{columns:1}}
+@media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}table.list td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}.files{columns:1}}
 `;
 
 const JS = `(() => {

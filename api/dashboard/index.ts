@@ -15,6 +15,9 @@ import { projectPages } from './projects-pages.js';
 import { sessionPages } from './sessions-pages.js';
 import { signInRoutes } from './sign-in.js';
 import { tokensPage } from './tokens-page.js';
+import { secretsPage } from './secrets-page.js';
+import { triggersPage } from './triggers-page.js';
+import { appsPage } from './apps-page.js';
 
 /**
  * The dashboard, served at `/` by the API server: server-rendered pages over the HTTP API
@@ -45,6 +48,9 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(liveRoutes(deps.db));
   r.use(tokensPage());
   r.use(sessionPages());
+  r.use(secretsPage());
+  r.use(triggersPage());
+  r.use(appsPage());
   r.use(crPageRoutes());
   r.use(dashboardErrors(deps.logger));
   return r;

@@ -4,7 +4,7 @@ import type { Project } from '../../cli/api-client.js';
 import { apiOf, csrfOf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
-import { crumbsOf, statusBadge, tabs } from './shared.js';
+import { crumbsOf, projectNav, statusBadge, tabs } from './shared.js';
 
 /** The projects list, and a project's change requests with a status filter (live). */
 const ListQuery = z.object({ status: z.enum(['open', 'merged', 'closed', 'all']).default('open') });
@@ -37,7 +37,8 @@ ${projects.length === 0 ? html`<p class="muted">No projects yet. Create one with
       title: project.name, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project),
       body: html`<div data-live-src="${base}/live"></div>
 <h1>${project.name}</h1>
-<p class="muted">${project.slug} · default branch <code>${project.default_branch}</code> · <a href="${base}/sessions">Sessions</a></p>
+<p class="muted">${project.slug} · default branch <code>${project.default_branch}</code></p>
+${projectNav(project.project_id, 'crs')}
 <h2>Change requests</h2>
 ${tabs((['open', 'merged', 'closed', 'all'] as const).map((s) => ({ href: `${base}?status=${s}`, label: s[0]!.toUpperCase() + s.slice(1), current: q.status === s })))}
 <div data-live="cr-list">

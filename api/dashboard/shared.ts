@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import type { Project } from '../../cli/api-client.js';
+import { ApiError } from '../../cli/errors.js';
 import { html, type Html } from './html.js';
 
 /** What a form post says when it comes back: fixed texts only, never text from the URL. */
@@ -15,6 +16,8 @@ const NOTICES: Record<string, string> = {
   refreshed: 'Refresh requested: the sandbox re-pulls its branch and restarts the agent.',
   created: 'Created.',
   prompted: 'Prompt sent.',
+  secret_set: 'Secret saved. Its value is not shown again.',
+  secret_unset: 'Secret removed.',
 };
 const ERRORS: Record<string, string> = {
   head_modified: 'Head branch was modified since this page loaded. Review the new commits below, then merge again.',
@@ -44,3 +47,39 @@ export function crumbsOf(project: Project, ...more: Array<{ href: string; label:
 
 export const tabs = (items: Array<{ href: string; label: string; current: boolean }>): Html =>
   html`<nav class="tabs">${items.map((i) => html`<a href="${i.href}" ${i.current ? html`aria-current="page"` : ''}>${i.label}</a>`)}</nav>`;
+
+/** The project's sections, on the project page and each section's own page. */
+export type ProjectSection = 'crs' | 'sessions' | 'secrets' | 'triggers' | 'apps';
+export function projectNav(projectId: string, current: ProjectSection): Html {
+  const base = `/projects/${projectId}`;
+  const items: Array<[ProjectSection, string, string]> = [
+    ['crs', base, 'Change requests'], ['sessions', `${base}/sessions`, 'Sessions'], ['secrets', `${base}/secrets`, 'Secrets'],
+    ['triggers', `${base}/triggers`, 'Triggers'], ['apps', `${base}/apps`, 'Apps'],
+  ];
+  return html`<nav class="tabs sections" aria-label="Project">${items.map(([k, href, label]) => html`<a href="${href}" ${k === current ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>`;
+}
+
+/** An API refusal (4xx/503) as a notice on the page it came from, with the API's status; anything else is thrown on. */
+export function apiRefusal(e: unknown): { status: number; notice: { kind: 'error'; text: string } } | null {
+  if (e instanceof ApiError && ((e.status >= 400 && e.status < 500 && e.status !== 401) || e.status === 503)) {
+    return { status: e.status, notice: { kind: 'error', text: e.message && e.message !== e.reason ? `${e.reason}: ${e.message}` : e.reason } };
+  }
+  return null;
+}
+
+/** Only http(s) addresses become links. */
+export const httpUrl = (u: string | null | undefined): string | null => {
+  if (!u) return null;
+  try {
+    const p = new URL(u).protocol;
+    return p === 'http:' || p === 'https:' ? u : null;
+  } catch {
+    return null;
+  }
+};
+
+/** An absolute time, readable on a phone: `2026-11-24 03:00 UTC`. */
+export function when(iso: string | null | undefined): Html {
+  if (!iso) return html`–`;
+  return html`<time datetime="${iso}" title="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`;
+}
