@@ -37,10 +37,22 @@ function log(level: 'info' | 'warn' | 'error', msg: string, extra: Record<string
 }
 
 const viaNode = /\.(c|m)?js$/.test(daemonPath);
-const child = spawn(viaNode ? process.execPath : daemonPath, viaNode ? [daemonPath, ...daemonArgs] : daemonArgs, {
-  stdio: 'inherit',
-  env: process.env,
-});
+// An app sandbox (SVC_APP_COMMAND, `[[apps]]` of svc.toml): the app's command runs in the
+// workspace in place of the daemon (no clone, no agent runtime); it ends the sandbox likewise.
+const appCommand = process.env.SVC_APP_COMMAND;
+const child = appCommand
+  ? spawn('/bin/sh', ['-c', appCommand], { stdio: 'inherit', env: appEnv(), cwd: process.env.SVC_WORKSPACE || process.cwd() })
+  : spawn(viaNode ? process.execPath : daemonPath, viaNode ? [daemonPath, ...daemonArgs] : daemonArgs, {
+      stdio: 'inherit',
+      env: process.env,
+    });
+
+/** The app's environment: the injected one without the daemon's plumbing. */
+function appEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const k of ['SVC_APP_COMMAND', 'SVC_SERVICE_PORT', 'SVC_AGENT_PORT', 'SVC_BIND_HOST', 'SVC_AGENT_HOME', 'SVC_AGENT_RUNTIME', 'SVC_ENTRYPOINT_DAEMON']) delete env[k];
+  return env;
+}
 
 child.on('error', (err) => {
   log('error', 'daemon could not be started', { path: daemonPath, err: err.message });

@@ -97,9 +97,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const spawnSession: SpawnSession = opts.spawnSession ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
   if (opts.roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
-    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, ...(provider ? { provider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
-    await resumeApps(db, manifestDeps.enqueueApp!);
+    await resumeApps(db, provider, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {
       scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
     }
@@ -178,8 +178,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await scheduler?.stop();
         await channels?.stop();
         await queue.stop();
-        await provider?.close?.();
         await stopOwnedApps();
+        await provider?.close?.();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');
       })();

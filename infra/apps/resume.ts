@@ -1,17 +1,17 @@
 import type { Db } from '../db/db.js';
+import type { SandboxProvider } from '../sandbox/port.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
-import { isAlive } from './runner.js';
 import type { AppJob } from './sync.js';
 
 /**
- * At worker start: an app that should run (not removed, deployed before) whose process is
+ * At worker start: an app that should run (not removed, deployed before) whose sandbox is
  * gone (the worker that ran it stopped) is deployed again from its recorded commit.
  */
-export async function resumeApps(db: Db, enqueue: (job: AppJob) => Promise<void>): Promise<number> {
+export async function resumeApps(db: Db, provider: SandboxProvider | undefined, enqueue: (job: AppJob) => Promise<void>): Promise<number> {
   const rows = await db.rows<AppRow>(appQueries.resumable());
   let n = 0;
   for (const a of rows) {
-    if (a.pid && isAlive(a.pid)) continue;
+    if (a.sandbox && provider && a.sandbox.provider === provider.name && (await provider.inspect(a.sandbox).catch(() => 'unknown')) === 'running') continue;
     await enqueue({ action: 'deploy', project_id: a.project_id, name: a.name, manifest_hash: a.manifest_hash, commit_sha: a.commit_sha! });
     n++;
   }

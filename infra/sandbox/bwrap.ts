@@ -365,7 +365,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const bundled = path.join(app, 'node_modules', '.bin', 'opencode');
       const runtime = spec.env.SVC_AGENT_RUNTIME ?? opts.extraEnv?.SVC_AGENT_RUNTIME ?? opts.runtime ?? (existsSync(bundled) ? bundled : undefined);
       const env: Record<string, string> = {
-        PATH: `${SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin:${path.join(app, 'node_modules', '.bin')}`,
+        PATH: `${SANDBOX_BIN}:/usr/local/bin:/usr/bin:/bin:${path.dirname(node)}:${path.join(app, 'node_modules', '.bin')}`,
         HOME: SANDBOX_HOME,
         USER: 'svc',
         LANG: 'C.UTF-8',
@@ -381,6 +381,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         SVC_BIND_HOST: host,
         SVC_WORKSPACE: SANDBOX_WORKSPACE,
         SVC_AGENT_HOME: SANDBOX_HOME,
+        ...(spec.app ? { SVC_APP_COMMAND: spec.app.command } : {}),
       };
       const args = [
         '--unshare-user',
@@ -411,7 +412,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '/tmp',
         ...fileRepoArgs(spec.env.SVC_REPO_URL),
         '--bind',
-        path.join(dir, 'workspace'),
+        spec.app ? spec.app.workspaceDir : path.join(dir, 'workspace'),
         SANDBOX_WORKSPACE,
         '--bind',
         path.join(dir, 'home'),

@@ -186,6 +186,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
     name: 'docker',
 
     async create(spec: SandboxSpec): Promise<SandboxHandle> {
+      if (spec.app) throw new SandboxError('unavailable', `app sandboxes need the process or bwrap provider (the docker provider has no host directory to run the app from)`);
       const name = containerName(spec.sandboxId);
       // Idempotent: a retried create finds the sandbox it started; a dead one is replaced.
       const existing = await inspectByName(name);

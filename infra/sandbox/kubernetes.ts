@@ -223,6 +223,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Sandb
     name: 'kubernetes',
 
     async create(spec: SandboxSpec): Promise<SandboxHandle> {
+      if (spec.app) throw new SandboxError('unavailable', `app sandboxes need the process or bwrap provider (the kubernetes provider has no host directory to run the app from)`);
       const name = objectName(spec.sandboxId);
       const port = opts.port ?? Number(spec.env.SVC_SERVICE_PORT ?? 8000);
       const labels = sandboxLabels(spec);

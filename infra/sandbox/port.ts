@@ -28,6 +28,15 @@ export interface SandboxSpec {
   image?: string;
   /** Labels for re-attaching after a server restart (docker labels, pod labels). */
   labels: Record<string, string>;
+  /**
+   * An app sandbox (issue 12, `[[apps]]`): instead of the daemon, `svc-entrypoint` runs
+   * `/bin/sh -c <command>` (env SVC_APP_COMMAND) in the workspace, which is this host
+   * directory (the merged commit's tree, exported by the deploy): bound as the workspace
+   * by `bwrap`, used as it is by `process`. The app listens on `PORT` (in `env`) on the
+   * sandbox's loopback, which the server shares with these two providers. docker and
+   * kubernetes refuse app sandboxes (`unavailable`): they have no host directory to bind.
+   */
+  app?: { command: string; workspaceDir: string };
 }
 
 /** What the server keeps about a running sandbox, enough to reach it and to find it again. */

@@ -80,7 +80,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         SVC_SERVICE_PORT: String(servicePort),
         SVC_AGENT_PORT: String(agentPort),
         SVC_BIND_HOST: '127.0.0.1',
-        SVC_WORKSPACE: path.join(dir, 'workspace'),
+        SVC_WORKSPACE: spec.app ? spec.app.workspaceDir : path.join(dir, 'workspace'),
+        ...(spec.app ? { SVC_APP_COMMAND: spec.app.command } : {}),
         SVC_AGENT_HOME: path.join(dir, 'home'),
         SVC_AGENT_RUNTIME: opts.runtime ?? defaultRuntime(),
       };

@@ -1,4 +1,5 @@
 import type { Query } from '../../infra/db/db.js';
+import type { SandboxHandle } from '../../infra/sandbox/port.js';
 
 export interface AppRow {
   project_id: string;
@@ -9,12 +10,14 @@ export interface AppRow {
   commit_sha: string | null;
   url: string | null;
   pid: number | null;
+  /** The provider's handle of the sandbox serving `url`. */
+  sandbox: SandboxHandle | null;
   deployed_at: Date | null;
   last_error: string | null;
   removed: boolean;
 }
 
-const cols = 'project_id, name, spec, manifest_hash, status, commit_sha, url, pid, deployed_at, last_error, removed';
+const cols = 'project_id, name, spec, manifest_hash, status, commit_sha, url, pid, sandbox, deployed_at, last_error, removed';
 
 export const appQueries = {
   /** Apps that should run and ran before (worker start: redeploy those whose process is gone). */
@@ -35,17 +38,17 @@ export const appQueries = {
     text: `UPDATE apps SET removed = true WHERE project_id = $1 AND NOT removed AND NOT (name = ANY($2::text[])) RETURNING name`,
     values: [projectId, keep],
   }),
-  setLive: (p: { projectId: string; name: string; hash: string; commit: string; url: string; pid: number }): Query => ({
-    text: `UPDATE apps SET status = 'live', commit_sha = $4, url = $5, pid = $6, deployed_at = now(), last_error = NULL
+  setLive: (p: { projectId: string; name: string; hash: string; commit: string; url: string; sandbox: SandboxHandle }): Query => ({
+    text: `UPDATE apps SET status = 'live', commit_sha = $4, url = $5, pid = NULL, sandbox = $6::jsonb, deployed_at = now(), last_error = NULL
       WHERE project_id = $1 AND name = $2 AND manifest_hash = $3 AND NOT removed`,
-    values: [p.projectId, p.name, p.hash, p.commit, p.url, p.pid],
+    values: [p.projectId, p.name, p.hash, p.commit, p.url, JSON.stringify(p.sandbox)],
   }),
   setStatus: (projectId: string, name: string, status: string, error: string | null): Query => ({
     text: 'UPDATE apps SET status = $3, last_error = COALESCE($4, last_error) WHERE project_id = $1 AND name = $2',
     values: [projectId, name, status, error],
   }),
   setStopped: (projectId: string, name: string): Query => ({
-    text: `UPDATE apps SET status = 'stopped', pid = NULL, url = NULL WHERE project_id = $1 AND name = $2`,
+    text: `UPDATE apps SET status = 'stopped', pid = NULL, sandbox = NULL, url = NULL WHERE project_id = $1 AND name = $2`,
     values: [projectId, name],
   }),
   deployStarted: (p: { deployId: string; projectId: string; name: string; commit: string; hash: string }): Query => ({
