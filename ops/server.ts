@@ -83,6 +83,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${listenPort}/v1`);
   const provider = opts.roles.worker ? createSandboxProvider(config, { logger, ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}) }) : undefined;
+  // Apps run a command from an exported tree on this host (process, bwrap). When sessions
+  // run on docker or kubernetes, apps use bwrap where installed, else process.
+  const appProvider =
+    provider && (provider.name === 'docker' || provider.name === 'kubernetes')
+      ? createSandboxProvider({ ...config, SVC_SANDBOX_PROVIDER: undefined }, { logger, ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}) })
+      : provider;
   const sessions: SessionDeps = {
     config, db, logger, secrets, repos, queue, apiUrl: sandboxApiUrl,
     ...(provider ? { provider } : {}),
@@ -97,9 +103,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const spawnSession: SpawnSession = opts.spawnSession ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
   if (opts.roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
-    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, ...(provider ? { provider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
-    await resumeApps(db, provider, manifestDeps.enqueueApp!);
+    await resumeApps(db, appProvider, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {
       scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
     }
@@ -180,6 +186,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         await queue.stop();
         await stopOwnedApps();
         await provider?.close?.();
+        if (appProvider !== provider) await appProvider?.close?.();
         if (!opts.database) await database.close();
         logger.info('svc-server stopped');
       })();
