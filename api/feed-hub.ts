@@ -1,7 +1,6 @@
 import type { Db } from '../infra/db/db.js';
-import { eventQueries } from '../sql/queries/events.js';
 import type { Logger } from '../infra/logger.js';
-import { checkpointAfter, readAll, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
+import { checkpointAfter, latestPosition, readAll, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
 
 /**
  * The live feed's database side. One watcher per process (not one per socket) reads the
@@ -121,7 +120,7 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
     if (watching || byProject.size === 0) return;
     watching = true;
     try {
-      const row = await db.one<{ position: number; horizon: string }>(eventQueries.latestPosition());
+      const row = await latestPosition(db);
       const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
       // The first tick wakes too: an append may have landed between subscribe and now.
       if (latest !== lastSeen) {

@@ -2,8 +2,8 @@ import type { Request } from 'express';
 import { DomainError, notFound } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
 import type { ProjectRecord } from '../infra/change-requests/repos.js';
-import { accountQueries } from '../sql/queries/accounts.js';
-import { projectQueries } from '../sql/queries/projects.js';
+import { isMember } from '../infra/accounts.js';
+import { projectById, projectByIdOrSlugForUser } from '../infra/projects/service.js';
 import { principalOf } from './auth.js';
 import type { Principal } from '../infra/tokens.js';
 
@@ -28,15 +28,15 @@ export async function resolveProjectRef(db: Db, principal: Principal, ref: strin
   // Postgres text cannot hold NUL (it would be a 500); no slug contains a control character.
   const lookable = ref.length > 0 && ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
   if (principal.project_id) {
-    const own = await db.one<ProjectRecord>(projectQueries.byId(principal.project_id));
+    const own = await projectById(db, principal.project_id);
     const matches = own && lookable && (isUuid ? own.project_id === ref.toLowerCase() : own.slug === ref);
     if (!own || !matches) throw forbidden('This project token is bound to another project.');
-    const member = await db.one(accountQueries.isMember(own.account_id, principal.user_id));
+    const member = await isMember(db, own.account_id, principal.user_id);
     if (!member) throw forbidden('You do not have write access to this project.');
     return own;
   }
   const project = lookable
-    ? await db.one<ProjectRecord>(projectQueries.byIdOrSlugForUser(isUuid ? ref.toLowerCase() : ref, isUuid, principal.user_id))
+    ? await projectByIdOrSlugForUser(db, isUuid ? ref.toLowerCase() : ref, isUuid, principal.user_id)
     : undefined;
   if (!project) throw notFound('Project');
   return project;

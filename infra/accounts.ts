@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from './db/db.js';
+import type { Db, Executor } from './db/db.js';
 import { accountQueries } from '../sql/queries/accounts.js';
 import { mintToken, type MintedToken } from './tokens.js';
 
@@ -25,4 +25,19 @@ export async function bootstrapUser(
     const token = await mintToken(tx, { userId: user.user_id, name: 'bootstrap' });
     return { user_id: user.user_id, account_id: accounts[0]!.account_id, created: user.created, token };
   });
+}
+
+export interface AccountOfUser {
+  account_id: string;
+  name: string;
+  role: string;
+}
+
+/** The user's accounts, earliest membership first (the first is the default one). */
+export async function accountsOfUser(db: Executor, userId: string): Promise<AccountOfUser[]> {
+  return db.rows<AccountOfUser>(accountQueries.accountsOfUser(userId));
+}
+
+export async function isMember(db: Executor, accountId: string, userId: string): Promise<boolean> {
+  return (await db.one(accountQueries.isMember(accountId, userId))) !== undefined;
 }

@@ -138,6 +138,14 @@ export async function readAll(
   return db.rows<StoredEvent>(q.readAll(after, opts.limit ?? 1000, opts.projectId ?? null));
 }
 
+/**
+ * What the feed watcher compares between ticks: the last global position handed out
+ * (committed or not) and the horizon of the commit-safe read.
+ */
+export async function latestPosition(db: Executor): Promise<{ position: number; horizon: string } | undefined> {
+  return db.one<{ position: number; horizon: string }>(q.latestPosition());
+}
+
 export function checkpointAfter(e: Pick<StoredEvent, 'txid' | 'global_position'>): Checkpoint {
   return { txid: e.txid, position: e.global_position };
 }

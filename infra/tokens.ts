@@ -73,3 +73,22 @@ export async function deadTokens(db: Executor, tokenIds: string[]): Promise<Set<
   if (tokenIds.length === 0) return new Set();
   return new Set((await db.rows<{ token_id: string }>(tokenQueries.deadAmong(tokenIds))).map((r) => r.token_id));
 }
+
+export interface TokenListing {
+  token_id: string;
+  name: string;
+  project_id: string | null;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** The user's live tokens (user and project tokens), newest first; never their values. */
+export async function listTokens(db: Executor, userId: string): Promise<TokenListing[]> {
+  return db.rows<TokenListing>(tokenQueries.listForUser(userId));
+}
+
+/** Revokes one of the user's live tokens; false for another user's, an unknown or a revoked one. */
+export async function revokeToken(db: Executor, userId: string, tokenId: string): Promise<boolean> {
+  return (await db.one(tokenQueries.revokeForUser(userId, tokenId))) !== undefined;
+}

@@ -16,7 +16,9 @@ import { healthRoutes } from '../api/routes/health.js';
 import { createEventsFeed } from '../api/routes/events-feed.js';
 import { clientErrorHandler } from '../api/errors.js';
 import { createMetrics } from '../api/metrics.js';
-import { CR_MERGE, crMergeHandler } from '../workers/cr-merge.js';
+import { crMergeHandler } from '../workers/cr-merge.js';
+import { CR_MERGE } from '../infra/change-requests/merge.js';
+import { APP_DEPLOY } from '../infra/apps/sync.js';
 import { reconcileMergeAttempts } from '../infra/change-requests/merge.js';
 import { startChannelDispatcher, type ChannelDispatcher } from '../infra/channels/dispatcher.js';
 // --- sessions (issue 10) ---
@@ -25,7 +27,7 @@ import type { SessionDeps } from '../infra/sessions/deps.js';
 import { SESSION_QUEUES, startSessionWorkers } from '../workers/sessions.js';
 import { sessionUpgradeHandler } from '../api/routes/session-proxy.js';
 // --- manifest, secrets, triggers, apps (issue 12) ---
-import { APP_DEPLOY, MANIFEST_SYNC, appDeployHandler, manifestSyncHandler, onMergedResync } from '../workers/manifest.js';
+import { MANIFEST_SYNC, appDeployHandler, manifestSyncHandler, onMergedResync } from '../workers/manifest.js';
 import { enqueueAllManifestSyncs, type ManifestDeps } from '../infra/manifest/sync.js';
 import { createScheduler, type Scheduler } from '../infra/triggers/scheduler.js';
 import type { SpawnSession } from '../infra/triggers/service.js';

@@ -4,8 +4,6 @@ import { MergeOutcomeUnknown, runMerge } from '../infra/change-requests/merge.js
 import type { CrDeps } from '../infra/change-requests/service.js';
 import type { JobOutput } from '../infra/queue.js';
 
-export const CR_MERGE = 'cr.merge';
-
 const jobSchema = z.object({
   project_id: z.uuid(),
   cr_id: z.uuid(),

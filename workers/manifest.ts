@@ -7,7 +7,6 @@ import { runAppJob, type AppDeps } from '../infra/apps/deploy.js';
 import type { AppJob } from '../infra/apps/sync.js';
 
 export const MANIFEST_SYNC = 'manifest.sync';
-export const APP_DEPLOY = 'app.deploy';
 
 const syncJob = z.object({ project_id: z.uuid(), reason: z.string().max(200) });
 const appJob = z.discriminatedUnion('action', [

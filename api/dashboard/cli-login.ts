@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
 import { mintToken } from '../../infra/tokens.js';
-import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { registerCliLogin, useCliLogin } from '../../infra/dashboard/cli-logins.js';
 import { csrfOf, requireCsrf, requireSession, userOf } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -60,8 +60,7 @@ export function cliLoginRoutes(db: Db): Router {
     checkCallback(q.callback);
     const user = userOf(res);
     const hostname = cleanName(q.hostname) || cleanName(q.host) || 'this computer';
-    await db.one(dashboardQueries.insertCliLogin({ state: q.state, callback: q.callback, hostname, userId: user.user_id, expiresAt: new Date(Date.now() + TTL_MS) }));
-    const row = await db.one<{ callback: string; user_id: string; expires_at: Date; used_at: Date | null }>(dashboardQueries.cliLogin(q.state));
+    const row = await registerCliLogin(db, { state: q.state, callback: q.callback, hostname, userId: user.user_id, expiresAt: new Date(Date.now() + TTL_MS) });
     if (!row || row.used_at || row.user_id !== user.user_id || row.callback !== q.callback) {
       return done(res, 'Login link already used', 'This login link was used already. Run svc login again for a new one.', 410);
     }
@@ -91,7 +90,7 @@ export function cliLoginRoutes(db: Db): Router {
     const d = Decision.parse(req.body ?? {});
     const user = userOf(res);
     const approve = d.decision === 'approve';
-    const row = await db.one<{ callback: string; hostname: string }>(dashboardQueries.useCliLogin(d.state, user.user_id, approve ? 'approved' : 'denied'));
+    const row = await useCliLogin(db, d.state, user.user_id, approve ? 'approved' : 'denied');
     if (!row) throw new DomainError('conflict', 'Login link used or expired', 'This login link was used already or has expired. Run svc login again.');
     const target = checkCallback(row.callback);
     target.searchParams.set('state', d.state);

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { WebSocket } from 'ws';
 import type { Db } from '../../infra/db/db.js';
-import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { lastProjectPosition } from '../../infra/dashboard/live.js';
 import { apiOf, locals } from './context.js';
 
 /**
@@ -20,8 +20,7 @@ export function liveRoutes(db: Db): Router {
     const resume = req.headers['last-event-id'];
     let after = typeof resume === 'string' && /^\d{1,15}$/.test(resume) ? resume : undefined;
     if (!after) {
-      const row = await db.one<{ global_position: number }>(dashboardQueries.lastProjectEvent(project.project_id));
-      after = String(row?.global_position ?? 0);
+      after = String(await lastProjectPosition(db, project.project_id));
     }
     const wsUrl = `${api.apiBase.replace(/^http/, 'ws')}/projects/${project.project_id}/events?after=${after}`;
     const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${locals(res).session!.apiToken}` } });

@@ -6,7 +6,7 @@ import type { Db } from '../../infra/db/db.js';
 import { verifyPassword } from '../../infra/dashboard/passwords.js';
 import { SESSION_COOKIE, SESSION_TTL_MS } from '../../infra/dashboard/sessions.js';
 import { authenticate } from '../../infra/tokens.js';
-import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { clearSignInFailures, recordSignInFailure, signInFailures, userByEmail } from '../../infra/dashboard/sign-in.js';
 import { checkOrigin, clearCookie, locals, parseCookies, requireCsrf, setCookie } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -82,7 +82,7 @@ export function signInRoutes(db: Db): Router {
     }
     const client = req.socket.remoteAddress ?? 'unknown';
     const email = (body.email ?? '').trim().toLowerCase();
-    const limits = await db.one<{ by_email: number; by_client: number; retry_after: number | null }>(dashboardQueries.failures(email, client, WINDOW_S));
+    const limits = await signInFailures(db, email, client, WINDOW_S);
     if (limits && ((email && limits.by_email >= MAX_PER_EMAIL) || limits.by_client >= MAX_PER_CLIENT)) {
       res.set('Retry-After', String(Math.max(1, limits.retry_after ?? WINDOW_S)));
       return signInPage(res, req, { next, email, status: 429, error: 'Too many failed sign-ins. Wait a few minutes and try again.' });
@@ -93,15 +93,15 @@ export function signInRoutes(db: Db): Router {
       const p = await authenticate(db, body.token.trim());
       if (p && !p.project_id) userId = p.user_id;
     } else if (email && body.password) {
-      const user = await db.one<{ user_id: string; password_hash: string | null }>(dashboardQueries.userByEmail(email));
+      const user = await userByEmail(db, email);
       if (await verifyPassword(body.password, user?.password_hash)) userId = user!.user_id;
     }
     if (!userId) {
-      await db.run(dashboardQueries.recordFailure(email, client));
+      await recordSignInFailure(db, email, client);
       const what = body.token !== undefined ? 'That is not a valid user token.' : 'Wrong email or password.';
       return signInPage(res, req, { next, email, status: 401, error: what });
     }
-    if (email) await db.run(dashboardQueries.clearFailures(email));
+    if (email) await clearSignInFailures(db, email);
     const { cookie } = await locals(res).store.create(userId);
     setCookie(req, res, SESSION_COOKIE, cookie, Math.floor(SESSION_TTL_MS / 1000));
     clearCookie(req, res, PRE_COOKIE);

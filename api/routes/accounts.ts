@@ -2,8 +2,8 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf, requireUserToken } from '../auth.js';
 import { CreateTokenBody } from '../schemas.js';
-import { accountQueries, tokenQueries } from '../../sql/queries/accounts.js';
-import { mintToken } from '../../infra/tokens.js';
+import { accountsOfUser } from '../../infra/accounts.js';
+import { listTokens, mintToken, revokeToken } from '../../infra/tokens.js';
 import { notFound } from '../../domain/errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -16,7 +16,7 @@ export function accountRoutes(deps: ApiDeps): Router {
 
   r.get('/me', async (req, res) => {
     const p = principalOf(req);
-    const accounts = await deps.db.rows<{ account_id: string; name: string; role: string }>(accountQueries.accountsOfUser(p.user_id));
+    const accounts = await accountsOfUser(deps.db, p.user_id);
     res.json({
       user: { user_id: p.user_id, email: p.email, name: p.user_name },
       account: accounts[0] ?? null,
@@ -34,9 +34,7 @@ export function accountRoutes(deps: ApiDeps): Router {
 
   /** The caller's live tokens (user and project tokens); never their values. */
   r.get('/tokens', async (req, res) => {
-    const rows = await deps.db.rows<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null; last_used_at: Date | null }>(
-      tokenQueries.listForUser(principalOf(req).user_id),
-    );
+    const rows = await listTokens(deps.db, principalOf(req).user_id);
     res.json({
       tokens: rows.map((t) => ({
         token_id: t.token_id,
@@ -51,7 +49,7 @@ export function accountRoutes(deps: ApiDeps): Router {
 
   r.delete('/tokens/:tokenId', async (req, res) => {
     const id = String(req.params.tokenId);
-    const done = UUID.test(id) ? await deps.db.one(tokenQueries.revokeForUser(principalOf(req).user_id, id.toLowerCase())) : undefined;
+    const done = UUID.test(id) && (await revokeToken(deps.db, principalOf(req).user_id, id.toLowerCase()));
     if (!done) throw notFound('Token');
     res.status(204).end();
   });

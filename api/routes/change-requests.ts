@@ -14,8 +14,7 @@ import {
   MergeChangeRequestBody,
 } from '../schemas.js';
 import * as crs from '../../infra/change-requests/service.js';
-import { assertMergeable, runMerge, type MergeJobData } from '../../infra/change-requests/merge.js';
-import { CR_MERGE } from '../../workers/cr-merge.js';
+import { assertMergeable, CR_MERGE, runMerge, type MergeJobData } from '../../infra/change-requests/merge.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest) {

@@ -2,8 +2,8 @@ import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
-import { projectQueries } from '../../sql/queries/projects.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
+import { projectByIdOrSlug } from '../../infra/projects/service.js';
 import { authenticateSandboxKey } from '../../infra/sessions/credentials.js';
 import { mintToken } from '../../infra/tokens.js';
 import { repoUrlOf } from '../../infra/sessions/provision.js';
@@ -44,7 +44,7 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const ref = String((req.params as Record<string, string>).projectId ?? '');
     const lookable = ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
     const isUuid = UUID.test(ref);
-    const project = lookable ? await deps.db.one<ProjectRecord>(projectQueries.byIdOrSlug(isUuid ? ref.toLowerCase() : ref, isUuid)) : undefined;
+    const project = lookable ? await projectByIdOrSlug(deps.db, isUuid ? ref.toLowerCase() : ref, isUuid) : undefined;
     // A key of another project learns nothing about this one.
     if (!project || project.project_id !== sandbox.project_id) throw unauthorized();
     const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);

@@ -5,7 +5,7 @@ import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { getManifest, type ManifestDeps } from '../../infra/manifest/sync.js';
 import { changeSecrets, deleteSecret, listSecrets, type SecretsDeps } from '../../infra/secrets/service.js';
-import { APP_DEPLOY } from '../../workers/manifest.js';
+import { APP_DEPLOY } from '../../infra/apps/sync.js';
 
 const PutSecretBody = z.strictObject({ value: z.string() });
 const PatchSecretsBody = z.strictObject({

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Router } from 'express';
 import type { Config } from '../../infra/config.js';
 import { DomainError, validationError } from '../../domain/errors.js';
@@ -7,13 +6,10 @@ import { principalOf } from '../auth.js';
 import { CreateProjectBody, ListProjectsQuery } from '../schemas.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
-import { accountQueries } from '../../sql/queries/accounts.js';
-import { projectQueries } from '../../sql/queries/projects.js';
+import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../infra/projects/service.js';
 import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { mintToken } from '../../infra/tokens.js';
-import type { ProjectRecord } from '../../infra/change-requests/repos.js';
-import { pgCode } from '../../infra/db/db.js';
-import { createManagedRepo, managedRepoPath, removeManagedRepo, reposDirOf } from '../../infra/git/managed-repo.js';
+import { reposDirOf } from '../../infra/git/managed-repo.js';
 import type { Request } from 'express';
 
 /** `SVC_PUBLIC_URL`, else this request's own origin (a sane Host header only). */
@@ -77,51 +73,21 @@ export function projectRoutes(deps: ApiDeps): Router {
     if (!managed) await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
     const defaultBranch = body.default_branch ?? 'main';
     const gitBase = managed ? publicBaseUrl(req, deps.config) : '';
-    const accounts = await deps.db.rows<{ account_id: string }>(accountQueries.accountsOfUser(p.user_id));
-    const accountId = body.account_id ?? accounts[0]?.account_id;
-    if (!accountId || !accounts.some((a) => a.account_id === accountId)) {
-      throw new DomainError('forbidden', 'Forbidden', 'You are not a member of that account.');
-    }
-    const base = body.slug ?? slugify(body.name);
-    const sealed = credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null;
-    const projectId = randomUUID();
-    const repoPath = managed ? managedRepoPath(reposDirOf(deps.config), projectId) : '';
-    let project: ProjectRecord | undefined;
-    // Slugs are unique per account. A requested slug that is taken is a 409 naming it; a
-    // derived one takes the first free `<base>-<n>`, read in one query (a race with
-    // another create of the same name retries a few times, then 409).
-    for (let round = 0; !project; round++) {
-      let slug = base;
-      if (!body.slug) {
-        const taken = new Set((await deps.db.rows<{ slug: string }>(projectQueries.slugsLike(accountId, base))).map((r) => r.slug));
-        for (let n = 2; taken.has(slug); n++) slug = `${base.slice(0, 56)}-${n}`;
-      }
-      try {
-        project = await deps.db.transaction(async (tx) => {
-          const row = await tx.one<ProjectRecord>(
-            projectQueries.insert({
-              projectId,
-              accountId,
-              name: body.name,
-              slug,
-              repoUrl: managed ? `${gitBase}/git/${slug}.git` : url,
-              repoCredentialsEnc: sealed,
-              defaultBranch,
-              repoManaged: managed,
-            }),
-          );
-          // In the transaction: a repository that cannot be created leaves no project.
-          if (managed) await createManagedRepo(repoPath, defaultBranch);
-          return row!;
-        });
-      } catch (err) {
-        if (managed) await removeManagedRepo(repoPath).catch(() => {});
-        if (pgCode(err) !== '23505') throw err;
-        if (body.slug || round >= 4) {
-          throw new DomainError('conflict', 'Slug taken', `The slug '${slug}' is taken in this account; choose another.`, { slug });
-        }
-      }
-    }
+    const project = await createProject(
+      { db: deps.db, reposDir: reposDirOf(deps.config) },
+      {
+        userId: p.user_id,
+        accountId: body.account_id,
+        name: body.name,
+        slug: body.slug,
+        derivedSlug: slugify(body.name),
+        repoUrl: url,
+        repoCredentialsEnc: credentials ? deps.secrets.seal(JSON.stringify(credentials)) : null,
+        defaultBranch,
+        managed,
+        gitBase,
+      },
+    );
     res.status(201).json({ project: serializeProject(project) });
   });
 
@@ -129,11 +95,11 @@ export function projectRoutes(deps: ApiDeps): Router {
     const p = principalOf(req);
     const q = ListProjectsQuery.parse(req.query);
     if (p.project_id) {
-      res.json({ projects: (await deps.db.rows<ProjectRecord>(projectQueries.byId(p.project_id))).map(serializeProject), next_cursor: null });
+      res.json({ projects: (await projectsById(deps.db, p.project_id)).map(serializeProject), next_cursor: null });
       return;
     }
     const after = q.cursor ? decodeProjectCursor(q.cursor) : null;
-    const rows = await deps.db.rows<ProjectRecord & { cursor_at: string }>(projectQueries.listForUser(p.user_id, q.per_page + 1, after));
+    const rows = await listProjectsForUser(deps.db, p.user_id, q.per_page + 1, after);
     const more = rows.length > q.per_page;
     const shown = more ? rows.slice(0, q.per_page) : rows;
     const last = shown[shown.length - 1];
@@ -151,12 +117,7 @@ export function projectRoutes(deps: ApiDeps): Router {
   r.delete('/:projectId', async (req, res) => {
     if (principalOf(req).project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot delete projects; use a user token.');
     const project = await resolveProject(deps.db, req);
-    await deps.db.run(projectQueries.remove(project.project_id));
-    if (project.repo_managed) {
-      await removeManagedRepo(managedRepoPath(reposDirOf(deps.config), project.project_id)).catch((err: unknown) =>
-        deps.logger.warn({ project_id: project.project_id, err: (err as Error).message }, 'could not remove a managed repository'),
-      );
-    }
+    await deleteProject({ db: deps.db, reposDir: reposDirOf(deps.config), logger: deps.logger }, project);
     res.status(204).end();
   });
 

@@ -5,8 +5,7 @@ import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../schemas.js';
 import { serializeCr } from './change-requests.js';
 import { DomainError } from '../../domain/errors.js';
-import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
-import { fireTrigger, getTrigger, proposeEnabled, serializeTrigger, type TriggerDeps } from '../../infra/triggers/service.js';
+import { fireTrigger, getTrigger, listTriggers, proposeEnabled, serializeTrigger, triggerFires, type TriggerDeps } from '../../infra/triggers/service.js';
 
 /** `/v1/projects/:projectId/triggers` */
 export function triggerRoutes(deps: ApiDeps): Router {
@@ -17,16 +16,14 @@ export function triggerRoutes(deps: ApiDeps): Router {
 
   r.get('/', async (req, res) => {
     const { project } = await ctx(req);
-    const rows = await deps.db.rows<TriggerRow>(triggerQueries.list(project.project_id));
+    const rows = await listTriggers(deps.db, project.project_id);
     res.json({ triggers: rows.map(serializeTrigger) });
   });
 
   r.get('/:slug', async (req, res) => {
     const { project } = await ctx(req);
     const t = await getTrigger(deps.db, project.project_id, slug(req));
-    const fires = await deps.db.rows<{ tick: Date; kind: string; outcome: string; session_id: string | null; fired_at: Date }>(
-      triggerQueries.fires(project.project_id, t.slug, 20),
-    );
+    const fires = await triggerFires(deps.db, project.project_id, t.slug, 20);
     res.json({ trigger: { ...serializeTrigger(t), fires: fires.map((f) => ({ ...f, tick: new Date(f.tick).toISOString(), fired_at: new Date(f.fired_at).toISOString() })) } });
   });
 

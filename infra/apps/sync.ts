@@ -4,6 +4,9 @@ import type { AppSpec } from '../../domain/manifest/schema.js';
 import { appQueries } from '../../sql/queries/apps.js';
 import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
 
+/** The queue that runs `AppJob`s (`workers/manifest.ts`). */
+export const APP_DEPLOY = 'app.deploy';
+
 export type AppJob =
   | { action: 'deploy'; project_id: string; name: string; manifest_hash: string; commit_sha: string }
   | { action: 'stop'; project_id: string; name: string };

@@ -34,6 +34,9 @@ function definitelyNotPublished(err: unknown): boolean {
   return err.code === 'unavailable' && err.reason === 'Push rejected';
 }
 
+/** The queue that runs merges (`workers/cr-merge.ts`); the API enqueues on it. */
+export const CR_MERGE = 'cr.merge';
+
 export interface MergeJobData {
   project_id: string;
   cr_id: string;

@@ -47,6 +47,24 @@ export function serializeTrigger(t: TriggerRow) {
   };
 }
 
+/** The project's triggers, by slug. */
+export async function listTriggers(db: Db, projectId: string): Promise<TriggerRow[]> {
+  return db.rows<TriggerRow>(triggerQueries.list(projectId));
+}
+
+export interface TriggerFire {
+  tick: Date;
+  kind: string;
+  outcome: string;
+  session_id: string | null;
+  fired_at: Date;
+}
+
+/** The trigger's latest `limit` fires. */
+export async function triggerFires(db: Db, projectId: string, slug: string, limit: number): Promise<TriggerFire[]> {
+  return db.rows<TriggerFire>(triggerQueries.fires(projectId, slug, limit));
+}
+
 export async function getTrigger(db: Db, projectId: string, slug: string): Promise<TriggerRow> {
   if (!SLUG.test(slug)) throw notFound('Trigger');
   const t = await db.one<TriggerRow>(triggerQueries.get(projectId, slug));
