@@ -1,4 +1,4 @@
-import { mkdir, readdir } from 'node:fs/promises';
+import { mkdir, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Args } from '../command-table.js';
@@ -51,6 +51,13 @@ export async function run(opts: InitOptions): Promise<void> {
     const g = await gitExec(f, ['init', '-q', '-b', 'main'], { cwd: root });
     if (g.code !== 0) throw new CliError(`git init failed: ${g.stderr.trim()}`);
     f.io.err.write(`initialized a git repository in ${root}\n`);
+  }
+  else if (!created) {
+    // Inside a bigger repository, `git add` and `svc ship` act on that one: say so.
+    const top = await gitExec(f, ['rev-parse', '--show-toplevel'], { cwd: root });
+    if (top.code === 0 && (await realpath(top.stdout.trim()).catch(() => top.stdout.trim())) !== (await realpath(root).catch(() => root))) {
+      f.io.err.write(`note: ${root} is inside the git repository ${top.stdout.trim()}; commits and svc ship act on that repository\n`);
+    }
   }
   const written = await writeScaffold(root, { force: opts.force });
   if (opts.json) return printJson(f.io, { root, files: written });

@@ -62,5 +62,20 @@ export async function writeScaffold(root: string, opts: { force: boolean }): Pro
     await put(agents, `${current}${current.endsWith('\n') || current === '' ? '' : '\n'}\n${AGENTS_BLOCK}`);
     out.push({ path: 'AGENTS.md', action: 'appended' });
   }
+  // The link file names this checkout's project and host: it is per machine, never committed
+  // (a committed one would travel into CRs and vanish on a branch switch).
+  const ignore = path.join(root, '.gitignore');
+  const ignored = await readOrNull(ignore);
+  if (ignored === null) {
+    await put(ignore, `${LINK_IGNORE}\n`);
+    out.push({ path: '.gitignore', action: 'created' });
+  } else if (ignored.split(/\r?\n/).some((l) => l.trim() === LINK_IGNORE || l.trim() === '/' + LINK_IGNORE)) {
+    out.push({ path: '.gitignore', action: 'unchanged' });
+  } else {
+    await put(ignore, `${ignored}${ignored.endsWith('\n') || ignored === '' ? '' : '\n'}${LINK_IGNORE}\n`);
+    out.push({ path: '.gitignore', action: 'appended' });
+  }
   return out;
 }
+
+const LINK_IGNORE = '.svc/link.json';

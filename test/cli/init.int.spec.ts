@@ -39,6 +39,19 @@ describe('svc init and svc <project-name>', function () {
     expect(existsSync(path.join(dir, '.svc', 'link.json'))).to.equal(false);
   });
 
+  it('keeps the link file out of git (.gitignore, appended once) and says when the directory is inside another repository', async () => {
+    await writeFile(path.join(sb.dir, '.gitignore'), 'node_modules/\n');
+    await gitOk(sb.dir, ['init', '-q', '-b', 'main'], { env: env() });
+    const nested = await run(['init']);
+    expect(nested.code, nested.stderr).to.equal(0);
+    expect(nested.stderr).to.contain(`is inside the git repository`);
+    expect(await readFile(path.join(dir, '.gitignore'), 'utf8')).to.equal('.svc/link.json\n');
+    await writeFile(path.join(dir, '.gitignore'), 'dist/');
+    await run(['init']);
+    await run(['init']);
+    expect(await readFile(path.join(dir, '.gitignore'), 'utf8')).to.equal('dist/\n.svc/link.json\n');
+  });
+
   it("keeps the user's edits; --force restores the template", async () => {
     await run(['init']);
     await writeFile(path.join(dir, 'svc.toml'), '# mine\n');
