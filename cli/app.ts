@@ -81,6 +81,20 @@ export function scan(argv: string[]): Scan {
   return { ...out, leaf };
 }
 
+/** A flag `svc` itself (with no command) does not know: `--bogus` is a usage error, not help. */
+function unknownTopFlag(argv: string[]): string | undefined {
+  const known = new Set(['--help', '-h', '--version', '-v', '--json', '--no-color', ...GLOBAL_VALUE_FLAGS]);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === '--') break;
+    if (!a.startsWith('-') || a === '-') continue;
+    const name = a.includes('=') ? a.slice(0, a.indexOf('=')) : a;
+    if (GLOBAL_VALUE_FLAGS.has(a)) i++;
+    if (!known.has(name)) return name;
+  }
+  return undefined;
+}
+
 class Dispatch {
   constructor(readonly argv: Args) {}
 }
@@ -95,6 +109,8 @@ export async function main(argv: string[], f: Factory): Promise<number> {
           throw new UsageError(`missing subcommand for "svc ${s.group.name}"`);
         }
         f.io.out.write(groupHelp(s.group));
+      } else if (unknownTopFlag(argv)) {
+        throw new UsageError(`unknown flag ${unknownTopFlag(argv)} for "svc"; run 'svc help'`);
       } else if (argv.includes('--version') || argv.includes('-v')) {
         f.io.out.write(`svc version ${f.version}\n`);
       } else {

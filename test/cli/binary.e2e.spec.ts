@@ -75,7 +75,7 @@ describe('svc binary (spawned)', function () {
 
   it('usage errors exit 2 with one stderr line and empty stdout', async () => {
     // One unknown word is `svc <project-name>` (scaffolds a directory): two words, or a typo of a command, are usage errors.
-    for (const args of [['frobnicate', 'now'], ['shpi'], ['cr', 'frobnicate'], ['cr', 'ls', '--bogus'], ['cr', 'show'], ['cr', 'open'], ['hosts', 'add', 'x'], ['cr', 'ls', '--status']]) {
+    for (const args of [['frobnicate', 'now'], ['shpi'], ['cr', 'frobnicate'], ['cr', 'ls', '--bogus'], ['cr', 'show'], ['cr', 'open'], ['hosts', 'add', 'x'], ['cr', 'ls', '--status'], ['--bogus'], ['--bogus=1', '--help']]) {
       const r = await spawnSvc(args, { env: baseEnv() });
       expect(r.code, args.join(' ')).to.equal(2);
       expect(r.stdout, args.join(' ')).to.equal('');
