@@ -27,6 +27,8 @@ export async function run({ f, cr: ref, message, project, host, json }: CrMergeO
   const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
   const cr = await ctx.api.merge(ctx.projectId, crId, message);
   if (json) return printJson(f.io, cr);
-  const how = cr.merge_commit_sha && cr.merge_commit_sha === cr.head_commit_sha ? 'fast-forward' : 'merge commit';
+  // Head already in base: the CR is recorded merged, and the base did not move.
+  const upToDate = cr.merge_commit_sha !== null && cr.merge_commit_sha === cr.base_commit_sha;
+  const how = upToDate ? `already up to date, ${cr.base_ref} unchanged at` : cr.merge_commit_sha && cr.merge_commit_sha === cr.head_commit_sha ? 'fast-forward' : 'merge commit';
   f.io.err.write(`Merged change request #${cr.number} into ${cr.base_ref} (${how} ${shortSha(cr.merge_commit_sha)})\n`);
 }
