@@ -56,6 +56,8 @@ describe('kubernetes sandbox provider (API shapes through nock)', () => {
       console.log(`    (skipping the kubernetes provider tests: ${loaded})`);
       this.skip();
     }
+    // Another spec in this mocha worker may have restored http (nock.restore()): re-arm it.
+    if (!nock.isActive()) nock.activate();
     nock.disableNetConnect();
   });
   after(() => nock.enableNetConnect());
