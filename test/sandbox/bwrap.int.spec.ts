@@ -8,6 +8,7 @@ import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sa
 import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, execRuntimeBin, pidsInNamespace, waitForRunning } from './support/daemon-client.js';
+import { skipUnlessCi } from '../support/skip.js';
 
 /**
  * The bwrap provider with the real daemon (svc-entrypoint -> svc-agent) and a runtime
@@ -60,8 +61,7 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
 
   before(async function () {
     if (!probe.ok) {
-      console.log(`    (skipping the bwrap provider tests: ${probe.reason})`);
-      this.skip();
+      skipUnlessCi(this, `the bwrap provider tests: ${probe.reason}`);
     }
     t = tempDir('svc-bwrap-');
     dataDir = path.join(t.dir, 'data');

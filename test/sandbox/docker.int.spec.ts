@@ -7,6 +7,7 @@ import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sa
 import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, waitForRunning } from './support/daemon-client.js';
+import { skipUnlessCi } from '../support/skip.js';
 
 /**
  * The docker provider against a real engine, with the default sandbox image
@@ -81,8 +82,7 @@ describe('docker sandbox provider (real engine)', function () {
   before(async function () {
     const why = await engineReason(docker);
     if (why) {
-      console.log(`    (skipping the docker provider tests: ${why})`);
-      this.skip();
+      skipUnlessCi(this, `the docker provider tests: ${why}`);
     }
     t = tempDir('svc-docker-');
     remote = makeRemote(t.dir, { branch: randomUUID() });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { projectRoot } from '../../infra/paths.js';
 import { runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
 import { withSessionProject } from '../support/sessions.js';
+import { skipUnlessCi } from '../support/skip.js';
 
 /**
  * `svc sessions chat --new --prompt` against the real `opencode serve`. With no model
@@ -16,7 +17,7 @@ describe('svc sessions chat with the real opencode runtime (e2e)', function () {
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
   let sb: Sandbox;
   before(function () {
-    if (!existsSync(opencode)) this.skip();
+    if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
   });
   beforeEach(async () => (sb = await sandbox()));
   afterEach(() => sb?.cleanup());

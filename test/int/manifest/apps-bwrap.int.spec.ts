@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { withProject } from '../../support/server.js';
 import { eventually, mergeChange, projectPath } from './support.js';
+import { skipUnlessCi } from '../../support/skip.js';
 
 // The app reports what it can see: its secret, its working directory, and whether a file
 // of the server's data dir (its path given in PROBE) is readable from inside the sandbox.
@@ -21,7 +22,8 @@ describe('apps under the bwrap provider', function () {
   this.timeout(120_000);
 
   before(function () {
-    if (!probeBwrap().ok) this.skip();
+    const probe = probeBwrap();
+    if (!probe.ok) skipUnlessCi(this, `bubblewrap cannot run here: ${probe.reason}`);
   });
 
   it("runs the app in a bwrap sandbox: it gets the project's secrets, runs in /workspace and cannot read the server's data dir", () =>

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { projectRoot } from '../../../infra/paths.js';
 import { freePort } from '../../support/server.js';
+import { skipUnlessCi } from '../../support/skip.js';
 
 const run = promisify(execFile);
 const dockerUp = (() => {
@@ -52,7 +53,7 @@ describe('server image (docker, host network)', function () {
   const name = `svc-image-test-${randomBytes(4).toString('hex')}`;
 
   before(async function () {
-    if (!dockerUp) return this.skip();
+    if (!dockerUp) return skipUnlessCi(this, 'no Docker engine');
     const present = await run('docker', ['image', 'inspect', image]).then(
       () => true,
       () => false,
@@ -116,7 +117,7 @@ describe('ops/compose.yaml', function () {
 
   it('validates with `docker compose config` (or docker-compose), and refuses an env file without POSTGRES_PASSWORD', async function () {
     const compose = composeCommand();
-    if (!compose) return this.skip();
+    if (!compose) return skipUnlessCi(this, 'neither docker compose nor docker-compose is installed');
     const envFile = path.join(dir, 'svc.env');
     await writeFile(envFile, `POSTGRES_PASSWORD=pw-${randomBytes(4).toString('hex')}\nSVC_SECRET_KEY=${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     const env = { ...process.env, SVC_ENV_FILE: envFile, SVC_PORT: '18080' };

@@ -9,6 +9,7 @@ import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { killSandboxes, killSandboxesUnder, pidAlive, waitForStatus } from '../../support/sessions.js';
 import { startGitHttpServer, type GitHttpServer } from '../../agentd/support/git-http-server.js';
+import { skipUnlessCi } from '../../support/skip.js';
 
 /**
  * End to end with the real `opencode serve` (the opencode-ai devDependency) on the
@@ -24,8 +25,7 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
 
   before(async function () {
     if (!existsSync(opencode)) {
-      console.log(`      skipped: ${opencode} is not installed`);
-      this.skip();
+      skipUnlessCi(this, `${opencode} is not installed`);
     }
     repo = await fixtureRepo();
     git = await startGitHttpServer(path.dirname(repo.bare), 'agent-user', 's3cret-pass');
