@@ -5,6 +5,7 @@ import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { apiRefusal, crumbsOf, projectNav, statusBadge, when } from './shared.js';
+import type { serializeTrigger } from '../../infra/triggers/service.js';
 
 /**
  * A project's triggers (docs/manifest.md "Triggers"): schedule, enabled, last and next
@@ -12,16 +13,8 @@ import { apiRefusal, crumbsOf, projectNav, statusBadge, when } from './shared.js
  * anything: they open a change request editing `svc.toml` and show its link (the
  * scheduler follows once it merges).
  */
-interface Trigger {
-  slug: string;
-  schedule: string;
-  prompt: string;
-  agent: string | null;
-  model: string | null;
-  enabled: boolean;
-  last_fired_at: string | null;
-  next_fire_at: string | null;
-}
+/** The API's trigger object, as `GET .../triggers` sends it. */
+type Trigger = ReturnType<typeof serializeTrigger>;
 
 type Result = { status: number; notice?: { kind: 'ok' | 'error'; text: string }; result?: Html };
 

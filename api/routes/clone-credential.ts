@@ -3,13 +3,12 @@ import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
-import { projectByIdOrSlug } from '../../infra/projects/service.js';
+import { projectById } from '../../infra/projects/service.js';
 import { authenticateSandboxKey } from '../../infra/sessions/credentials.js';
 import { mintToken } from '../../infra/tokens.js';
 import { repoUrlOf } from '../../infra/sessions/provision.js';
 import { sessionDepsOf } from './sessions.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const CLONE_CREDENTIAL_MINUTES = 15;
 
 /**
@@ -41,12 +40,12 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const m = /^Bearer ([^\s]+)$/i.exec(String(req.headers.authorization ?? '').trim());
     const sandbox = m ? await authenticateSandboxKey(deps.db, m[1]!) : null;
     if (!sandbox) throw unauthorized();
+    // The key names its project: `:projectId` must be that project (uuid or slug; slugs are
+    // unique per account only, so never looked up server-wide). Another project's key learns
+    // nothing about this one.
     const ref = String((req.params as Record<string, string>).projectId ?? '');
-    const lookable = ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
-    const isUuid = UUID.test(ref);
-    const project = lookable ? await projectByIdOrSlug(deps.db, isUuid ? ref.toLowerCase() : ref, isUuid) : undefined;
-    // A key of another project learns nothing about this one.
-    if (!project || project.project_id !== sandbox.project_id) throw unauthorized();
+    const project = await projectById(deps.db, sandbox.project_id);
+    if (!project || (ref.toLowerCase() !== project.project_id && ref !== project.slug)) throw unauthorized();
     const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);
     const repoUrl = repoUrlOf(sessionDepsOf(deps), project);
     res.set('Cache-Control', 'no-store');

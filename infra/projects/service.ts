@@ -115,11 +115,6 @@ export async function projectsById(db: Executor, projectId: string): Promise<Pro
   return db.rows<ProjectRecord>(projectQueries.byId(projectId));
 }
 
-/** By uuid (`isUuid`, already lower-cased) or slug, in any account. */
-export async function projectByIdOrSlug(db: Executor, ref: string, isUuid: boolean): Promise<ProjectRecord | undefined> {
-  return db.one<ProjectRecord>(projectQueries.byIdOrSlug(ref, isUuid));
-}
-
 /** By uuid or slug among the projects of the user's accounts. */
 export async function projectByIdOrSlugForUser(db: Executor, ref: string, isUuid: boolean, userId: string): Promise<ProjectRecord | undefined> {
   return db.one<ProjectRecord>(projectQueries.byIdOrSlugForUser(ref, isUuid, userId));

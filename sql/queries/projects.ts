@@ -21,11 +21,6 @@ export const projectQueries = {
     text: `SELECT ${cols} FROM projects WHERE project_id = $1`,
     values: [projectId],
   }),
-  byIdOrSlug: (idOrSlug: string, isUuid: boolean): Query => ({
-    name: isUuid ? 'project_by_id' : 'project_by_slug',
-    text: `SELECT ${cols} FROM projects WHERE ${isUuid ? 'project_id = $1::uuid' : 'slug = $1'}`,
-    values: [idOrSlug],
-  }),
   /**
    * A project by uuid or slug among the projects of the user's accounts (a slug is unique
    * per account; if two of the user's accounts use it, the earliest membership wins).

@@ -1,17 +1,28 @@
 /**
  * `git http-backend` behind a minimal Node HTTP front (CGI, streamed both ways, Basic
  * auth checked): the floor `npm run bench -- git-http` compares the server's smart HTTP
- * with, the way a plain git host would run it.
+ * with, the way a plain git host would run it; also the foreign git host the tests push
+ * to and clone from (test/git/support/http-git-server.ts).
  */
 import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export async function startHttpBackend(root: string, password: string): Promise<{ url: string; close(): Promise<void> }> {
-  const expected = `Basic ${Buffer.from(`x:${password}`).toString('base64')}`;
+export interface HttpBackend {
+  url: string;
+  /** Requests that carried an Authorization header (to prove credentials were sent, and how often). */
+  readonly authAttempts: number;
+  close(): Promise<void>;
+}
+
+export async function startHttpBackend(root: string, password: string, opts: { user?: string; realm?: string } = {}): Promise<HttpBackend> {
+  const user = opts.user ?? 'x';
+  const expected = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
+  let authAttempts = 0;
   const server = http.createServer((req, res) => {
+    if (req.headers.authorization) authAttempts++;
     if (req.headers.authorization !== expected) {
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="bench"' }).end();
+      res.writeHead(401, { 'WWW-Authenticate': `Basic realm="${opts.realm ?? 'bench'}"` }).end();
       return;
     }
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -22,7 +33,8 @@ export async function startHttpBackend(root: string, password: string): Promise<
         GIT_CONFIG_GLOBAL: '/dev/null',
         GIT_PROJECT_ROOT: root,
         GIT_HTTP_EXPORT_ALL: '1',
-        REMOTE_USER: 'x',
+        REMOTE_USER: user, // enables receive-pack (push)
+        REMOTE_ADDR: '127.0.0.1',
         REQUEST_METHOD: req.method ?? 'GET',
         PATH_INFO: decodeURIComponent(url.pathname),
         QUERY_STRING: url.search.slice(1),
@@ -66,6 +78,9 @@ export async function startHttpBackend(root: string, password: string): Promise<
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    get authAttempts() {
+      return authAttempts;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

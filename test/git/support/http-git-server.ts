@@ -1,84 +1,12 @@
-import { spawn } from 'node:child_process';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { startHttpBackend, type HttpBackend } from '../../../ops/bench/support/http-backend.js';
 
 /**
  * Serves the repositories under `root` over git's smart HTTP protocol on 127.0.0.1 (a
- * free port), with `git http-backend` as CGI behind HTTP basic auth. For tests only.
+ * free port), with `git http-backend` as CGI behind HTTP basic auth: a foreign git host
+ * for tests (the bench's floor, the same front).
  */
-export interface HttpGitServer {
-  url: string;
-  /** Authorization headers seen, to prove credentials were sent (and how often). */
-  authAttempts: number;
-  close(): Promise<void>;
-}
+export type HttpGitServer = HttpBackend;
 
-export async function startHttpGitServer(root: string, user: string, password: string): Promise<HttpGitServer> {
-  const expected = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-  const state = { authAttempts: 0 };
-  const server = http.createServer((req, res) => {
-    if (req.headers.authorization) state.authAttempts++;
-    if (req.headers.authorization !== expected) {
-      res.writeHead(401, { 'WWW-Authenticate': 'Basic realm="svc-test"' }).end();
-      return;
-    }
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const child = spawn('git', ['http-backend'], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: '1',
-        REMOTE_USER: user, // enables receive-pack (push)
-        REMOTE_ADDR: '127.0.0.1',
-        REQUEST_METHOD: req.method ?? 'GET',
-        PATH_INFO: decodeURIComponent(url.pathname),
-        QUERY_STRING: url.search.slice(1),
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        ...(req.headers['content-encoding'] ? { HTTP_CONTENT_ENCODING: String(req.headers['content-encoding']) } : {}),
-        ...(req.headers['git-protocol'] ? { GIT_PROTOCOL: String(req.headers['git-protocol']) } : {}),
-      },
-      stdio: ['pipe', 'pipe', 'ignore'],
-    });
-    req.pipe(child.stdin);
-    child.stdin.on('error', () => {});
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      headersDone = true;
-      let status = 200;
-      for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
-        const colon = line.indexOf(':');
-        if (colon < 0) continue;
-        const name = line.slice(0, colon).trim();
-        const value = line.slice(colon + 1).trim();
-        if (name.toLowerCase() === 'status') status = parseInt(value, 10);
-        else res.setHeader(name, value);
-      }
-      res.writeHead(status);
-      res.write(head.subarray(end + 4));
-    });
-    child.on('close', () => res.end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    get authAttempts() {
-      return state.authAttempts;
-    },
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+export function startHttpGitServer(root: string, user: string, password: string): Promise<HttpGitServer> {
+  return startHttpBackend(root, password, { user, realm: 'svc-test' });
 }
