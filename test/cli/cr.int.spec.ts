@@ -31,6 +31,14 @@ describe('svc cr (HTTP stubbed with nock)', () => {
   const run = (args: string[], o: { tty?: boolean; env?: Record<string, string>; cwd?: string; pager?: boolean; stdin?: string } = {}) =>
     runSvc(args, { configPath: sb.configPath, env: o.env ?? env(), ...(o.cwd ? { cwd: o.cwd } : { cwd: sb.dir }), ...(o.tty !== undefined ? { tty: o.tty } : {}), ...(o.pager ? { pager: true } : {}), ...(o.stdin !== undefined ? { stdin: o.stdin } : {}) });
 
+  /** `svc <args>` exits 1 and says `error` on stderr. */
+  const failsWith = async (args: string[], error: string) => {
+    const r = await run(args);
+    expect(r.code, r.stderr).to.equal(1);
+    expect(r.stderr).to.contain(error);
+    return r;
+  };
+
   describe('ls', () => {
     const list = [makeCR({ number: 4, title: 'Newer', head_ref: 'feat-b', created_at: '2026-01-01T11:00:00.000Z' }), makeCR()];
 
@@ -144,9 +152,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
 
     it('404: exit 1 with the API message', async () => {
       api().get(`${CRS}/99`).reply(404, { error: 'Not found', message: 'Change request not found.' });
-      const r = await run(['cr', 'show', '99']);
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain('error: Change request not found. (HTTP 404)\n');
+      const r = await failsWith(['cr', 'show', '99'], 'error: Change request not found. (HTTP 404)\n');
       expect(r.stdout).to.equal('');
     });
 
@@ -251,9 +257,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
 
     it('a 400 from the API (head == base) is exit 1 with its message', async () => {
       api().post(CRS).reply(400, { error: 'Validation failed', message: 'head_ref must differ from base_ref.', issues: [] });
-      const r = await run(['cr', 'open', '--title', 'T', '--head', 'main']);
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain('error: head_ref must differ from base_ref. (HTTP 400)');
+      await failsWith(['cr', 'open', '--title', 'T', '--head', 'main'], 'error: head_ref must differ from base_ref. (HTTP 400)');
     });
   });
 
@@ -277,9 +281,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
 
     it('merging a closed CR (409): exit 1', async () => {
       api().post(`${CRS}/3/merge`).reply(409, { error: 'Conflict', message: 'Change request is not open.' });
-      const r = await run(['cr', 'merge', '3']);
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain('error: Change request is not open. (HTTP 409)');
+      await failsWith(['cr', 'merge', '3'], 'error: Change request is not open. (HTTP 409)');
     });
 
     it('close and reopen', async () => {
@@ -293,9 +295,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
 
     it('401: exit 1 suggesting svc login', async () => {
       api().post(`${CRS}/3/close`).reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
-      const r = await run(['cr', 'close', '3']);
-      expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain("error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); run 'svc login'");
+      await failsWith(['cr', 'close', '3'], "error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); run 'svc login'");
     });
   });
 

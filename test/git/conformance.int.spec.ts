@@ -1,5 +1,4 @@
 import { expect } from 'chai';
-import { DomainError } from '../../domain/errors.js';
 import type { GitEngine, MergePreview, ProjectRepo } from '../../infra/git/port.js';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
 import { openProjectRepo } from '../../infra/git/remote-repo.js';
@@ -7,6 +6,7 @@ import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { commitCount, git, lsTree, parentsOf, RepoFixture, showFile } from './support/repo-fixture.js';
 import { scenarios, type Scenario } from './support/scenarios.js';
+import { domainError } from '../support/domain-error.js';
 
 /**
  * One suite, every engine: each scenario is checked at the engine level (on the bare
@@ -14,16 +14,6 @@ import { scenarios, type Scenario } from './support/scenarios.js';
  * give the answers the scenario states.
  */
 const engines = await enginesUnderTest();
-
-async function rejection(p: Promise<unknown>): Promise<DomainError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof DomainError) return e;
-    throw e;
-  }
-  throw new Error('expected a DomainError, got success');
-}
 
 forEachEngine(engines, 'git conformance', (engine: GitEngine) => {
   for (const sc of scenarios) {
@@ -70,7 +60,7 @@ forEachEngine(engines, 'git conformance', (engine: GitEngine) => {
         const commitsBefore = await commitCount(fx.origin);
         const req = { base_sha: base, head_sha: head, message: 'Merge CR #1: test', author: SYSTEM_IDENTITY, date: new Date(1_700_100_000_000) };
         if (sc.merge === 'merge_failed' || sc.merge === 'validation') {
-          const e = await rejection(engine.createMerge(fx.origin, req));
+          const e = await domainError(engine.createMerge(fx.origin, req));
           expect(e.code).to.equal(sc.merge);
           if (sc.merge === 'merge_failed') expect(e.details.conflicts).to.deep.equal(sc.preview.conflicts);
           expect(await commitCount(fx.origin)).to.equal(commitsBefore, 'a refused merge writes no commit');
@@ -103,7 +93,7 @@ forEachEngine(engines, 'git conformance', (engine: GitEngine) => {
       it('remote backend: merge moves origin main (or refuses and moves nothing)', async () => {
         if (sc.merge === 'merge_failed' || sc.merge === 'validation') {
           let published = false;
-          const e = await rejection(
+          const e = await domainError(
             repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }, { beforePublish: async () => void (published = true) }),
           );
           expect(e.code).to.equal(sc.merge);

@@ -10,18 +10,9 @@ import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { git, parentsOf, RepoFixture } from './support/repo-fixture.js';
 import { startHttpGitServer, type HttpGitServer } from './support/http-git-server.js';
+import { domainError } from '../support/domain-error.js';
 
 const engines = await enginesUnderTest();
-
-async function domainError(p: Promise<unknown>): Promise<DomainError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof DomainError) return e;
-    throw e;
-  }
-  throw new Error('expected a DomainError, got success');
-}
 
 /** main and a diverged feature branch, pushed to origin. */
 async function divergedFixture(): Promise<RepoFixture> {
@@ -218,6 +209,16 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       );
     };
 
+    /** The origin over http with these credentials, its own mirror registry, its logs captured. */
+    const overHttp = (projectId: string, password: string) =>
+      openProjectRepo({
+        location: { projectId, url: `${server.url}/origin.git`, credentials: { username: USER, password } },
+        mirrorsDir,
+        engine,
+        mirrors: new MirrorRegistry(),
+        logger: capture(),
+      });
+
     before(async () => {
       fx = await divergedFixture();
       server = await startHttpGitServer(fx.root, USER, PASSWORD);
@@ -229,13 +230,7 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
     });
 
     it('reads, previews, diffs, merges and creates branches with credentials from the helper', async () => {
-      const repo = openProjectRepo({
-        location: { projectId: 'http', url: `${server.url}/origin.git`, credentials: { username: USER, password: PASSWORD } },
-        mirrorsDir,
-        engine,
-        mirrors: new MirrorRegistry(),
-        logger: capture(),
-      });
+      const repo = overHttp('http', PASSWORD);
       const before = await fx.originSha('main');
       const p = await repo.preview('main', 'feature');
       expect(p).to.include({ can_merge: true, can_fast_forward: false, is_up_to_date: false });
@@ -259,13 +254,7 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
 
     it('a wrong password is `unavailable`, and the password is nowhere in the error or logs', async () => {
       const wrong = `${PASSWORD}-wrong`;
-      const repo = openProjectRepo({
-        location: { projectId: 'http-bad', url: `${server.url}/origin.git`, credentials: { username: USER, password: wrong } },
-        mirrorsDir,
-        engine,
-        mirrors: new MirrorRegistry(),
-        logger: capture(),
-      });
+      const repo = overHttp('http-bad', wrong);
       const err = await domainError(repo.preview('main', 'feature'));
       expect(err.code).to.equal('unavailable');
       const everything = JSON.stringify({ m: err.message, d: err.details, s: err.stack }) + logs;

@@ -8,6 +8,7 @@ import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sa
 import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, execRuntimeBin, pidsInNamespace, waitForRunning } from './support/daemon-client.js';
+import { sandboxSpec } from './support/sandbox-spec.js';
 import { skipUnlessCi } from '../support/skip.js';
 
 /**
@@ -30,30 +31,8 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
   const username = 'x-access-token';
   const password = `clonepass-${randomBytes(8).toString('hex')}`;
 
-  const spec = (extra: Record<string, string> = {}): SandboxSpec => {
-    const sandboxId = randomUUID();
-    return {
-      sandboxId,
-      sessionId: remote.branch,
-      projectId: 'proj-1',
-      accountId: 'acct-1',
-      labels: { 'svc.test': 'bwrap' },
-      env: {
-        SVC_TOKEN: token,
-        SVC_PROJECT_ID: 'proj-1',
-        SVC_SESSION_ID: remote.branch,
-        SVC_BRANCH_NAME: remote.branch,
-        SVC_REPO_URL: `${gitServer.url}/remote.git`,
-        SVC_API_URL: api.url,
-        SVC_PROJECT_AUTO_CLONE: '1',
-        SVC_SERVICE_PORT: '8000',
-        SVC_AGENT_RUNTIME: execRuntimeBin,
-        SVC_AGENT_RESTART_BACKOFF_MS: '100',
-        SVC_AGENT_STOP_GRACE_MS: '2000',
-        ...extra,
-      },
-    };
-  };
+  const spec = (extra: Record<string, string> = {}): SandboxSpec =>
+    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gitServer.url}/remote.git`, apiUrl: api.url, runtime: execRuntimeBin, label: 'bwrap', extra });
   const logOf = (h: SandboxHandle) => {
     const f = path.join(root, h.sandboxId, 'sandbox.log');
     return existsSync(f) ? `\n--- sandbox.log ---\n${readFileSync(f, 'utf8').slice(-3000)}` : '';

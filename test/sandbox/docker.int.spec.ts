@@ -7,6 +7,7 @@ import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sa
 import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, waitForRunning } from './support/daemon-client.js';
+import { sandboxSpec } from './support/sandbox-spec.js';
 import { skipUnlessCi } from '../support/skip.js';
 
 /**
@@ -48,27 +49,8 @@ describe('docker sandbox provider (real engine)', function () {
   const password = `clonepass-${randomBytes(8).toString('hex')}`;
   const testLabel = `run-${randomBytes(4).toString('hex')}`;
 
-  const spec = (extra: Record<string, string> = {}): SandboxSpec => ({
-    sandboxId: randomUUID(),
-    sessionId: remote.branch,
-    projectId: 'proj-1',
-    accountId: 'acct-1',
-    labels: { 'svc.test': testLabel },
-    env: {
-      SVC_TOKEN: token,
-      SVC_PROJECT_ID: 'proj-1',
-      SVC_SESSION_ID: remote.branch,
-      SVC_BRANCH_NAME: remote.branch,
-      SVC_REPO_URL: `${gitServer.url}/remote.git`,
-      SVC_API_URL: api.url,
-      SVC_PROJECT_AUTO_CLONE: '1',
-      SVC_SERVICE_PORT: '8000',
-      SVC_AGENT_RUNTIME: `${RUNTIME_DIR}/exec-runtime.js`,
-      SVC_AGENT_RESTART_BACKOFF_MS: '100',
-      SVC_AGENT_STOP_GRACE_MS: '2000',
-      ...extra,
-    },
-  });
+  const spec = (extra: Record<string, string> = {}): SandboxSpec =>
+    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gitServer.url}/remote.git`, apiUrl: api.url, runtime: `${RUNTIME_DIR}/exec-runtime.js`, label: testLabel, extra });
   const logsOf = async (h: SandboxHandle) =>
     `\n--- container log ---\n${String(await docker.getContainer(h.ref).logs({ stdout: true, stderr: true, tail: 60 }).catch((e: Error) => e.message))}`;
   const running = async (h: SandboxHandle) => {

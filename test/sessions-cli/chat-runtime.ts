@@ -10,13 +10,9 @@
  *   node chat-runtime.js serve --port P --hostname H
  */
 import http, { type ServerResponse } from 'node:http';
+import { listenArgs, sendJson as json } from '../sandbox/support/runtime-http.js';
 
-const arg = (n: string) => {
-  const i = process.argv.indexOf(n);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const port = Number(arg('--port') ?? 4096);
-const hostname = arg('--hostname') ?? '127.0.0.1';
+const { port, hostname } = listenArgs();
 
 const feeds = new Set<ServerResponse>();
 const sessions: Array<{ id: string; title: string; time: { created: number; updated: number } }> = [];
@@ -27,11 +23,6 @@ const id = (p: string) => `${p}_${++n}`;
 const emit = (type: string, properties: Record<string, unknown>) => {
   const line = `data: ${JSON.stringify({ type, properties })}\n\n`;
   for (const f of feeds) f.write(line);
-};
-
-const json = (res: ServerResponse, status: number, body: unknown) => {
-  const t = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(t) }).end(t);
 };
 
 function answer(sessionID: string, text: string) {

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { DomainError, type ErrorCode } from '../../domain/errors.js';
 
+/** The actor and clock every decider spec's commands carry, and that clock as its events record it. */
+export const actor = '00000000-0000-4000-8000-00000000000a';
+export const now = new Date('2026-01-02T03:04:05.000Z');
+export const at = now.toISOString();
+export const meta = { actor, now };
+
 /**
  * `given(events).when(command).then(events)` / `.thenThrows(code)`: decider tests that
  * read as the spec's state table.

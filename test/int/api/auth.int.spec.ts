@@ -1,27 +1,23 @@
 import { expect } from 'chai';
 import { createHash, randomBytes } from 'node:crypto';
-import { startTestServer, type TestServer } from '../../support/server.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { serverAndRepo } from '../../support/suite.js';
 import { client } from '../../support/http.js';
 
 /** Every route × every kind of caller that must be turned away. */
 describe('auth matrix', function () {
   this.timeout(60_000);
-  let srv: TestServer;
-  let repo: FixtureRepo;
+  const fx = serverAndRepo();
   let projectId: string;
   let otherProjectId: string;
   let tokens: Record<string, string | undefined>;
 
   before(async () => {
-    srv = await startTestServer();
-    repo = await fixtureRepo();
-    await repo.commit('feature', { 'f.txt': 'f\n' });
-    const owner = client(srv.url, srv.token);
-    projectId = (await owner.post('/v1/projects', { name: 'Mine', repo_url: repo.url })).body.project.project_id;
-    otherProjectId = (await owner.post('/v1/projects', { name: 'Other', repo_url: repo.url })).body.project.project_id;
+    await fx.repo.commit('feature', { 'f.txt': 'f\n' });
+    const owner = client(fx.srv.url, fx.srv.token);
+    projectId = (await owner.post('/v1/projects', { name: 'Mine', repo_url: fx.repo.url })).body.project.project_id;
+    otherProjectId = (await owner.post('/v1/projects', { name: 'Other', repo_url: fx.repo.url })).body.project.project_id;
     await owner.post(`/v1/projects/${projectId}/change-requests`, { title: 'T', head_ref: 'feature' });
-    const stranger = await srv.newUser('stranger@example.test');
+    const stranger = await fx.srv.newUser('stranger@example.test');
     const otherProjectToken = (await owner.post(`/v1/projects/${otherProjectId}/cli-token`)).body.token;
     tokens = {
       none: undefined,
@@ -31,10 +27,6 @@ describe('auth matrix', function () {
       nonMember: stranger.token,
       otherProject: otherProjectToken,
     };
-  });
-  after(async () => {
-    await srv.stop();
-    await repo.cleanup();
   });
 
   const projectRoutes = (p: string): [string, string, unknown?][] => [
@@ -56,12 +48,12 @@ describe('auth matrix', function () {
     const routes: [string, string, unknown?][] = [
       ...projectRoutes('x'),
       ['GET', '/v1/projects'],
-      ['POST', '/v1/projects', { name: 'n', repo_url: repo.url }],
+      ['POST', '/v1/projects', { name: 'n', repo_url: fx.repo.url }],
       ['GET', '/v1/accounts/me'],
       ['POST', '/v1/accounts/tokens', {}],
     ];
     for (const kind of ['none', 'malformed', 'unknown', 'sandboxKey']) {
-      const api = client(srv.url, tokens[kind]);
+      const api = client(fx.srv.url, tokens[kind]);
       for (const [method, path, body] of routes) {
         const res = await api.call(method, path.replace('/x', `/${projectId}`), body);
         expect(res.status, `${kind} ${method} ${path}`).to.equal(401);
@@ -72,7 +64,7 @@ describe('auth matrix', function () {
 
   it('404 for a user token outside the account (like a missing project), 403 for a project token of another project', async () => {
     for (const [kind, status, error] of [['nonMember', 404, 'Not found'], ['otherProject', 403, 'Forbidden']] as const) {
-      const api = client(srv.url, tokens[kind]);
+      const api = client(fx.srv.url, tokens[kind]);
       for (const [method, path, body] of projectRoutes(projectId)) {
         const res = await api.call(method, path, body);
         expect(res.status, `${kind} ${method} ${path}`).to.equal(status);
@@ -82,40 +74,40 @@ describe('auth matrix', function () {
   });
 
   it('403 for project tokens on account routes and on project creation', async () => {
-    const api = client(srv.url, tokens.otherProject);
+    const api = client(fx.srv.url, tokens.otherProject);
     expect((await api.get('/v1/accounts/me')).status).to.equal(403);
     expect((await api.post('/v1/accounts/tokens', {})).status).to.equal(403);
-    expect((await api.post('/v1/projects', { name: 'n', repo_url: repo.url })).status).to.equal(403);
+    expect((await api.post('/v1/projects', { name: 'n', repo_url: fx.repo.url })).status).to.equal(403);
   });
 
   it('lets a project token read and write its own project (by uuid or slug) and list only it', async () => {
-    const owner = client(srv.url, srv.token);
+    const owner = client(fx.srv.url, fx.srv.token);
     const minted = await owner.post(`/v1/projects/${projectId}/cli-token`);
     expect(minted.status).to.equal(201);
     expect(minted.body.token).to.match(/^svc_pat_/);
     expect(minted.body.project_id).to.equal(projectId);
-    const api = client(srv.url, minted.body.token);
+    const api = client(fx.srv.url, minted.body.token);
     const list = await api.get('/v1/projects');
     expect(list.body.projects.map((p: { project_id: string }) => p.project_id)).to.deep.equal([projectId]);
     expect((await api.get('/v1/projects/mine')).status).to.equal(200);
     expect((await api.get('/v1/projects/other')).status).to.equal(403);
     const created = await api.post(`/v1/projects/${projectId}/change-requests`, { title: 'From sandbox', head_ref: 'feature' });
     expect(created.status).to.equal(201);
-    expect(created.body.change_request.created_by, 'acts as the launching user').to.equal(srv.userId);
+    expect(created.body.change_request.created_by, 'acts as the launching user').to.equal(fx.srv.userId);
   });
 
   it('user tokens see account routes; minted tokens are shown once and work', async () => {
-    const owner = client(srv.url, srv.token);
+    const owner = client(fx.srv.url, fx.srv.token);
     const me = await owner.get('/v1/accounts/me');
     expect(me.status).to.equal(200);
-    expect(me.body.user).to.include({ user_id: srv.userId, email: 'owner@example.test' });
-    expect(me.body.account.account_id).to.equal(srv.accountId);
+    expect(me.body.user).to.include({ user_id: fx.srv.userId, email: 'owner@example.test' });
+    expect(me.body.account.account_id).to.equal(fx.srv.accountId);
     const t = await owner.post('/v1/accounts/tokens', { name: 'laptop' });
     expect(t.status).to.equal(201);
     expect(t.body).to.include({ name: 'laptop' });
-    expect((await client(srv.url, t.body.token).get('/v1/accounts/me')).status).to.equal(200);
+    expect((await client(fx.srv.url, t.body.token).get('/v1/accounts/me')).status).to.equal(200);
     // At rest: exactly the sha256 of the token shown once, 32 bytes, and nothing that decodes to the token.
-    const stored = await srv.db.db.rows<{ token_hash: Buffer; name: string }>({ text: 'SELECT token_hash, name FROM tokens', values: [] });
+    const stored = await fx.srv.db.db.rows<{ token_hash: Buffer; name: string }>({ text: 'SELECT token_hash, name FROM tokens', values: [] });
     const laptop = stored.filter((r) => r.name === 'laptop');
     expect(laptop, 'one row for the minted token').to.have.length(1);
     expect(laptop[0]!.token_hash.equals(createHash('sha256').update(t.body.token, 'utf8').digest()), 'sha256 of the token').to.equal(true);
@@ -123,7 +115,7 @@ describe('auth matrix', function () {
   });
 
   it('404 for an unknown project inside a user token’s scope', async () => {
-    const res = await client(srv.url, srv.token).get('/v1/projects/does-not-exist/change-requests');
+    const res = await client(fx.srv.url, fx.srv.token).get('/v1/projects/does-not-exist/change-requests');
     expect(res.status).to.equal(404);
   });
 });

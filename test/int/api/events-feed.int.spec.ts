@@ -8,8 +8,8 @@ import { append } from '../../../infra/event-store.js';
 import { executor, type Db, type Query } from '../../../infra/db/db.js';
 import { createFeedHub } from '../../../api/feed-hub.js';
 import { mintToken } from '../../../infra/tokens.js';
-import { startTestServer, type TestServer } from '../../support/server.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { serverAndRepo } from '../../support/suite.js';
+import { startTestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { createEventsFeed } from '../../../api/routes/events-feed.js';
 import type { ApiDeps } from '../../../api/deps.js';
@@ -100,54 +100,47 @@ const standaloneUser = { id: '', db: undefined as unknown as Db };
 
 describe('events feed (WebSocket)', function () {
   this.timeout(60_000);
-  let srv: TestServer;
-  let repo: FixtureRepo;
+  const fx = serverAndRepo();
   let api: ReturnType<typeof client>;
   let projectId: string;
   let feedPath: string;
   const open: Feed[] = [];
-  const feed = async (path: string, token: string | undefined = srv.token) => {
-    const f = await openFeed(srv.url, path, token);
+  const feed = async (path: string, token: string | undefined = fx.srv.token) => {
+    const f = await openFeed(fx.srv.url, path, token);
     open.push(f);
     return f;
   };
 
   before(async () => {
-    srv = await startTestServer();
-    repo = await fixtureRepo();
-    await repo.commit('feature', { 'f.txt': 'f\n' });
-    api = client(srv.url, srv.token);
-    standaloneUser.id = srv.userId;
-    standaloneUser.db = srv.db.db;
-    projectId = (await api.post('/v1/projects', { name: 'Feed', repo_url: repo.url })).body.project.project_id;
+    await fx.repo.commit('feature', { 'f.txt': 'f\n' });
+    api = client(fx.srv.url, fx.srv.token);
+    standaloneUser.id = fx.srv.userId;
+    standaloneUser.db = fx.srv.db.db;
+    projectId = (await api.post('/v1/projects', { name: 'Feed', repo_url: fx.repo.url })).body.project.project_id;
     feedPath = `/v1/projects/${projectId}/events`;
   });
   afterEach(() => {
     for (const f of open.splice(0)) f.ws.terminate();
   });
-  after(async () => {
-    await srv.stop();
-    await repo.cleanup();
-  });
 
   it('refuses before the upgrade: 401 without or with a bad token, 403 for another project, 404 for an unknown project or one of another account', async () => {
-    const owner = client(srv.url, srv.token);
-    const other = (await owner.post('/v1/projects', { name: 'Elsewhere', repo_url: repo.url })).body.project.project_id;
+    const owner = client(fx.srv.url, fx.srv.token);
+    const other = (await owner.post('/v1/projects', { name: 'Elsewhere', repo_url: fx.repo.url })).body.project.project_id;
     const otherToken = (await owner.post(`/v1/projects/${other}/cli-token`)).body.token;
-    const stranger = await srv.newUser('feed-stranger@example.test');
+    const stranger = await fx.srv.newUser('feed-stranger@example.test');
     const cases: [string, string | undefined, number, string][] = [
       [feedPath, undefined, 401, 'Unauthorized'],
       [feedPath, `svc_pat_${randomBytes(32).toString('base64url')}`, 401, 'Unauthorized'],
       [`${feedPath}?access_token=not-a-token`, undefined, 401, 'Unauthorized'],
       [feedPath, otherToken, 403, 'Forbidden'],
       [feedPath, stranger.token, 404, 'Not found'],
-      ['/v1/projects/no-such-project/events', srv.token, 404, 'Not found'],
-      [`${feedPath}?after=999999999`, srv.token, 400, 'Validation failed'],
-      [`${feedPath}?after=-1`, srv.token, 400, 'Validation failed'],
-      [`/v1/projects/${projectId}/nope`, srv.token, 404, 'Not found'],
+      ['/v1/projects/no-such-project/events', fx.srv.token, 404, 'Not found'],
+      [`${feedPath}?after=999999999`, fx.srv.token, 400, 'Validation failed'],
+      [`${feedPath}?after=-1`, fx.srv.token, 400, 'Validation failed'],
+      [`/v1/projects/${projectId}/nope`, fx.srv.token, 404, 'Not found'],
     ];
     for (const [path, token, status, error] of cases) {
-      const res = await refusal(openFeed(srv.url, path, token));
+      const res = await refusal(openFeed(fx.srv.url, path, token));
       expect(res.status, `${path} ${token ? 'with a token' : 'without a token'}`).to.equal(status);
       expect(res.body.error).to.equal(error);
       expect(res.body.message).to.be.a('string');
@@ -159,16 +152,16 @@ describe('events feed (WebSocket)', function () {
     expect(plain.status).to.equal(426);
     expect(plain.body.error).to.equal('Upgrade required');
     expect(plain.headers.get('upgrade')).to.equal('websocket');
-    expect((await client(srv.url).get(feedPath)).status, 'auth is checked first').to.equal(401);
-    const f = await feed(`${feedPath}?access_token=${srv.token}`, undefined);
+    expect((await client(fx.srv.url).get(feedPath)).status, 'auth is checked first').to.equal(401);
+    const f = await feed(`${feedPath}?access_token=${fx.srv.token}`, undefined);
     expect(f.ws.readyState).to.equal(WebSocket.OPEN);
-    const doc = (await client(srv.url).get('/v1/openapi.json')).body;
+    const doc = (await client(fx.srv.url).get('/v1/openapi.json')).body;
     expect(doc.paths['/v1/projects/{projectId}/events'].get.responses).to.have.keys('101', '400', '401', '403', '404', '426');
   });
 
   it('streams create, close and reopen in order, with the message shape; nothing of other projects', async () => {
-    const owner = client(srv.url, srv.token);
-    const p2 = (await owner.post('/v1/projects', { name: 'Quiet', repo_url: repo.url })).body.project.project_id;
+    const owner = client(fx.srv.url, fx.srv.token);
+    const p2 = (await owner.post('/v1/projects', { name: 'Quiet', repo_url: fx.repo.url })).body.project.project_id;
     const f = await feed(`/v1/projects/${p2}/events`);
     const elsewhere = await owner.post(`/v1/projects/${projectId}/change-requests`, { title: 'Not for p2', head_ref: 'feature' });
     expect(elsewhere.status).to.equal(201);
@@ -182,12 +175,12 @@ describe('events feed (WebSocket)', function () {
     expect(got[1]!.global_position).to.be.greaterThan(got[0]!.global_position);
     expect(got[2]!.global_position).to.be.greaterThan(got[1]!.global_position);
     expect(Object.keys(got[0]!)).to.deep.equal(['global_position', 'stream_id', 'stream_position', 'type', 'data', 'actor', 'recorded_at']);
-    expect(got[0]!.actor).to.equal(srv.userId);
+    expect(got[0]!.actor).to.equal(fx.srv.userId);
     expect(got[0]!.data).to.include({ title: 'Watched', head_ref: 'feature' });
     expect(new Date(got[0]!.recorded_at).toISOString()).to.equal(got[0]!.recorded_at);
     // A marker appended after them: once it arrives, everything before it has too (the feed is ordered).
-    await srv.db.db.transaction((tx) =>
-      append(tx, { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p2, expectedVersion: 0, events: [{ type: 'Marker', data: {} }], metadata: { actor: srv.userId } }),
+    await fx.srv.db.db.transaction((tx) =>
+      append(tx, { streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p2, expectedVersion: 0, events: [{ type: 'Marker', data: {} }], metadata: { actor: fx.srv.userId } }),
     );
     const all = await f.take(4);
     expect(all.map((m) => m.type), 'no more than the three before the marker').to.deep.equal(['ChangeRequestOpened', 'ChangeRequestClosed', 'ChangeRequestReopened', 'Marker']);
@@ -215,16 +208,16 @@ describe('events feed (WebSocket)', function () {
   });
 
   it('delivers an event whose transaction commits late, in (transaction, position) order', async () => {
-    const p3 = (await api.post('/v1/projects', { name: 'Late', repo_url: repo.url })).body.project.project_id;
+    const p3 = (await api.post('/v1/projects', { name: 'Late', repo_url: fx.repo.url })).body.project.project_id;
     // The feed alone, on a db that reports every commit-safe read it made and what it returned.
     const reads: { seq: number; rows: number }[] = [];
     let started = 0;
     let readDone: () => void = () => {};
     const observed: Db = {
-      ...srv.db.db,
+      ...fx.srv.db.db,
       rows: <R>(q: Query) => {
         const seq = started++;
-        const p = srv.db.db.rows<R>(q);
+        const p = fx.srv.db.db.rows<R>(q);
         if (q.text.includes('pg_snapshot_xmin')) {
           void p.then((r) => {
             reads.push({ seq, rows: r.length });
@@ -236,9 +229,9 @@ describe('events feed (WebSocket)', function () {
     };
     const hub = createFeedHub({ db: observed, logger: silentLogger, watchMs: 10, pollMs: 10 });
     const standalone = await standaloneFeed(createEventsFeed({ db: observed, logger: silentLogger, hub }));
-    const meta = { actor: srv.userId };
-    const c1 = await srv.db.db.connect();
-    const c2 = await srv.db.db.connect();
+    const meta = { actor: fx.srv.userId };
+    const c1 = await fx.srv.db.db.connect();
+    const c2 = await fx.srv.db.db.connect();
     try {
       const f = await openFeed(standalone.url, `/v1/projects/${p3}/events`);
       open.push(f);
@@ -271,8 +264,8 @@ describe('events feed (WebSocket)', function () {
   });
 
   it('delivers a new event to every socket of a fresh project', async () => {
-    const owner = client(srv.url, srv.token);
-    const p3 = (await owner.post('/v1/projects', { name: 'Fanout', repo_url: repo.url })).body.project.project_id;
+    const owner = client(fx.srv.url, fx.srv.token);
+    const p3 = (await owner.post('/v1/projects', { name: 'Fanout', repo_url: fx.repo.url })).body.project.project_id;
     const feeds = await Promise.all([1, 2, 3, 4].map(() => feed(`/v1/projects/${p3}/events`)));
     expect((await owner.post(`/v1/projects/${p3}/change-requests`, { title: 'Fan', head_ref: 'feature' })).status).to.equal(201);
     const got = await Promise.all(feeds.map((f) => f.take(1)));
@@ -283,7 +276,7 @@ describe('events feed (WebSocket)', function () {
   it('closes its sockets (1001) when the server stops', async () => {
     const other = await startTestServer();
     try {
-      const f = await openFeed(other.url, `/v1/projects/${(await client(other.url, other.token).post('/v1/projects', { name: 'S', repo_url: repo.url })).body.project.project_id}/events`, other.token);
+      const f = await openFeed(other.url, `/v1/projects/${(await client(other.url, other.token).post('/v1/projects', { name: 'S', repo_url: fx.repo.url })).body.project.project_id}/events`, other.token);
       const started = Date.now();
       await other.stop();
       const { code } = await f.closed;
@@ -296,16 +289,16 @@ describe('events feed (WebSocket)', function () {
   });
 
   it('does not buffer without bound for a client that stops reading: closes it with 1013', async () => {
-    const p4 = (await api.post('/v1/projects', { name: 'Flood', repo_url: repo.url })).body.project.project_id;
+    const p4 = (await api.post('/v1/projects', { name: 'Flood', repo_url: fx.repo.url })).body.project.project_id;
     const blob = 'x'.repeat(4096);
-    await srv.db.db.transaction((tx) =>
+    await fx.srv.db.db.transaction((tx) =>
       append(tx, {
         streamId: `test-${randomUUID()}`, streamType: 'test', projectId: p4, expectedVersion: 0,
-        events: Array.from({ length: 4000 }, (_, i) => ({ type: 'Big', data: { i, blob } })), metadata: { actor: srv.userId },
+        events: Array.from({ length: 4000 }, (_, i) => ({ type: 'Big', data: { i, blob } })), metadata: { actor: fx.srv.userId },
       }),
     );
     // The feed alone, with small limits, behind a stand-in for the auth middleware.
-    const feedUnderTest = createEventsFeed({ db: srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
+    const feedUnderTest = createEventsFeed({ db: fx.srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
     const standalone = await standaloneFeed(feedUnderTest);
     // The signal: the server side closing a socket with 1013 (ws's own close, observed).
     const proto = WebSocket.prototype as unknown as { close(code?: number, reason?: string): void };

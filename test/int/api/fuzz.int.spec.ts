@@ -1,7 +1,6 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import { startTestServer, type TestServer } from '../../support/server.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { serverAndRepo } from '../../support/suite.js';
 import { client } from '../../support/http.js';
 
 /**
@@ -221,28 +220,21 @@ function send(base: URL, req: FuzzRequest, agent: http.Agent): Promise<Outcome> 
 
 describe('API fuzz', function () {
   this.timeout(180_000);
-  let srv: TestServer;
-  let repo: FixtureRepo;
+  const fx = serverAndRepo();
   let ids: { project: string; slug: string; token: string };
-  const refs = () => repo.git('--git-dir', repo.bare, 'for-each-ref', '--format=%(refname) %(objectname)');
+  const refs = () => fx.repo.git('--git-dir', fx.repo.bare, 'for-each-ref', '--format=%(refname) %(objectname)');
 
   before(async () => {
-    srv = await startTestServer();
-    repo = await fixtureRepo();
     // Every branch at the same commit: even a merge the fuzz happens to get right is
     // `up-to-date` and moves no ref, so any ref change is the server's doing.
-    for (const b of ['feature', 'topic']) repo.git('push', '-q', 'origin', `main:refs/heads/${b}`);
-    const api = client(srv.url, srv.token);
-    const p = (await api.post('/v1/projects', { name: 'Fuzz target', repo_url: repo.url })).body.project;
-    ids = { project: p.project_id, slug: p.slug, token: srv.token };
+    for (const b of ['feature', 'topic']) fx.repo.git('push', '-q', 'origin', `main:refs/heads/${b}`);
+    const api = client(fx.srv.url, fx.srv.token);
+    const p = (await api.post('/v1/projects', { name: 'Fuzz target', repo_url: fx.repo.url })).body.project;
+    ids = { project: p.project_id, slug: p.slug, token: fx.srv.token };
     const crs = `/v1/projects/${p.project_id}/change-requests`;
     expect((await api.post(crs, { title: 'open one', head_ref: 'feature' })).status).to.equal(201);
     expect((await api.post(crs, { title: 'closed one', head_ref: 'topic' })).status).to.equal(201);
     expect((await api.post(`${crs}/2/close`)).status).to.equal(200);
-  });
-  after(async () => {
-    await srv.stop();
-    await repo.cleanup();
   });
 
   it(`answers ${COUNT} malformed requests with 4xx and the error body, never 5xx, and moves no ref`, async () => {
@@ -250,7 +242,7 @@ describe('API fuzz', function () {
     const r = prng(SEED);
     const requests = Array.from({ length: COUNT }, () => request(r, ids));
     const before = refs();
-    const base = new URL(srv.url);
+    const base = new URL(fx.srv.url);
     const agent = new http.Agent({ keepAlive: true, maxSockets: PARALLEL });
     const failures: string[] = [];
     const statuses = new Map<number, number>();
@@ -292,7 +284,7 @@ describe('API fuzz', function () {
     expect([...statuses.keys()].some((s) => s >= 400), 'the fuzz reached the validators').to.equal(true);
 
     // Still healthy, still serving, and the repository untouched.
-    const api = client(srv.url, srv.token);
+    const api = client(fx.srv.url, fx.srv.token);
     expect((await api.get('/healthz')).status).to.equal(200);
     const list = await api.get(`/v1/projects/${ids.project}/change-requests`);
     expect(list.status).to.equal(200);

@@ -4,15 +4,14 @@ import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { DomainError } from '../../../domain/errors.js';
 import { checkRepoUrl, isLocalAddress, looseIPv4, type RepoUrlPolicy } from '../../../infra/git/url-policy.js';
 import { openProjectRepo } from '../../../infra/git/remote-repo.js';
 import { MirrorRegistry } from '../../../infra/git/mirror.js';
 import { createEngine } from '../../../infra/git/engine.js';
-import { startTestServer, type TestServer } from '../../support/server.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { serverAndRepo } from '../../support/suite.js';
 import { client } from '../../support/http.js';
 import { blackHole } from '../../support/blackhole.js';
+import { domainError } from '../../support/domain-error.js';
 
 const base: RepoUrlPolicy = {
   allowLocalNetworks: false,
@@ -22,16 +21,6 @@ const base: RepoUrlPolicy = {
   blockedHosts: [],
   dataDir: '/nonexistent-data',
 };
-
-async function refusal(p: Promise<unknown>): Promise<DomainError> {
-  try {
-    await p;
-  } catch (e) {
-    if (e instanceof DomainError) return e;
-    throw e;
-  }
-  throw new Error('not refused');
-}
 
 describe('outbound repository URLs (issue 15 item 2)', function () {
   this.timeout(60_000);
@@ -85,7 +74,7 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
     ];
     for (const url of local) {
       it(`refuses ${url}`, async () => {
-        const err = await refusal(checkRepoUrl(url, policy));
+        const err = await domainError(checkRepoUrl(url, policy));
         expect(err.code).to.equal('validation');
         expect(err.details.rule).to.equal('local network');
         expect(err.message).to.match(/SVC_REPO_ALLOW_LOCAL_NETWORKS/);
@@ -100,11 +89,11 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
 
     it('public hosts pass; allow and deny lists of host patterns apply', async () => {
       expect((await checkRepoUrl('https://public.example/o/r.git', policy)).addresses).to.deep.equal(['93.184.216.34']);
-      expect((await refusal(checkRepoUrl('https://public.example/x.git', { ...policy, blockedHosts: ['*.example'] }))).details.rule).to.equal('blocked host');
-      expect((await refusal(checkRepoUrl('https://public.example/x.git', { ...policy, allowedHosts: ['git.corp'] }))).details.rule).to.equal('host not allowed');
+      expect((await domainError(checkRepoUrl('https://public.example/x.git', { ...policy, blockedHosts: ['*.example'] }))).details.rule).to.equal('blocked host');
+      expect((await domainError(checkRepoUrl('https://public.example/x.git', { ...policy, allowedHosts: ['git.corp'] }))).details.rule).to.equal('host not allowed');
       // An allow-listed host skips the local-network rule (Gitea's ALLOWED_DOMAINS).
       await checkRepoUrl('https://rebind.example/x.git', { ...policy, allowedHosts: ['rebind.example'] });
-      expect((await refusal(checkRepoUrl('https://nowhere.example/x.git', policy))).details.rule).to.equal('host does not resolve');
+      expect((await domainError(checkRepoUrl('https://nowhere.example/x.git', policy))).details.rule).to.equal('host does not resolve');
     });
 
     it('no option-like host or path segment, no query string or fragment', async () => {
@@ -116,12 +105,12 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
         'https://public.example/a/%2Dupload-pack/y.git',
         'git@-oProxyCommand=x:y.git',
       ]) {
-        expect((await refusal(checkRepoUrl(url, { ...policy, allowLocalNetworks: true }))).code, url).to.equal('validation');
+        expect((await domainError(checkRepoUrl(url, { ...policy, allowLocalNetworks: true }))).code, url).to.equal('validation');
       }
     });
 
     it('credentials are refused on plain http unless allowed', async () => {
-      expect((await refusal(checkRepoUrl('http://public.example/x.git', policy, { hasCredentials: true }))).details.rule).to.equal('credentials need https');
+      expect((await domainError(checkRepoUrl('http://public.example/x.git', policy, { hasCredentials: true }))).details.rule).to.equal('credentials need https');
       await checkRepoUrl('http://public.example/x.git', { ...policy, allowHttpCredentials: true }, { hasCredentials: true });
     });
 
@@ -152,7 +141,7 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
           policy: { ...base, resolve: async () => answer },
         });
         answer = ['127.0.0.1'];
-        const err = await refusal(repo.readTips(['main']));
+        const err = await domainError(repo.readTips(['main']));
         expect(err.details.rule).to.equal('local network');
         const literal = openProjectRepo({
           location: { projectId: 'literal', url: `http://127.0.0.1:${hole.port}/x.git` },
@@ -161,7 +150,7 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
           mirrors: new MirrorRegistry(),
           policy: base,
         });
-        expect((await refusal(literal.readTips(['main']))).details.rule).to.equal('local network');
+        expect((await domainError(literal.readTips(['main']))).details.rule).to.equal('local network');
         expect(hole.connections(), 'no connection was attempted').to.equal(0);
       } finally {
         await hole.close();
@@ -192,7 +181,7 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
           mirrors: new MirrorRegistry(),
           policy: { ...base, allowLocalNetworks: true, allowHttpCredentials: true },
         });
-        const err = await refusal(repo.readTips(['main']));
+        const err = await domainError(repo.readTips(['main']));
         expect(err.code).to.equal('unavailable');
         expect(hitsAtA, 'git did call host-a').to.be.greaterThan(0);
         expect(seenAtB.filter((h) => h !== undefined), 'host-b never saw an Authorization header').to.deep.equal([]);
@@ -206,19 +195,10 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
   });
 
   describe('through the API', () => {
-    let srv: TestServer;
-    let repo: FixtureRepo;
-    before(async () => {
-      srv = await startTestServer({ env: { SVC_REPO_ALLOW_LOCAL_NETWORKS: '0', SVC_REPO_ALLOW_HTTP_CREDENTIALS: '0' } });
-      repo = await fixtureRepo();
-    });
-    after(async () => {
-      await srv?.stop();
-      await repo?.cleanup();
-    });
+    const fx = serverAndRepo({ env: { SVC_REPO_ALLOW_LOCAL_NETWORKS: '0', SVC_REPO_ALLOW_HTTP_CREDENTIALS: '0' } });
 
     it('local-network URLs, option-like URLs and credentials over http answer 400 naming the rule', async () => {
-      const api = client(srv.url, srv.token);
+      const api = client(fx.srv.url, fx.srv.token);
       for (const [url, rule] of [
         ['http://127.0.0.1:1/x', 'local network'],
         ['http://169.254.169.254/latest', 'local network'],
@@ -236,10 +216,10 @@ describe('outbound repository URLs (issue 15 item 2)', function () {
     });
 
     it('a file:// path through /proc/self/root into the data dir is refused (realpath)', async () => {
-      const api = client(srv.url, srv.token);
-      const mine = await api.post('/v1/projects', { name: 'victim', repo_url: repo.url });
+      const api = client(fx.srv.url, fx.srv.token);
+      const mine = await api.post('/v1/projects', { name: 'victim', repo_url: fx.repo.url });
       expect(mine.status).to.equal(201);
-      const mirror = path.join(srv.dataDir, 'mirrors', `${mine.body.project.project_id}.git`);
+      const mirror = path.join(fx.srv.dataDir, 'mirrors', `${mine.body.project.project_id}.git`);
       for (const url of [`file:///proc/self/root${mirror}`, `file:///proc/self/cwd/x.git`, `file://${mirror}`]) {
         const r = await api.post('/v1/projects', { name: 'thief', repo_url: url });
         expect(r.status, url).to.equal(400);

@@ -1,10 +1,8 @@
 import { expect } from 'chai';
-import { rm } from 'node:fs/promises';
 import { bootstrapUser } from '../../../infra/accounts.js';
-import { createTestDb, type TestDb } from '../../support/db.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
-import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+import { spawnTestServer } from '../../support/server.js';
+import { processFixture } from '../../support/suite.js';
 
 /**
  * A real `svc-server start` process dies (SIGKILL, via a failpoint) after the base branch
@@ -13,36 +11,23 @@ import { spawnTestServer, traversableTempDir } from '../../support/server.js';
  */
 describe('merge crash recovery (real process, SIGKILL)', function () {
   this.timeout(90_000);
-  let t: TestDb;
-  let repo: FixtureRepo;
-  let dataDir: string;
-
-  before(async () => {
-    t = await createTestDb();
-    repo = await fixtureRepo();
-    dataDir = await traversableTempDir('svc-crash-');
-  });
-  after(async () => {
-    await t.drop();
-    await repo.cleanup();
-    await rm(dataDir, { recursive: true, force: true });
-  });
+  const fx = processFixture('svc-crash-');
 
   for (const [shape, movesOn] of [['merge-commit', false], ['fast-forward', false], ['merge-commit', true]] as const) {
     it(`records a ${shape} published before the crash exactly once after restart${movesOn ? ', after base and head moved on' : ''}`, async () => {
-      const env = { DATABASE_URL: t.url, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
-      const { token } = (await bootstrapUser(t.db, { email: 'crash@example.test' })).token;
+      const env = { DATABASE_URL: fx.db.url, SVC_DATA_DIR: fx.dataDir, LOG_LEVEL: 'warn' };
+      const { token } = (await bootstrapUser(fx.db.db, { email: 'crash@example.test' })).token;
       const branch = `crash-${shape}${movesOn ? '-moved' : ''}`;
-      if (shape === 'merge-commit') await repo.commit('main', { [`main-${branch}.txt`]: 'moved\n' });
-      const head = await repo.commit(branch, { [`${branch}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
+      if (shape === 'merge-commit') await fx.repo.commit('main', { [`main-${branch}.txt`]: 'moved\n' });
+      const head = await fx.repo.commit(branch, { [`${branch}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
 
       const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: 'merge.after-publish' });
       const api1 = client(first.url, token);
       const slug = `crash-${shape}${movesOn ? '-moved' : ''}`;
-      await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+      await api1.post('/v1/projects', { name: slug, slug, repo_url: fx.repo.url });
       const base = `/v1/projects/${slug}/change-requests`;
       const cr = (await api1.post(base, { title: 'Crash me', head_ref: branch })).body.change_request;
-      const mainBefore = repo.tip('main');
+      const mainBefore = fx.repo.tip('main');
 
       const merge = await api1.post(`${base}/${cr.number}/merge`, {}).then(
         (r) => r.status,
@@ -53,21 +38,21 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       expect(first.proc.signalCode).to.equal('SIGKILL');
 
       // The base moved; the log does not know yet.
-      const published = repo.tip('main')!;
+      const published = fx.repo.tip('main')!;
       expect(published).to.not.equal(mainBefore);
-      repo.git('fetch', '-q', 'origin');
-      repo.git('merge-base', '--is-ancestor', head, published);
+      fx.repo.git('fetch', '-q', 'origin');
+      fx.repo.git('merge-base', '--is-ancestor', head, published);
       const types = async () =>
-        (await t.db.rows<{ type: string }>({ text: `SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position`, values: [`cr-${cr.cr_id}`] })).map((r) => r.type);
+        (await fx.db.db.rows<{ type: string }>({ text: `SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position`, values: [`cr-${cr.cr_id}`] })).map((r) => r.type);
       expect(await types()).to.deep.equal(['ChangeRequestOpened']);
 
       let unreviewed: string | null = null;
       if (movesOn) {
         // Before anyone restarts the worker: someone pushes to base, the agent pushes more to head.
-        await repo.commit('main', { [`later-${branch}.txt`]: 'later\n' });
-        unreviewed = await repo.commit(branch, { [`unreviewed-${branch}.txt`]: 'x\n' });
+        await fx.repo.commit('main', { [`later-${branch}.txt`]: 'later\n' });
+        unreviewed = await fx.repo.commit(branch, { [`unreviewed-${branch}.txt`]: 'x\n' });
       }
-      const baseNow = repo.tip('main');
+      const baseNow = fx.repo.tip('main');
 
       const second = await spawnTestServer(env);
       try {
@@ -78,15 +63,15 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
         expect(after.base_commit_sha).to.equal(mainBefore);
         expect(after.head_commit_sha).to.equal(head);
         expect(await types()).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
-        expect(repo.tip('main'), 'nothing merged twice').to.equal(baseNow);
+        expect(fx.repo.tip('main'), 'nothing merged twice').to.equal(baseNow);
         // A retry of the original request is a 409 now, not a second merge.
         expect((await api2.post(`${base}/${cr.number}/merge`, {})).status).to.equal(409);
-        expect(repo.tip('main')).to.equal(baseNow);
+        expect(fx.repo.tip('main')).to.equal(baseNow);
         if (unreviewed) {
-          repo.git('fetch', '-q', 'origin');
+          fx.repo.git('fetch', '-q', 'origin');
           const inBase = (() => {
             try {
-              repo.git('merge-base', '--is-ancestor', unreviewed, repo.tip('main')!);
+              fx.repo.git('merge-base', '--is-ancestor', unreviewed, fx.repo.tip('main')!);
               return true;
             } catch {
               return false;

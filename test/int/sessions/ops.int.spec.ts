@@ -1,10 +1,8 @@
 import { expect } from 'chai';
-import { rm } from 'node:fs/promises';
 import { bootstrapUser } from '../../../infra/accounts.js';
-import { createTestDb, type TestDb } from '../../support/db.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
-import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+import { spawnTestServer } from '../../support/server.js';
+import { processFixture } from '../../support/suite.js';
 import { fakeRuntime, killSandboxes, killSandboxesUnder, waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 describe('sessions: cap, idle sweep, crash recovery', function () {
@@ -61,30 +59,19 @@ describe('sessions: cap, idle sweep, crash recovery', function () {
     }));
 
   describe('kill -9 of the server during provisioning', () => {
-    let t: TestDb;
-    let repo: FixtureRepo;
-    let dataDir: string;
-    before(async () => {
-      t = await createTestDb();
-      repo = await fixtureRepo();
-      dataDir = await traversableTempDir('svc-sess-crash-');
-    });
-    after(async () => {
-      await killSandboxes(t);
+    const fx = processFixture('svc-sess-crash-', async ({ db, dataDir }) => {
+      await killSandboxes(db);
       await killSandboxesUnder(dataDir);
-      await t.drop();
-      await repo.cleanup();
-      await rm(dataDir, { recursive: true, force: true });
     });
 
     for (const point of ['session.after-branch-cut', 'session.after-sandbox-start']) {
       it(`after a crash at ${point}, a restarted server ends the session running`, async () => {
-        const env = { DATABASE_URL: t.url, SVC_DATA_DIR: dataDir, LOG_LEVEL: process.env.SVC_TEST_DEBUG ? 'debug' : 'warn', SVC_AGENT_RUNTIME: fakeRuntime };
-        const { token } = (await bootstrapUser(t.db, { email: 'crash@example.test' })).token;
+        const env = { DATABASE_URL: fx.db.url, SVC_DATA_DIR: fx.dataDir, LOG_LEVEL: process.env.SVC_TEST_DEBUG ? 'debug' : 'warn', SVC_AGENT_RUNTIME: fakeRuntime };
+        const { token } = (await bootstrapUser(fx.db.db, { email: 'crash@example.test' })).token;
         const slug = point.replace(/[^a-z]+/g, '-');
         const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: point });
         const api1 = client(first.url, token);
-        expect((await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url })).status).to.equal(201);
+        expect((await api1.post('/v1/projects', { name: slug, slug, repo_url: fx.repo.url })).status).to.equal(201);
         const created = await api1.post(`/v1/projects/${slug}/sessions`, {});
         expect(created.status).to.equal(201);
         // The worker reaches the failpoint and the process kills itself.
@@ -95,7 +82,7 @@ describe('sessions: cap, idle sweep, crash recovery', function () {
         if (!died) await first.stop();
         expect(first.proc.signalCode, first.output().slice(-2000)).to.equal('SIGKILL');
         const id = created.body.session.session_id;
-        const row = await t.db.one<{ status: string }>({ text: 'SELECT status FROM project_sessions WHERE session_id = $1', values: [id] });
+        const row = await fx.db.db.one<{ status: string }>({ text: 'SELECT status FROM project_sessions WHERE session_id = $1', values: [id] });
         expect(row!.status).to.equal('provisioning');
 
         const second = await spawnTestServer(env);
@@ -104,8 +91,8 @@ describe('sessions: cap, idle sweep, crash recovery', function () {
           const s = await waitForStatus(api2, `/v1/projects/${slug}/sessions/${id}`, ['running', 'failed'], 60_000);
           expect(s.status, JSON.stringify(s.error)).to.equal('running');
           if (process.env.SVC_TEST_DEBUG) console.log(second.output());
-          expect(repo.tip(id)).to.equal(repo.tip('main'));
-          const sandboxes = await t.db.rows<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE session_id = $1 ORDER BY created_at', values: [id] });
+          expect(fx.repo.tip(id)).to.equal(fx.repo.tip('main'));
+          const sandboxes = await fx.db.db.rows<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE session_id = $1 ORDER BY created_at', values: [id] });
           // Started before the crash: re-attached, not started twice.
           expect(sandboxes.map((x) => x.state)).to.deep.equal(['active']);
           expect((await api2.call('DELETE', `/v1/projects/${slug}/sessions/${id}`)).status).to.equal(204);

@@ -10,20 +10,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import http from 'node:http';
+import { listenArgs, sendJson } from './runtime-http.js';
 
-const arg = (name: string) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : undefined;
-};
-const port = Number(arg('--port') ?? 4096);
-const hostname = arg('--hostname') ?? '127.0.0.1';
+const { port, hostname } = listenArgs();
 
 const server = http.createServer((req, res) => {
-  const send = (status: number, body: unknown) => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-  };
+  const send = (status: number, body: unknown) => sendJson(res, status, body);
   let body = '';
   req.setEncoding('utf8');
   req.on('data', (d: string) => (body += d));

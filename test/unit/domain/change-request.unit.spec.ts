@@ -6,14 +6,10 @@ import {
   type ChangeRequestEvent,
   type CrState,
 } from '../../../domain/change-request/index.js';
-import { specFor } from '../../support/decider.js';
+import { actor, at, meta, now, specFor } from '../../support/decider.js';
 
 const given = specFor<CrState, ChangeRequestEvent, ChangeRequestCommand>({ decide, evolve, initial: null });
 
-const actor = '00000000-0000-4000-8000-00000000000a';
-const now = new Date('2026-01-02T03:04:05.000Z');
-const at = now.toISOString();
-const meta = { actor, now };
 const sha = (c: string) => c.repeat(40);
 
 const openData = {

@@ -7,14 +7,10 @@ import {
   type SessionEvent,
   type SessionState,
 } from '../../../domain/session/index.js';
-import { specFor } from '../../support/decider.js';
+import { actor, at, meta, now, specFor } from '../../support/decider.js';
 
 const given = specFor<SessionState, SessionEvent, SessionCommand>({ decide, evolve, initial: null });
 
-const actor = '00000000-0000-4000-8000-00000000000a';
-const now = new Date('2026-01-02T03:04:05.000Z');
-const at = now.toISOString();
-const meta = { actor, now };
 const sid = '00000000-0000-4000-8000-000000000001';
 const sb1 = '00000000-0000-4000-8000-0000000000b1';
 const sb2 = '00000000-0000-4000-8000-0000000000b2';
