@@ -1,6 +1,6 @@
 import type { Db, Executor } from '../db/db.js';
 import type { SecretBox } from '../secrets.js';
-import { DomainError, validationError } from '../../domain/errors.js';
+import { notFound, validationError } from '../../domain/errors.js';
 import { ENV_NAME, RESERVED_PREFIX } from '../../domain/manifest/schema.js';
 import type { Manifest } from '../../domain/manifest/schema.js';
 import { manifestQueries, secretQueries } from '../../sql/queries/manifest.js';
@@ -70,7 +70,7 @@ export async function listSecrets(db: Executor, projectId: string): Promise<Secr
   };
 }
 
-/** Sets and unsets in one transaction: all of it, or (on any bad name or value) none of it. */
+/** Sets and unsets in one transaction: all of it, or (on any bad name or value, or a name to unset that is not set) none of it. */
 export async function changeSecrets(
   deps: SecretsDeps,
   projectId: string,
@@ -97,8 +97,9 @@ export async function changeSecrets(
       events.push({ type: 'SecretSet', data: { name, revision: Number(revision) } });
     }
     for (const name of unset as string[]) {
-      const n = await tx.run(secretQueries.remove(projectId, name));
-      events.push({ type: n ? 'SecretUnset' : 'SecretUnsetAbsent', data: { name, revision: Number(revision) } });
+      // Unsetting a name that is not there is a 404 and, rolled back with the rest, changes nothing.
+      if (!(await tx.run(secretQueries.remove(projectId, name)))) throw notFound(`Secret ${name}`);
+      events.push({ type: 'SecretUnset', data: { name, revision: Number(revision) } });
     }
     await appendLog(tx, 'secrets', projectId, events, actor);
     return Number(revision);
@@ -108,8 +109,5 @@ export async function changeSecrets(
 }
 
 export async function deleteSecret(deps: SecretsDeps, projectId: string, actor: string, name: string): Promise<void> {
-  assertSecretName(name);
-  const exists = (await deps.db.rows<{ name: string }>(secretQueries.list(projectId))).some((r) => r.name === name);
-  if (!exists) throw new DomainError('not_found', 'Not found', `Secret ${name} not found.`);
   await changeSecrets(deps, projectId, actor, { unset: [name] });
 }

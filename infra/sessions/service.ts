@@ -8,6 +8,7 @@ import type { ProjectRecord } from '../change-requests/repos.js';
 import type { SandboxHandle } from '../sandbox/port.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
 import { sessionStreamId } from '../../domain/session/index.js';
+import { assertKnownAgent } from './agents.js';
 import { revokeSessionCredentials, serviceKeyOf } from './credentials.js';
 import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
@@ -55,6 +56,7 @@ async function admitLive(tx: Executor, deps: SessionDeps, accountId: string, alr
  */
 export async function createSession(deps: SessionDeps, input: CreateSessionInput): Promise<SessionView> {
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
+  if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,

@@ -48,4 +48,30 @@ describe('svc commands against the real server (in process)', function () {
         await sb.cleanup();
       }
     }));
+
+  it('secrets set/unset; unsetting a name that is not set: exit 1, one error line, the revision unchanged', () =>
+    withProject({ slug: 'cli-secrets' }, async ({ srv, api }) => {
+      const sb = await sandbox();
+      try {
+        const env = { SVC_API_URL: `${srv.url}/v1`, SVC_CLI_TOKEN: srv.token, SVC_PROJECT_ID: 'cli-secrets' };
+        const run = (args: string[]) => runSvc(args, { configPath: sb.configPath, env, cwd: sb.dir });
+        const secrets = '/v1/projects/cli-secrets/secrets';
+        expect((await api.call('PUT', `${secrets}/KEEP_ME`, { value: 'v' })).status).to.equal(204);
+        const before = (await api.get(secrets)).body;
+        expect(before.revision).to.equal(1);
+
+        const missing = await run(['secrets', 'unset', 'NOT_THERE']);
+        expect(missing.code).to.equal(1);
+        expect(missing.stderr.split('\n').filter((l) => l.startsWith('error:'))).to.deep.equal(['error: Secret NOT_THERE not found. (HTTP 404)']);
+        const mixed = await run(['secrets', 'unset', 'KEEP_ME', 'NOT_THERE']);
+        expect(mixed.code).to.equal(1);
+        expect((await api.get(secrets)).body).to.deep.equal(before);
+
+        const gone = await run(['secrets', 'unset', 'KEEP_ME']);
+        expect(gone.code, gone.stderr).to.equal(0);
+        expect(gone.stderr).to.contain('Unset KEEP_ME (revision 2)');
+      } finally {
+        await sb.cleanup();
+      }
+    }));
 });

@@ -72,6 +72,17 @@ describe('svc sessions (real server, scripted runtime)', function () {
       expect(gone.stderr).to.match(/^error: .*not found/im);
     }));
 
+  it('new --agent of an agent the server does not know: exit 2, one stderr line naming the choices, no session', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const r = await svc(p, ['sessions', 'new', '--agent', 'nope', '--no-wait']);
+      expect(r.code).to.equal(2);
+      expect(r.stdout).to.equal('');
+      expect(r.stderr.trim().split('\n').filter((l) => l.startsWith('error:'))).to.deep.equal([
+        "error: --agent: Unknown agent 'nope': use build, plan or one defined at .svc/agent/agents/<name>.md on main.",
+      ]);
+      expect((await p.api.get('/v1/projects/chat/sessions')).body.sessions).to.deep.equal([]);
+    }));
+
   it('chat --new --prompt creates the session first and streams the reply', () =>
     withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
       const r = await svc(p, ['sessions', 'chat', '--new', '--prompt', 'build it']);

@@ -1,6 +1,7 @@
 import type { Argv } from 'yargs';
 import type { Args } from '../../command-table.js';
 import type { Factory } from '../../factory.js';
+import { ApiError, UsageError } from '../../errors.js';
 import { str } from '../../flags.js';
 import { printJson } from '../../output.js';
 import { sessionsApi, type NewSessionInput, type Session } from '../../sessions-api.js';
@@ -10,7 +11,7 @@ import { ctxOf, waitRunning, withTarget } from './shared.js';
 export const sessionFlags = (y: Argv) =>
   y
     .option('prompt', { type: 'string', requiresArg: true, describe: 'First prompt for the agent' })
-    .option('agent', { type: 'string', requiresArg: true, describe: 'Agent to run (default: the server’s)' })
+    .option('agent', { type: 'string', requiresArg: true, describe: 'Agent to run: build, plan or one the repo defines (default: build)' })
     .option('model', { type: 'string', requiresArg: true, describe: 'Model for the agent' })
     .option('base', { type: 'string', requiresArg: true, describe: 'Branch to start from (default: the project’s default branch)' });
 
@@ -28,16 +29,27 @@ export const inputOf = (argv: Args): NewSessionInput => {
 export const handler = (argv: Args, f: Factory) =>
   run(f, { input: inputOf(argv), wait: argv.wait !== false, project: str(argv.project), host: str(argv.host), json: !!argv.json });
 
+/** An agent the server refuses (not built in, not in the repo) is a bad flag value: exit 2, naming the choices. */
+async function create(ctx: ProjectContext, input: NewSessionInput): Promise<Session> {
+  try {
+    return await sessionsApi(ctx.api).create(ctx.projectId, input);
+  } catch (err) {
+    const issues = err instanceof ApiError && err.status === 400 && Array.isArray(err.body.issues) ? (err.body.issues as { path?: unknown }[]) : [];
+    if (issues.some((i) => i?.path === 'agent')) throw new UsageError(`--agent: ${(err as ApiError).message}`);
+    throw err;
+  }
+}
+
 /** Creates a session and waits (spinner on stderr) until it runs; prints its id. */
 export async function createRunning(f: Factory, ctx: ProjectContext, input: NewSessionInput, json: boolean): Promise<Session> {
-  const created = await sessionsApi(ctx.api).create(ctx.projectId, input);
+  const created = await create(ctx, input);
   if (!json) f.io.err.write(`Created session ${created.session_id}\n`);
   return waitRunning(f, ctx, created.session_id, { quiet: json });
 }
 
 export async function run(f: Factory, o: { input: NewSessionInput; wait: boolean; project?: string; host?: string; json: boolean }): Promise<void> {
   const ctx = await ctxOf(f, o);
-  const s = o.wait ? await createRunning(f, ctx, o.input, o.json) : await sessionsApi(ctx.api).create(ctx.projectId, o.input);
+  const s = o.wait ? await createRunning(f, ctx, o.input, o.json) : await create(ctx, o.input);
   if (o.json) return printJson(f.io, s);
   f.io.out.write(`${s.session_id}\n`);
 }

@@ -104,6 +104,19 @@ describe('project secrets API (a real svc-server process; its log is searched)',
     expect(ok.body.revision).to.equal(before.revision + 1);
   });
 
+  it('unsetting a name that is not set (DELETE or PATCH, alone or in a batch) is a 404 and changes nothing, the revision included', async () => {
+    const before = (await call('GET', `${base}/secrets`)).body;
+    const del = await call('DELETE', `${base}/secrets/NEVER_SET`);
+    expect(del.status).to.equal(404);
+    expect(del.body).to.deep.equal({ error: 'Not found', message: 'Secret NEVER_SET not found.' });
+    const patch = await call('PATCH', `${base}/secrets`, { unset: ['NEVER_SET'] });
+    expect(patch.status).to.equal(404);
+    expect(patch.body).to.deep.equal({ error: 'Not found', message: 'Secret NEVER_SET not found.' });
+    const batch = await call('PATCH', `${base}/secrets`, { set: { BRAND_NEW: V1 }, unset: [before.secrets[0].name, 'NEVER_SET'] });
+    expect(batch.status).to.equal(404);
+    expect((await call('GET', `${base}/secrets`)).body).to.deep.equal(before);
+  });
+
   it('stores AES-GCM ciphertext (a fresh nonce each: equal values differ) that opens into a sandbox env', async () => {
     await call('PATCH', `${base}/secrets`, { set: { X_ONE: SAME, X_TWO: SAME } });
     const rows = await tdb.db.rows<{ name: string; value_enc: string }>({ text: 'SELECT name, value_enc FROM project_secrets ORDER BY name', values: [] });

@@ -177,6 +177,26 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000/preview/99999/x`)).status).to.equal(400);
     }));
 
+  it('an agent neither built in nor defined by the repo is a 400 naming the choices; a repo agent (config_dir from svc.toml) and a built-in are taken', () =>
+    withSessionProject({ slug: 'agents' }, async ({ api, sessions, repo }) => {
+      const unknown = await api.post(sessions, { agent: 'nope' });
+      expect(unknown.status).to.equal(400);
+      expect(unknown.body).to.include({ error: 'Validation failed' });
+      expect(unknown.body.message).to.equal("Unknown agent 'nope': use build, plan or one defined at .svc/agent/agents/<name>.md on main.");
+      expect(unknown.body.issues).to.deep.equal([{ path: 'agent', message: 'unknown agent; use build, plan or one defined at .svc/agent/agents/<name>.md on main' }]);
+      expect((await api.post(sessions, { agent: '../../svc' })).status).to.equal(400);
+      expect((await api.get(sessions)).body.sessions).to.deep.equal([]);
+
+      await repo.commit('main', { 'svc.toml': '[agent]\nconfig_dir = "ai"\n', 'ai/agents/reviewer.md': '---\ndescription: Reviews.\n---\nReview.\n' });
+      const defined = await api.post(sessions, { agent: 'reviewer' });
+      expect(defined.status, JSON.stringify(defined.body)).to.equal(201);
+      expect(defined.body.session.agent).to.equal('reviewer');
+      const elsewhere = await api.post(sessions, { agent: 'default' });
+      expect(elsewhere.status).to.equal(400);
+      expect(elsewhere.body.message).to.contain('ai/agents/<name>.md on main');
+      expect((await api.post(sessions, { agent: 'plan' })).status).to.equal(201);
+    }));
+
   it('a base branch that does not exist ends failed with the error, and frees its cap slot', () =>
     withSessionProject({ slug: 'nobase', env: { SVC_SESSION_CAP: '1' } }, async ({ api, sessions }) => {
       const r = await api.post(sessions, { base_ref: 'nope' });
