@@ -15,6 +15,7 @@ import { triggerRoutes } from './routes/triggers.js';
 import { appRoutes } from './routes/apps.js';
 import { acceptAccessToken, type EventsFeed } from './routes/events-feed.js';
 import { dashboardRoutes } from './dashboard/index.js';
+import { cliLoginRoutes } from './routes/cli-login.js';
 import { dashboardProxyAuth } from './dashboard/proxy-auth.js';
 import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
@@ -39,6 +40,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
+  v1.use('/cli/login', cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet
   v1.use(requireAuth(deps.db, deps.config));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));

@@ -29,6 +29,9 @@ const ops: Record<string, Record<string, Op>> = {
     get: { summary: "The caller's live tokens (never their values).", ok: { status: 200, schema: z.object({ tokens: z.array(s.TokenSchema) }) }, errors: [401, 403] },
     post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] },
   },
+  '/v1/cli/login/token': {
+    post: { summary: "svc login: redeem the one-time code the dashboard's approval sent to the CLI's callback for a user token (no bearer; once, within two minutes).", body: s.RedeemCliLoginBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400] },
+  },
   '/v1/accounts/tokens/{tokenId}': { delete: { summary: 'Revoke one of your tokens.', ok: { status: 204, schema: z.object({}) }, errors: [401, 403, 404] } },
   '/v1/projects': {
     get: { summary: 'Projects the token can see, oldest first, paginated (per_page, cursor; Link rel="next").', query: s.ListProjectsQuery, ok: { status: 200, schema: z.object({ projects: z.array(s.ProjectSchema), next_cursor: z.string().nullable() }) }, errors: [400, 401] },

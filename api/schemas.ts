@@ -112,6 +112,12 @@ export const CreateProjectBody = z.strictObject({
   account_id: z.uuid().optional(),
 });
 
+/** `svc login` redeems the one-time code the dashboard's approval sent to its callback. */
+export const RedeemCliLoginBody = z.strictObject({
+  state: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'not a login state'),
+  code: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'not a login code'),
+});
+
 export const CreateTokenBody = z.strictObject({
   name: text(200).optional(),
   /** Days until the token stops working (none: it lasts until revoked). */

@@ -2,7 +2,6 @@ import { Router, type Response } from 'express';
 import { z } from 'zod';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
-import { mintToken } from '../../infra/tokens.js';
 import { registerCliLogin, useCliLogin } from '../../infra/dashboard/cli-logins.js';
 import { csrfOf, requireCsrf, requireSession, userOf } from './context.js';
 import { html } from './html.js';
@@ -11,8 +10,9 @@ import { page } from './layout.js';
 /**
  * `svc login`'s browser step. The CLI opens `/cli/login?callback=&state=&host=&hostname=`
  * with a one-shot server on 127.0.0.1. The signed-in person approves "svc on <hostname>":
- * a user token is minted and the browser is sent to the callback with it. The state is
- * registered on first sight and consumed once (approve or deny), within ten minutes.
+ * the browser is sent to the callback with a one-time code, which the CLI redeems for a
+ * user token (`POST /v1/cli/login/token`, api/routes/cli-login.ts) within two minutes. The
+ * state is registered on first sight and consumed once (approve or deny), within ten minutes.
  */
 const TTL_MS = 10 * 60_000;
 
@@ -94,9 +94,8 @@ export function cliLoginRoutes(db: Db): Router {
     if (!row) throw new DomainError('conflict', 'Login link used or expired', 'This login link was used already or has expired. Run svc login again.');
     const target = checkCallback(row.callback);
     target.searchParams.set('state', d.state);
-    if (approve) {
-      const minted = await mintToken(db, { userId: user.user_id, name: `svc on ${row.hostname}` });
-      target.searchParams.set('token', minted.token);
+    if (row.code) {
+      target.searchParams.set('code', row.code);
     } else {
       target.searchParams.set('error', 'access_denied');
     }

@@ -64,13 +64,14 @@ export async function run(opts: LoginOptions): Promise<void> {
 }
 
 /**
- * The dashboard mints a user token (POST /v1/accounts/tokens) and redirects the browser to
- * a one-shot server on 127.0.0.1 with `?token=...&state=...`.
+ * The dashboard's approval redirects the browser to a one-shot server on 127.0.0.1 with
+ * `?code=...&state=...`; the code is redeemed for a user token (POST /v1/cli/login/token),
+ * so no token exists until this process holds it.
  */
 async function browserFlow(f: Factory, hostName: string, apiUrl: string, timeoutMs: number): Promise<string> {
   const [{ createServer }, { randomBytes }, os] = await Promise.all([import('node:http'), import('node:crypto'), import('node:os')]);
   const state = randomBytes(16).toString('hex');
-  let done!: (token: string) => void;
+  let done!: (code: string) => void;
   let denied!: () => void;
   const received = new Promise<string>((resolve, reject) => {
     done = resolve;
@@ -78,20 +79,20 @@ async function browserFlow(f: Factory, hostName: string, apiUrl: string, timeout
   });
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const token = u.searchParams.get('token');
+    const code = u.searchParams.get('code');
     if (u.pathname === '/callback' && u.searchParams.get('state') === state && u.searchParams.get('error') === 'access_denied') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
       res.end('<!doctype html><title>svc</title><p>Login denied. You can close this window.</p>\n');
       denied();
       return;
     }
-    if (u.pathname !== '/callback' || u.searchParams.get('state') !== state || !token) {
+    if (u.pathname !== '/callback' || u.searchParams.get('state') !== state || !code) {
       res.writeHead(400, { 'content-type': 'text/plain' }).end('Invalid login callback.\n');
       return;
     }
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', connection: 'close' });
     res.end('<!doctype html><title>svc</title><p>Logged in. You can close this window and return to the terminal.</p>\n');
-    done(token);
+    done(code);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -106,12 +107,13 @@ async function browserFlow(f: Factory, hostName: string, apiUrl: string, timeout
   }
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([
+    const code = await Promise.race([
       received,
       new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new CliError('timed out waiting for the browser login', "try again, or use 'svc login --token'")), timeoutMs);
       }),
     ]);
+    return (await apiFor(f, apiUrl, undefined).request<{ token: string }>('POST', '/cli/login/token', { state, code })).token;
   } finally {
     clearTimeout(timer);
     server.closeAllConnections?.();

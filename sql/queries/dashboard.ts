@@ -68,12 +68,28 @@ export const dashboardQueries = {
     text: 'SELECT state, callback, hostname, user_id, expires_at, used_at, outcome FROM cli_logins WHERE state = $1',
     values: [state],
   }),
-  /** Consumes a CLI login: exactly one caller gets the row back, and only before it expires. */
-  useCliLogin: (state: string, userId: string, outcome: 'approved' | 'denied'): Query => ({
-    text: `UPDATE cli_logins SET used_at = now(), outcome = $3
+  /**
+   * Consumes a CLI login: exactly one caller gets the row back, and only before it expires.
+   * An approval records the hash of the code the CLI will redeem, within two minutes.
+   */
+  useCliLogin: (state: string, userId: string, outcome: 'approved' | 'denied', codeHash: Buffer | null): Query => ({
+    text: `UPDATE cli_logins SET used_at = now(), outcome = $3, code_hash = $4,
+        expires_at = CASE WHEN $3 = 'approved' THEN least(expires_at, now() + interval '2 minutes') ELSE expires_at END
       WHERE state = $1 AND user_id = $2 AND used_at IS NULL AND expires_at > now()
       RETURNING state, callback, hostname`,
-    values: [state, userId, outcome],
+    values: [state, userId, outcome, codeHash],
+  }),
+  /** Redeems an approved login's code once, before it expires: the user to mint a token for. */
+  redeemCliLogin: (state: string, codeHash: Buffer): Query => ({
+    text: `UPDATE cli_logins SET redeemed_at = now()
+      WHERE state = $1 AND code_hash = $2 AND outcome = 'approved' AND redeemed_at IS NULL AND expires_at > now()
+      RETURNING user_id, hostname`,
+    values: [state, codeHash],
+  }),
+  /** Logins expired a day ago or more: abandoned (never approved, or never redeemed) or done. */
+  sweepCliLogins: (): Query => ({
+    text: `DELETE FROM cli_logins WHERE expires_at < now() - interval '1 day'`,
+    values: [],
   }),
   /** Where a project's live view starts: its newest event in the feed's order. */
   lastProjectEvent: (projectId: string): Query => ({

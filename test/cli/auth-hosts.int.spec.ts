@@ -27,6 +27,12 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
     });
   };
   const me = (token = TOKEN) => nock(API, { reqheaders: { authorization: `Bearer ${token}` } }).get('/v1/accounts/me');
+  const CODE = 'one-time-code-0123456789';
+  /** The CLI redeems the browser's one-time code (no bearer) for the token. */
+  const redeem = () =>
+    nock(API, { badheaders: ['authorization'] })
+      .post('/v1/cli/login/token', (b: { state?: string; code?: string }) => b.code === CODE && typeof b.state === 'string')
+      .reply(201, { token: TOKEN, token_id: '00000000-0000-4000-8000-000000000009', name: 'svc on here', project_id: null, created_at: '2026-01-01T00:00:00.000Z', expires_at: null });
 
   describe('login', () => {
     it('--token validates with /v1/accounts/me, stores it 0600 and makes the host active', async () => {
@@ -66,10 +72,11 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       expect(r.stderr).to.contain('Project tokens cannot use account routes. (HTTP 403)');
     });
 
-    it('browser flow: prints the URL first, opens no browser off a TTY, takes the token from the localhost callback', async () => {
+    it('browser flow: prints the URL first, opens no browser off a TTY, redeems the code from the localhost callback for the token', async () => {
       nock.enableNetConnect('127.0.0.1');
       try {
         me().reply(200, ME);
+        const redeemed = redeem();
         const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { SVC_DASHBOARD_URL: 'https://dash.test' }, cwd: sb.dir });
         const done = main(['login', '--api', API], f);
         let url: URL | undefined;
@@ -83,9 +90,11 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
         const callback = new URL(url.searchParams.get('callback')!);
         expect(callback.hostname).to.equal('127.0.0.1');
         // A wrong state is refused and the flow keeps waiting.
-        expect(await get(`${callback.href}?state=wrong&token=${TOKEN}`)).to.equal(400);
-        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&token=${TOKEN}`)).to.equal(200);
+        expect(await get(`${callback.href}?state=wrong&code=${CODE}`)).to.equal(400);
+        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&token=${TOKEN}`)).to.equal(400);
+        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&code=${CODE}`)).to.equal(200);
         expect(await done).to.equal(0);
+        expect(redeemed.isDone()).to.equal(true);
         expect(opened).to.deep.equal([]);
         expect((await readConfig(sb.configPath)).hosts['api.auth.test:9090']?.token).to.equal(TOKEN);
       } finally {
@@ -216,6 +225,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       nock.enableNetConnect('127.0.0.1');
       try {
         me().reply(200, ME);
+        redeem();
         const { f, t } = makeFactory({ configPath: sb.configPath, env: {}, cwd: sb.dir });
         const done = main(['hosts', 'add', 'withlogin', '--url', API, '--login'], f);
         let cb: string | undefined;
@@ -223,7 +233,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
           const m = /\/cli\/login\?(\S+)/.exec(t.stderr());
           if (m) {
             const q = new URLSearchParams(m[1]);
-            cb = `${q.get('callback')}?state=${q.get('state')}&token=${TOKEN}`;
+            cb = `${q.get('callback')}?state=${q.get('state')}&code=${CODE}`;
           } else await new Promise((r) => setTimeout(r, 10));
         }
         expect(await get(cb!)).to.equal(200);
