@@ -6,7 +6,7 @@ import type { ApiDeps } from '../deps.js';
 import { bodyOf, statusOf, zodIssues } from '../errors.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
-import { asDomain, loadSession, locals, requireSession } from './context.js';
+import { asDomain, loadSession, locals, requireSession, wantsJson } from './context.js';
 import { crPageRoutes } from './cr-page.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -52,11 +52,13 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(triggersPage());
   r.use(appsPage());
   r.use(crPageRoutes());
+  // Any other path outside /v1 is a page that does not exist: the HTML 404 below.
+  r.use((_req, _res, next) => next(new DomainError('not_found', 'Not found', 'There is no page at this address.')));
   r.use(dashboardErrors(deps.logger));
   return r;
 }
 
-/** Errors as a page (or, for the page's script, the API's JSON body). */
+/** Errors, 404s included, as a page (or, for the page's script, the API's JSON body). */
 function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
   return (err0, req, res, next) => {
     if (res.headersSent) return next(err0);
@@ -77,9 +79,9 @@ function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
     }
     const e = err as DomainError & { status?: number };
     const status = e.status ?? statusOf[e.code];
-    // Browsers (navigations, form posts) ask for HTML; anything else gets the API's body.
-    const accept = req.headers.accept ?? '';
-    if (accept.includes('application/json') || !accept.includes('text/html')) {
+    // A page's script asks for JSON and gets the API's body; everything else (browsers,
+    // curl, links) gets a page.
+    if (wantsJson(req)) {
       res.status(status).json(bodyOf(e));
       return;
     }
