@@ -3,6 +3,7 @@ import type { Config } from './config.js';
 import { createDb, type Db } from './db/db.js';
 import { startEmbeddedPostgres } from './db/embedded.js';
 import type { Logger } from './logger.js';
+import { clusterQueries } from '../sql/queries/cluster.js';
 
 export const EMBEDDED_DATABASE = 'svc';
 
@@ -27,7 +28,8 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
   const admin = new pg.Client(cluster.url());
   await admin.connect();
   try {
-    const exists = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [EMBEDDED_DATABASE]);
+    const q = clusterQueries.databaseExists(EMBEDDED_DATABASE);
+    const exists = await admin.query(q.text, q.values);
     if (exists.rowCount === 0) {
       await admin.query(`CREATE DATABASE ${EMBEDDED_DATABASE}`).catch((err: { code?: string }) => {
         if (err.code !== '42P04') throw err; // created concurrently by another process
@@ -44,7 +46,31 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
     embedded: true,
     async close() {
       await db.close();
+      await connectionsClosed(cluster.url(), logger);
       await cluster.stop();
     },
   };
+}
+
+/**
+ * Waits (at most `timeoutMs`) until no other client is connected. A pool's `end()` (ours,
+ * pg-boss's) resolves before its connections have closed; stopping the cluster then makes
+ * postgres terminate them, and each pool reports it as an error at every shutdown.
+ */
+async function connectionsClosed(url: string, logger: Logger, timeoutMs = 3_000): Promise<void> {
+  const admin = new pg.Client(url);
+  try {
+    await admin.connect();
+    const q = clusterQueries.otherClientBackends();
+    for (const deadline = Date.now() + timeoutMs; ; ) {
+      const { n } = (await admin.query<{ n: number }>(q.text, q.values)).rows[0]!;
+      if (n === 0) return;
+      if (Date.now() > deadline) return logger.warn({ connections: n }, 'stopping the embedded database with clients still connected');
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  } catch (err) {
+    logger.debug({ err: (err as Error).message }, 'could not check the embedded database for open connections');
+  } finally {
+    await admin.end().catch(() => {});
+  }
 }
