@@ -1,6 +1,6 @@
 /** Opening a URL in the user's browser: `BROWSER`, else the platform's opener. */
 import { spawn } from 'node:child_process';
-import type { Env } from './factory.js';
+import type { Env, Factory } from './factory.js';
 
 export async function openBrowser(url: string, env: Env): Promise<void> {
   const [cmd, args] = env.BROWSER
@@ -18,4 +18,18 @@ export async function openBrowser(url: string, env: Env): Promise<void> {
       resolve();
     });
   });
+}
+
+/** Opens `url` in the browser on a terminal (never under CI); prints it on stdout otherwise, or when no browser opens. */
+export async function openOrPrint(f: Factory, url: string): Promise<void> {
+  if (f.io.stdinIsTTY && f.io.stdoutIsTTY && !f.env.CI) {
+    f.io.err.write(`Opening ${url} in your browser.\n`);
+    try {
+      await f.openBrowser(url);
+      return;
+    } catch {
+      f.io.err.write('(could not open a browser)\n');
+    }
+  }
+  f.io.out.write(`${url}\n`);
 }

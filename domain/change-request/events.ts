@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventCatalog, type EventOf } from '../event-catalog.js';
 
 /**
  * The CR stream's events. Types are versioned by name: a change of shape is a new type
@@ -60,22 +61,14 @@ export const changeRequestEventSchemas = {
   ChangeRequestReopened,
 } as const;
 
-type Schemas = typeof changeRequestEventSchemas;
-export type ChangeRequestEventType = keyof Schemas;
+const catalog = eventCatalog('change-request', changeRequestEventSchemas);
 
+export type ChangeRequestEventType = keyof typeof changeRequestEventSchemas;
 /** A discriminated union: `{type, data}` for every CR event type. */
-export type ChangeRequestEvent = {
-  [K in ChangeRequestEventType]: { type: K; data: z.infer<Schemas[K]> };
-}[ChangeRequestEventType];
-
-export const isChangeRequestEventType = (t: string): t is ChangeRequestEventType => t in changeRequestEventSchemas;
-
+export type ChangeRequestEvent = EventOf<typeof changeRequestEventSchemas>;
+export const isChangeRequestEventType = catalog.isType;
 /** Validates a stored event on the way in from the log (the place for upcasters). */
-export function parseChangeRequestEvent(e: { type: string; data: unknown }): ChangeRequestEvent {
-  if (!isChangeRequestEventType(e.type)) throw new Error(`unknown change-request event type: ${e.type}`);
-  const data = changeRequestEventSchemas[e.type].parse(e.data);
-  return { type: e.type, data } as ChangeRequestEvent;
-}
+export const parseChangeRequestEvent = catalog.parse;
 
 export const STREAM_TYPE = 'change_request';
 export const streamIdOf = (crId: string): string => `cr-${crId}`;

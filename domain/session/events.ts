@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventCatalog, type EventOf } from '../event-catalog.js';
 
 /**
  * The session stream's events. Types are versioned by name; times come from the
@@ -49,19 +50,12 @@ export const sessionEventSchemas = {
   SessionActivity,
 } as const;
 
-type Schemas = typeof sessionEventSchemas;
-export type SessionEventType = keyof Schemas;
+const catalog = eventCatalog('session', sessionEventSchemas);
 
-export type SessionEvent = {
-  [K in SessionEventType]: { type: K; data: z.infer<Schemas[K]> };
-}[SessionEventType];
-
-export const isSessionEventType = (t: string): t is SessionEventType => t in sessionEventSchemas;
-
-export function parseSessionEvent(e: { type: string; data: unknown }): SessionEvent {
-  if (!isSessionEventType(e.type)) throw new Error(`unknown session event type: ${e.type}`);
-  return { type: e.type, data: sessionEventSchemas[e.type].parse(e.data) } as SessionEvent;
-}
+export type SessionEventType = keyof typeof sessionEventSchemas;
+export type SessionEvent = EventOf<typeof sessionEventSchemas>;
+export const isSessionEventType = catalog.isType;
+export const parseSessionEvent = catalog.parse;
 
 export const SESSION_STREAM_TYPE = 'session';
 export const sessionStreamId = (sessionId: string): string => `session-${sessionId}`;

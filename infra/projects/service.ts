@@ -5,7 +5,7 @@ import type { ProjectRecord } from '../change-requests/repos.js';
 import { createManagedRepo, managedRepoPath, removeManagedRepo } from '../git/managed-repo.js';
 import type { Logger } from '../logger.js';
 import { accountsOfUser } from '../accounts.js';
-import { projectQueries } from '../../sql/queries/projects.js';
+import { projectQueries, type NewProject } from '../../sql/queries/projects.js';
 
 /**
  * Projects: creation (slug choice, managed repository), deletion, and the reads the api
@@ -95,16 +95,7 @@ export async function deleteProject(deps: ProjectDeps & { logger: Logger }, proj
   }
 }
 
-export interface NewProject {
-  projectId: string;
-  accountId: string;
-  name: string;
-  slug: string;
-  repoUrl: string | null;
-  repoCredentialsEnc: string | null;
-  defaultBranch: string;
-  repoManaged?: boolean;
-}
+export type { NewProject } from '../../sql/queries/projects.js';
 
 export async function projectById(db: Executor, projectId: string): Promise<ProjectRecord | undefined> {
   return db.one<ProjectRecord>(projectQueries.byId(projectId));

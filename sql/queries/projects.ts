@@ -2,17 +2,20 @@ import type { Query } from '../../infra/db/db.js';
 
 const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at, repo_managed';
 
+/** A project row to insert. */
+export interface NewProject {
+  projectId: string;
+  accountId: string;
+  name: string;
+  slug: string;
+  repoUrl: string | null;
+  repoCredentialsEnc: string | null;
+  defaultBranch: string;
+  repoManaged?: boolean;
+}
+
 export const projectQueries = {
-  insert: (p: {
-    projectId: string;
-    accountId: string;
-    name: string;
-    slug: string;
-    repoUrl: string | null;
-    repoCredentialsEnc: string | null;
-    defaultBranch: string;
-    repoManaged?: boolean;
-  }): Query => ({
+  insert: (p: NewProject): Query => ({
     text: `INSERT INTO projects (project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, repo_managed)
       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING ${cols}`,
     values: [p.projectId, p.accountId, p.name, p.slug, p.repoUrl, p.repoCredentialsEnc, p.defaultBranch, p.repoManaged ?? false],

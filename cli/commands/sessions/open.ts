@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import type { Args } from '../../command-table.js';
 import type { Factory } from '../../factory.js';
 import { str, withHost, withProject } from '../../flags.js';
+import { openOrPrint } from '../../browser.js';
 import { sessionsApi } from '../../sessions-api.js';
 import { ctxOf, sessionArg, sessionUrl } from './shared.js';
 
@@ -14,17 +15,4 @@ export async function run(f: Factory, o: { id: string; project?: string; host?: 
   const ctx = await ctxOf(f, o);
   const s = await sessionsApi(ctx.api).get(ctx.projectId, o.id);
   await openOrPrint(f, sessionUrl(f, ctx, s));
-}
-
-export async function openOrPrint(f: Factory, url: string): Promise<void> {
-  if (f.io.stdinIsTTY && f.io.stdoutIsTTY && !f.env.CI) {
-    f.io.err.write(`Opening ${url} in your browser.\n`);
-    try {
-      await f.openBrowser(url);
-      return;
-    } catch {
-      f.io.err.write('(could not open a browser)\n');
-    }
-  }
-  f.io.out.write(`${url}\n`);
 }

@@ -4,7 +4,7 @@ import { UsageError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { str, withHost, withProject } from '../../flags.js';
 import { sessionsApi } from '../../sessions-api.js';
-import { openOrPrint } from './open.js';
+import { openOrPrint } from '../../browser.js';
 import { ctxOf, sessionArg } from './shared.js';
 
 export const builder = (y: Argv) => withHost(withProject(sessionArg(y).positional('port', { type: 'string', describe: 'Port inside the sandbox (default 3000)' })));

@@ -1,0 +1,27 @@
+import type { Config } from '../../infra/config.js';
+import type { Db } from '../../infra/db/db.js';
+import type { Logger } from '../../infra/logger.js';
+import type { Queue } from '../../infra/queue.js';
+import type { SecretBox } from '../../infra/secrets.js';
+import type { ProjectRepos } from '../../infra/change-requests/repos.js';
+
+/** What every feature's wiring is handed: the process's database, queue, repositories and roles. */
+export interface Core {
+  config: Config;
+  logger: Logger;
+  roles: { api: boolean; worker: boolean };
+  db: Db;
+  secrets: SecretBox;
+  repos: ProjectRepos;
+  queue: Queue;
+}
+
+/**
+ * What a feature leaves running. At shutdown every `stop` runs (it ends the feature's
+ * intake) before the queue stops, then every `close` (it releases what the feature holds);
+ * each phase in the reverse order of starting.
+ */
+export interface Running {
+  stop?(): Promise<void> | void;
+  close?(): Promise<void>;
+}

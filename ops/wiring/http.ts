@@ -1,0 +1,63 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { createApp } from '../../api/app.js';
+import { clientErrorHandler } from '../../api/errors.js';
+import { createMetrics } from '../../api/metrics.js';
+import { healthRoutes } from '../../api/routes/health.js';
+import { createEventsFeed } from '../../api/routes/events-feed.js';
+import { sessionUpgradeHandler } from '../../api/routes/session-proxy.js';
+import type { SessionDeps } from '../../infra/sessions/deps.js';
+import { pushSecretsToSandboxes } from '../../infra/sessions/secrets-push.js';
+import type { SpawnSession } from '../../infra/triggers/service.js';
+import type { Core } from './core.js';
+
+export interface HttpWiring {
+  port: number;
+  /** Stops accepting, closes the events feed's sockets, and waits for open requests (5 s at most). */
+  stop(): Promise<void>;
+}
+
+/**
+ * The HTTP server on PORT: the API (and dashboard, events feed, session proxy upgrades) in
+ * the api role; a worker-only process still answers /healthz, /readyz and /metrics there,
+ * for container health checks and Kubernetes probes.
+ */
+export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spawnSession: SpawnSession }): Promise<HttpWiring> {
+  const { config, logger, db, secrets, repos, queue, roles } = core;
+  let server: http.Server;
+  let feed: ReturnType<typeof createEventsFeed> | undefined;
+  if (roles.api) {
+    feed = createEventsFeed({ db, logger });
+    const { sessions, spawnSession } = opts;
+    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, queue, sessions, spawnSession,
+      // Running sandboxes get secret changes through their daemon's POST /svc/env.
+      onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
+        void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
+    const app = createApp(apiDeps, { feed });
+    server = http.createServer(app);
+    server.on('upgrade', sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app)));
+  } else {
+    const health = express();
+    health.disable('x-powered-by');
+    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }));
+    server = http.createServer(health);
+  }
+  const listening = server;
+  listening.on('clientError', clientErrorHandler);
+  listening.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    listening.once('error', reject);
+    listening.listen(config.PORT, config.HOST, () => resolve());
+  });
+  return {
+    port: (listening.address() as AddressInfo).port,
+    async stop() {
+      const closed = new Promise<void>((r) => listening.close(() => r()));
+      listening.closeIdleConnections();
+      setTimeout(() => listening.closeAllConnections(), 5000).unref();
+      await feed?.close();
+      await closed;
+    },
+  };
+}

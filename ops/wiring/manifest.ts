@@ -1,0 +1,45 @@
+import { resumeApps } from '../../infra/apps/resume.js';
+import { stopOwnedApps } from '../../infra/apps/runner.js';
+import { APP_DEPLOY } from '../../infra/apps/sync.js';
+import { enqueueAllManifestSyncs, type ManifestDeps } from '../../infra/manifest/sync.js';
+import type { SandboxProvider } from '../../infra/sandbox/port.js';
+import type { SessionDeps } from '../../infra/sessions/deps.js';
+import { createSession } from '../../infra/sessions/service.js';
+import { createScheduler, type Scheduler } from '../../infra/triggers/scheduler.js';
+import type { SpawnSession } from '../../infra/triggers/service.js';
+import { MANIFEST_SYNC, appDeployHandler, manifestSyncHandler } from '../../workers/manifest.js';
+import type { Core, Running } from './core.js';
+
+export interface ManifestWiring extends Running {
+  /** How triggers (and the API's fire route) spawn sessions. */
+  spawnSession: SpawnSession;
+  scheduler: Scheduler | undefined;
+}
+
+/**
+ * The manifest, triggers and apps (issue 12). Worker role: manifest syncs and app deploys
+ * from the queue, a sync of every project queued at start, apps resumed, and (SVC_SCHEDULER)
+ * the trigger scheduler. Triggers spawn sessions the same way as an interactive create.
+ */
+export async function wireManifest(core: Core, sessions: SessionDeps, appProvider: SandboxProvider | undefined, spawn?: SpawnSession): Promise<ManifestWiring> {
+  const { config, logger, db, secrets, repos, queue, roles } = core;
+  const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
+  const spawnSession: SpawnSession = spawn ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
+  let scheduler: Scheduler | undefined;
+  if (roles.worker) {
+    queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
+    await resumeApps(db, appProvider, manifestDeps.enqueueApp!);
+    if (config.SVC_SCHEDULER) {
+      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
+    }
+    logger.info({ projects: synced }, 'manifest syncs queued at start');
+  }
+  return {
+    spawnSession,
+    scheduler,
+    stop: async () => scheduler?.stop(),
+    close: async () => void (await stopOwnedApps()),
+  };
+}

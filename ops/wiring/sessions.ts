@@ -1,0 +1,54 @@
+import type { SandboxProvider } from '../../infra/sandbox/port.js';
+import { createSandboxProvider } from '../../infra/sandbox/registry.js';
+import type { SessionDeps } from '../../infra/sessions/deps.js';
+import { sandboxSecrets } from '../../infra/secrets/sandbox-env.js';
+import { startSessionWorkers } from '../../workers/sessions.js';
+import type { Core, Running } from './core.js';
+
+export interface SessionsWiring extends Running {
+  deps: SessionDeps;
+  /** Where apps run: the sessions' provider, or bwrap/process when sessions use containers. */
+  appProvider: SandboxProvider | undefined;
+  /** Starts the session workers (worker role), once the API URL sandboxes use is known. */
+  startWorkers(): Promise<void>;
+}
+
+/**
+ * Sessions (issue 10): the sandbox provider (worker role), the service's deps and, later,
+ * the workers. `listenPort` is the port the HTTP server got (PORT=0 in tests).
+ */
+export function wireSessions(
+  core: Core,
+  opts: { sandboxEnv?: Record<string, string>; projectSecrets?: SessionDeps['projectSecrets']; listenPort: () => number },
+): SessionsWiring {
+  const { config, logger, db, secrets, repos, queue, roles } = core;
+  const apiUrl = () =>
+    config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
+    (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
+  const extra = opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {};
+  const provider = roles.worker ? createSandboxProvider(config, { logger, ...extra }) : undefined;
+  // Apps run a command from an exported tree on this host (process, bwrap). When sessions
+  // run on docker or kubernetes, apps use bwrap where installed, else process.
+  const appProvider =
+    provider && (provider.name === 'docker' || provider.name === 'kubernetes')
+      ? createSandboxProvider({ ...config, SVC_SANDBOX_PROVIDER: undefined }, { logger, ...extra })
+      : provider;
+  const deps: SessionDeps = {
+    config, db, logger, secrets, repos, queue, apiUrl,
+    ...(provider ? { provider } : {}),
+    projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
+  };
+  let workers: { stop(): void } | undefined;
+  return {
+    deps,
+    appProvider,
+    async startWorkers() {
+      if (roles.worker) workers = await startSessionWorkers(deps, queue);
+    },
+    stop: () => workers?.stop(),
+    async close() {
+      await provider?.close?.();
+      if (appProvider !== provider) await appProvider?.close?.();
+    },
+  };
+}
