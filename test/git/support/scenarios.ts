@@ -36,6 +36,18 @@ async function base(fx: RepoFixture, files: Record<string, string | Buffer>) {
   await fx.commit('base', { 'README.md': '# fixture\n', ...files });
 }
 
+type Commit = Parameters<RepoFixture['commit']>;
+
+/** `base` with `files`, then one commit on a new `feature` and one on `main`; both pushed. */
+async function diverged(fx: RepoFixture, files: Record<string, string | Buffer>, feature: Commit, main: Commit) {
+  await base(fx, files);
+  await fx.switch('feature', true);
+  await fx.commit(...feature);
+  await fx.switch('main');
+  await fx.commit(...main);
+  await fx.push('main', 'feature');
+}
+
 export const scenarios: Scenario[] = [
   {
     name: 'fast-forward',
@@ -58,12 +70,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'diverged, clean',
     async build(fx) {
-      await base(fx, { 'x.txt': lines('x'), 'y.txt': lines('y') });
-      await fx.switch('feature', true);
-      await fx.commit('feature edits y', { 'y.txt': lines('y', 'from feature') });
-      await fx.switch('main');
-      await fx.commit('main edits x', { 'x.txt': lines('x', 'from main') });
-      await fx.push('main', 'feature');
+      await diverged(
+        fx,
+        { 'x.txt': lines('x'), 'y.txt': lines('y') },
+        ['feature edits y', { 'y.txt': lines('y', 'from feature') }],
+        ['main edits x', { 'x.txt': lines('x', 'from main') }],
+      );
     },
     preview: { mergeBase: 'older', is_up_to_date: false, can_merge: true, can_fast_forward: false, conflicts: [] },
     diff: [['y.txt', 'modified', 1, 0, false]],
@@ -74,12 +86,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'text conflict',
     async build(fx) {
-      await base(fx, { 'f.txt': lines(...TEN) });
-      await fx.switch('feature', true);
-      await fx.commit('feature line 5', { 'f.txt': withLine(4, 'feature') });
-      await fx.switch('main');
-      await fx.commit('main line 5', { 'f.txt': withLine(4, 'main') });
-      await fx.push('main', 'feature');
+      await diverged(
+        fx,
+        { 'f.txt': lines(...TEN) },
+        ['feature line 5', { 'f.txt': withLine(4, 'feature') }],
+        ['main line 5', { 'f.txt': withLine(4, 'main') }],
+      );
     },
     preview: { mergeBase: 'older', is_up_to_date: false, can_merge: false, can_fast_forward: false, conflicts: ['f.txt'] },
     diff: [['f.txt', 'modified', 1, 1, false]],
@@ -89,12 +101,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'binary conflict',
     async build(fx) {
-      await base(fx, { 'img.bin': bin(1), 'ok.txt': lines('ok') });
-      await fx.switch('feature', true);
-      await fx.commit('feature image', { 'img.bin': bin(2) });
-      await fx.switch('main');
-      await fx.commit('main image', { 'img.bin': bin(3) });
-      await fx.push('main', 'feature');
+      await diverged(
+        fx,
+        { 'img.bin': bin(1), 'ok.txt': lines('ok') },
+        ['feature image', { 'img.bin': bin(2) }],
+        ['main image', { 'img.bin': bin(3) }],
+      );
     },
     preview: { mergeBase: 'older', is_up_to_date: false, can_merge: false, can_fast_forward: false, conflicts: ['img.bin'] },
     diff: [['img.bin', 'modified', 0, 0, true]],
@@ -103,12 +115,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'modify/delete',
     async build(fx) {
-      await base(fx, { 'd.txt': lines(...TEN), 'keep.txt': lines('keep') });
-      await fx.switch('feature', true);
-      await fx.commit('feature edits d', { 'd.txt': withLine(2, 'edited') });
-      await fx.switch('main');
-      await fx.commit('main deletes d', { 'd.txt': null });
-      await fx.push('main', 'feature');
+      await diverged(
+        fx,
+        { 'd.txt': lines(...TEN), 'keep.txt': lines('keep') },
+        ['feature edits d', { 'd.txt': withLine(2, 'edited') }],
+        ['main deletes d', { 'd.txt': null }],
+      );
     },
     preview: { mergeBase: 'older', is_up_to_date: false, can_merge: false, can_fast_forward: false, conflicts: ['d.txt'] },
     diff: [['d.txt', 'modified', 1, 1, false]],
@@ -117,12 +129,12 @@ export const scenarios: Scenario[] = [
   {
     name: 'add/add',
     async build(fx) {
-      await base(fx, {});
-      await fx.switch('feature', true);
-      await fx.commit('feature adds n', { 'n.txt': lines('feature version') });
-      await fx.switch('main');
-      await fx.commit('main adds n', { 'n.txt': lines('main version') });
-      await fx.push('main', 'feature');
+      await diverged(
+        fx,
+        {},
+        ['feature adds n', { 'n.txt': lines('feature version') }],
+        ['main adds n', { 'n.txt': lines('main version') }],
+      );
     },
     preview: { mergeBase: 'older', is_up_to_date: false, can_merge: false, can_fast_forward: false, conflicts: ['n.txt'] },
     diff: [['n.txt', 'added', 1, 0, false]],
