@@ -46,7 +46,8 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
     embedded: true,
     async close() {
       await db.close();
-      await connectionsClosed(cluster.url(), logger);
+      // Another process's postmaster (and its clients) is left alone: stop() is a no-op then.
+      if (cluster.owned) await connectionsClosed(cluster.url(), logger);
       await cluster.stop();
     },
   };
@@ -55,7 +56,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
 /**
  * Waits (at most `timeoutMs`) until no other client is connected. A pool's `end()` (ours,
  * pg-boss's) resolves before its connections have closed; stopping the cluster then makes
- * postgres terminate them, and each pool reports it as an error at every shutdown.
+ * postgres terminate them, and each pool logs that as an error.
  */
 async function connectionsClosed(url: string, logger: Logger, timeoutMs = 3_000): Promise<void> {
   const admin = new pg.Client(url);

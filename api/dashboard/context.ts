@@ -54,8 +54,7 @@ export function loadSession(store: () => Promise<SessionStore>): RequestHandler 
   };
 }
 
-/** Only the page's own script asks for JSON (and never for HTML too). */
-export const wantsJson = (req: Request) => (req.headers.accept ?? '').includes('application/json') && !(req.headers.accept ?? '').includes('text/html');
+const wantsJson = (req: Request) => (req.headers.accept ?? '').includes('application/json') && !(req.headers.accept ?? '').includes('text/html');
 
 /** Pages need a signed-in browser: GETs go to the sign-in page and come back after. */
 export const requireSession: RequestHandler = (req, res, next) => {

@@ -6,7 +6,7 @@ import type { ApiDeps } from '../deps.js';
 import { bodyOf, statusOf, zodIssues } from '../errors.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
-import { asDomain, loadSession, locals, requireSession, wantsJson } from './context.js';
+import { asDomain, loadSession, locals, requireSession } from './context.js';
 import { crPageRoutes } from './cr-page.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -58,7 +58,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-/** Errors, 404s included, as a page (or, for the page's script, the API's JSON body). */
+/** Errors, 404s included, as a page to a browser (or, for the page's script and non-browsers, the API's JSON body). */
 function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
   return (err0, req, res, next) => {
     if (res.headersSent) return next(err0);
@@ -79,9 +79,9 @@ function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
     }
     const e = err as DomainError & { status?: number };
     const status = e.status ?? statusOf[e.code];
-    // A page's script asks for JSON and gets the API's body; everything else (browsers,
-    // curl, links) gets a page.
-    if (wantsJson(req)) {
+    // Browsers (navigations, form posts) ask for HTML; anything else gets the API's body.
+    const accept = req.headers.accept ?? '';
+    if (accept.includes('application/json') || !accept.includes('text/html')) {
       res.status(status).json(bodyOf(e));
       return;
     }

@@ -118,13 +118,13 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(forged.status).to.equal(403);
   });
 
-  it('dashboard 404s are pages (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
+  it('dashboard 404s are pages to a browser (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
     const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
     const project = (await (await fetch(`${srv.url}/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Pages', slug: 'pages' }) })).json()) as { project: { slug: string } };
     const nobody = '00000000-0000-4000-8000-000000000000';
     for (const p of ['/no/such/page', '/projects/%3Cb%3Eno-such%3C%2Fb%3E', `/projects/${nobody}`, `/projects/${project.project.slug}/change-requests/999`, `/projects/${project.project.slug}/sessions/${nobody}`]) {
-      for (const accept of [undefined, 'text/html,application/xhtml+xml,*/*;q=0.8']) {
-        const r = await fetch(`${srv.url}${p}`, { headers: { cookie, ...(accept ? { accept } : {}) } });
+      for (const accept of ['text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8', 'text/html']) {
+        const r = await fetch(`${srv.url}${p}`, { headers: { cookie, accept } });
         expect(r.status, p).to.equal(404);
         expect(r.headers.get('content-type'), p).to.match(/^text\/html/);
         expect(r.headers.get('content-security-policy'), p).to.contain("default-src 'self'");
@@ -133,9 +133,12 @@ describe('dashboard sign-in (HTTP)', function () {
         expect(text, p).to.not.contain('<b>no-such');
       }
     }
-    const script = await fetch(`${srv.url}/no/such/page`, { headers: { cookie, accept: 'application/json' } });
-    expect(script.status).to.equal(404);
-    expect(await script.json()).to.include({ error: 'Not found' });
+    // The page's script and non-browsers get the API's error body, as for every dashboard error.
+    for (const headers of [{ cookie, accept: 'application/json' }, { cookie }] as Record<string, string>[]) {
+      const r = await fetch(`${srv.url}/no/such/page`, { headers });
+      expect(r.status).to.equal(404);
+      expect(await r.json()).to.deep.equal({ error: 'Not found', message: 'There is no page at this address.' });
+    }
     const api = await fetch(`${srv.url}/v1/no/such`, { headers: { authorization: `Bearer ${srv.token}`, accept: 'text/html' } });
     expect(api.status).to.equal(404);
     expect(api.headers.get('content-type')).to.match(/^application\/json/);
