@@ -51,8 +51,8 @@ export interface RunningServer {
 /**
  * `svc-server start` (both roles), `api` or `worker`: migrations first, then the queue,
  * each feature's wiring (ops/wiring/*), the HTTP server and the session workers. `stop`
- * drains in reverse order: HTTP, every feature's intake, the queue, every feature's
- * resources, the database.
+ * drains: HTTP, every feature's intake (in start order), the queue, every feature's
+ * resources (in reverse order), the database.
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const { config, logger, roles } = opts;
@@ -90,7 +90,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     stop() {
       stopping ??= (async () => {
         await httpServer.stop();
-        for (const f of [...features].reverse()) await f.stop?.();
+        for (const f of features) await f.stop?.();
         await queue.stop();
         for (const f of [...features].reverse()) await f.close?.();
         if (!opts.database) await database.close();

@@ -18,8 +18,8 @@ export interface Core {
 
 /**
  * What a feature leaves running. At shutdown every `stop` runs (it ends the feature's
- * intake) before the queue stops, then every `close` (it releases what the feature holds);
- * each phase in the reverse order of starting.
+ * intake; in start order) before the queue stops, then every `close` (it releases what
+ * the feature holds; in reverse order: apps stop before the providers they run on close).
  */
 export interface Running {
   stop?(): Promise<void> | void;
