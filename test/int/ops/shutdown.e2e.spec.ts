@@ -19,7 +19,7 @@ describe('svc-server shutdown on SIGTERM (embedded database, real processes)', f
   });
 
   it('exits 0 with no warn- or error-level line after "shutting down", cycle after cycle', async () => {
-    for (let cycle = 0; cycle < 4; cycle++) {
+    for (let cycle = 0; cycle < 3; cycle++) {
       const server = await spawnTestServer({ SVC_DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' });
       // Several pooled connections open (and idle) when the signal comes.
       await Promise.all(Array.from({ length: 8 }, () => fetch(`${server.url}/readyz`).then((r) => r.arrayBuffer())));
