@@ -75,7 +75,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
     async stop() {
       await server.stop();
       await db.drop();
-      await rm(dataDir, { recursive: true, force: true });
+      await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); // a sandbox killed just before may still be exiting
     },
   };
 }

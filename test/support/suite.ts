@@ -41,7 +41,7 @@ export function processFixture(
     if (beforeCleanup && fx.db && fx.dataDir) await beforeCleanup(fx);
     await fx.db?.drop();
     await fx.repo?.cleanup();
-    if (fx.dataDir) await rm(fx.dataDir, { recursive: true, force: true });
+    if (fx.dataDir) await rm(fx.dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
   });
   return fx;
 }
