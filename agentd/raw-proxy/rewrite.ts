@@ -5,7 +5,7 @@ import { hasToken, type RequestHead, type ResponseHead } from './head.js';
 /**
  * The raw proxy's header rewriting, the same rules as `upstreamRequestHeaders` /
  * `downstreamResponseHeaders` for the http-module path, on header lists instead of
- * objects: hop-by-hop headers (and those the Connection header names) dropped, the
+ * objects: hop-by-hop headers but Transfer-Encoding (and those the Connection header names) dropped, the
  * daemon's credentials (signed context, its cookie, the control bearer) never forwarded,
  * X-Forwarded-* added. Repeated headers are forwarded as repeated lines; Cookie and
  * X-Forwarded-For are joined the way Node joins them.
@@ -32,7 +32,10 @@ export function upstreamHead(head: RequestHead, path: string, token: string, rem
   for (let i = 0; i < names.length; i++) {
     const name = names[i]!;
     const value = values[i]!;
-    if (HOP_BY_HOP.has(name) || name === USER_CONTEXT_HEADER || (listed !== null && listed.includes(name))) continue;
+    // The framing headers always stay, whatever Connection lists: the body bytes are
+    // forwarded as they came, so the upstream must delimit them exactly as we did.
+    const framing = name === 'transfer-encoding' || name === 'content-length';
+    if (!framing && (HOP_BY_HOP.has(name) || name === USER_CONTEXT_HEADER || (listed !== null && listed.includes(name)))) continue;
     switch (name) {
       case 'cookie':
         cookie = cookie === undefined ? value : `${cookie}; ${value}`;
