@@ -26,6 +26,8 @@ export interface RawProxyDeps {
 
 const BAD_REQUEST = Buffer.from('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n', 'latin1');
 const IDLE_TIMEOUT_MS = 65_000;
+/** Up to this many first body bytes are copied behind the response head (one write). */
+const COPY_LIMIT = 16 * 1024;
 
 const enum St {
   /** Between requests: reading the next head. */
@@ -71,6 +73,7 @@ export class ClientConnection implements UpstreamOwner {
   private resFraming: Framing = NO_BODY;
   private resRemaining = 0;
   private resReusable = true;
+  private resComplete = false;
   private readonly resChunks = new ChunkedTracker();
 
   private readonly onData = (chunk: Buffer) => this.clientData(chunk);
@@ -223,7 +226,7 @@ export class ClientConnection implements UpstreamOwner {
       // More than one context header: the http server joins them and refuses the result.
       if (contexts > 1) throw new HttpError(401, 'Unauthorized', 'ambiguous');
       const target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
-      const headers = { [USER_CONTEXT_HEADER]: context, cookie, 'x-forwarded-proto': proto };
+      const headers = { 'x-svc-user-context': context, cookie, 'x-forwarded-proto': proto };
       setCookie = authorizeProxy({ url: head.target, headers }, target, deps.token, deps.now()).setCookie;
       if (target.kind === 'runtime' && deps.agentState() !== 'running') throw new HttpError(503, 'Unavailable', 'starting');
       port = target.port;
@@ -258,11 +261,12 @@ export class ClientConnection implements UpstreamOwner {
     const up = deps.pool.acquire(port, this);
     this.up = up;
     this.retryHead = framing.kind === 'none' && up.uses > 0 ? text : null;
-    const s = up.socket;
-    s.cork();
-    s.write(text, 'latin1');
+    // Body bytes already here go out with the head, in one syscall.
+    const more = end < buf.length;
+    if (more) up.socket.cork();
+    up.socket.write(text, 'latin1');
     this.forwardRequestBody(buf, end);
-    s.uncork();
+    if (more) up.socket.uncork();
   }
 
   private forwardRequestBody(buf: Buffer, start: number): void {
@@ -313,8 +317,13 @@ export class ClientConnection implements UpstreamOwner {
     }
   }
 
+  /** Writes upstream bytes (maybe the upstream's reused read buffer) to the client. */
   private toClient(chunk: Buffer): void {
-    if (!this.socket.write(chunk)) {
+    const full = !this.socket.write(chunk);
+    // Not taken by the kernel at once: the bytes are still referenced, so the upstream
+    // must not read into that memory again.
+    if (this.socket.writableLength > 0) this.up?.retain();
+    if (full) {
       this.up?.socket.pause();
       this.socket.once('drain', this.onClientDrain);
     }
@@ -332,6 +341,7 @@ export class ClientConnection implements UpstreamOwner {
     if (up !== this.up) return;
     if (this.state === St.Tunnel) return this.toClient(chunk);
     if (this.resStarted) return this.forwardResponseBody(chunk, 0);
+    // `chunk` lives in the upstream's read buffer: a partial head is kept as a copy.
     const buf = this.resBuf === null ? chunk : Buffer.concat([this.resBuf, chunk]);
     this.resBuf = null;
     this.readResponseHead(buf);
@@ -345,7 +355,7 @@ export class ClientConnection implements UpstreamOwner {
       try {
         end = headEnd(buf, start);
         if (end < 0) {
-          this.resBuf = start === 0 ? buf : buf.subarray(start);
+          this.resBuf = Buffer.from(buf.subarray(start));
           return;
         }
         head = parseResponseHead(buf, start, end);
@@ -381,31 +391,51 @@ export class ClientConnection implements UpstreamOwner {
       this.resReusable = !head.close && framing.kind !== 'close';
       if (framing.kind === 'close' || !this.reqDone) this.closeAfter = true;
       this.resStarted = true;
+      this.resComplete = false;
       this.retryHead = null;
-      const s = this.socket;
-      s.cork();
-      s.write(downstreamHead(head, this.setCookie, this.closeAfter), 'latin1');
-      this.forwardResponseBody(buf, end);
-      s.uncork();
+      const text = downstreamHead(head, this.setCookie, this.closeAfter);
+      const stop = this.responseStop(buf, end);
+      if (stop < 0) return;
+      if (stop - end <= COPY_LIMIT) {
+        // Head and first body bytes in one buffer: one plain write, no writev of a string and a buffer.
+        const out = Buffer.allocUnsafe(text.length + stop - end);
+        out.write(text, 0, 'latin1');
+        buf.copy(out, text.length, end, stop);
+        this.toClient(out);
+      } else {
+        this.socket.cork();
+        this.socket.write(text, 'latin1');
+        this.toClient(buf.subarray(end, stop));
+        this.socket.uncork();
+      }
+      this.afterResponseBytes(stop, buf.length);
       return;
     }
   }
 
   private forwardResponseBody(buf: Buffer, start: number): void {
+    const stop = this.responseStop(buf, start);
+    if (stop < 0) return;
+    if (stop > start) this.toClient(start === 0 && stop === buf.length ? buf : buf.subarray(start, stop));
+    this.afterResponseBytes(stop, buf.length);
+  }
+
+  /**
+   * Follows the response's framing over `buf[start..]`: where its bytes stop in `buf`
+   * (setting `resComplete` when that is its end), or -1 after a broken chunked body
+   * (both connections are gone then).
+   */
+  private responseStop(buf: Buffer, start: number): number {
     const len = buf.length;
-    let stop = len;
-    let done = false;
     switch (this.resFraming.kind) {
       case 'none':
-        stop = start;
-        done = true;
-        break;
+        this.resComplete = true;
+        return start;
       case 'length': {
         const take = Math.min(this.resRemaining, len - start);
         this.resRemaining -= take;
-        stop = start + take;
-        done = this.resRemaining === 0;
-        break;
+        this.resComplete = this.resRemaining === 0;
+        return start + take;
       }
       case 'chunked': {
         let e: number;
@@ -413,22 +443,21 @@ export class ClientConnection implements UpstreamOwner {
           e = this.resChunks.feed(buf, start);
         } catch {
           this.dropUpstream();
-          return void this.socket.destroy();
+          this.socket.destroy();
+          return -1;
         }
-        if (e >= 0) {
-          stop = e;
-          done = true;
-        }
-        break;
+        this.resComplete = e >= 0;
+        return e >= 0 ? e : len;
       }
       case 'close':
-        break;
+        return len;
     }
-    if (stop > start) this.toClient(start === 0 && stop === len ? buf : buf.subarray(start, stop));
-    if (done) {
-      if (stop < len) this.resReusable = false; // bytes past the response: out of step
-      this.finishResponse();
-    }
+  }
+
+  private afterResponseBytes(stop: number, len: number): void {
+    if (!this.resComplete) return;
+    if (stop < len) this.resReusable = false; // bytes past the response: out of step
+    this.finishResponse();
   }
 
   private finishResponse(): void {

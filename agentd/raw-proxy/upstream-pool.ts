@@ -9,25 +9,50 @@ export interface UpstreamOwner {
   onUpstreamClose(up: Upstream): void;
 }
 
+const READ_BUFFER_BYTES = 64 * 1024;
+
 /**
  * One loopback connection to a preview/runtime port. Its listeners are attached once,
  * when it is opened, and dispatch to the current owner: a reused connection costs no
  * listener churn per request.
+ *
+ * Reads land in one reused buffer (`onread`), not a fresh 64 KiB allocation and a
+ * stream push per read. The chunk handed to the owner is only valid during the call:
+ * an owner that keeps it (a write the kernel did not take at once) calls `retain()`,
+ * and the next read goes to a new buffer.
  */
 export class Upstream {
   owner: UpstreamOwner | null = null;
   /** Requests this connection has carried before the current one. */
   uses = 0;
+  readonly socket: net.Socket;
+  private buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+  private retained = false;
 
   constructor(
-    readonly socket: net.Socket,
     readonly port: number,
     private readonly pool: UpstreamPool,
   ) {
-    socket.on('data', (chunk: Buffer) => {
-      if (this.owner) this.owner.onUpstreamData(this, chunk);
-      else socket.destroy(); // bytes nobody asked for: the connection is out of step
+    const socket = net.connect({
+      port,
+      host: '127.0.0.1',
+      noDelay: true,
+      onread: {
+        buffer: () => {
+          if (this.retained) {
+            this.retained = false;
+            this.buf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+          }
+          return this.buf;
+        },
+        callback: (n: number, buf: Uint8Array): boolean => {
+          if (this.owner) this.owner.onUpstreamData(this, (buf as Buffer).subarray(0, n));
+          else socket.destroy(); // bytes nobody asked for: the connection is out of step
+          return true;
+        },
+      },
     });
+    this.socket = socket;
     socket.on('end', () => {
       if (this.owner) this.owner.onUpstreamEnd(this);
       else socket.destroy();
@@ -39,6 +64,11 @@ export class Upstream {
       this.owner = null;
       owner?.onUpstreamClose(this);
     });
+  }
+
+  /** The last chunk handed out is still referenced: read the next one elsewhere. */
+  retain(): void {
+    this.retained = true;
   }
 
   /** Back to the pool for the next request; only when its last response is complete. */
@@ -71,8 +101,7 @@ export class UpstreamPool {
     }
     if (up === undefined) {
       this.opened++;
-      const socket = net.connect({ port, host: '127.0.0.1', noDelay: true });
-      up = new Upstream(socket, port, this);
+      up = new Upstream(port, this);
     } else {
       up.uses++;
     }
