@@ -146,6 +146,7 @@ export function parseResponseHead(buf: Buffer, start: number, end: number): Resp
 /** Whether a comma-separated header value lists `token` (case-insensitive). */
 export function hasToken(value: string, token: string): boolean {
   if (value.length === token.length) return value.toLowerCase() === token;
+  if (!value.includes(',')) return value.length > token.length && value.trim().toLowerCase() === token;
   for (const part of value.split(',')) if (part.trim().toLowerCase() === token) return true;
   return false;
 }
