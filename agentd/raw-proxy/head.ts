@@ -50,7 +50,8 @@ export interface ResponseHead {
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP\/1\.([01])$/;
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9][0-9]{2})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[\t ]*([\t\x20-\x7e\x80-\xff]*?)[\t ]*$/;
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS = /^[0-9]{1,15}$/;
 
 /**
@@ -75,16 +76,27 @@ function parseFields(text: string, from: number, names: string[], values: string
   while (pos < text.length) {
     let eol = text.indexOf('\r\n', pos);
     if (eol < 0) eol = text.length;
-    const line = text.slice(pos, eol);
-    const m = HEADER_LINE.exec(line);
-    if (m === null) throw new HeadError(line.length && (line[0] === ' ' || line[0] === '\t') ? 'Folded header lines are not accepted.' : 'A header line is malformed.');
+    const colon = text.indexOf(':', pos);
+    const first = text.charCodeAt(pos);
+    if (first === 32 || first === 9) throw new HeadError('Folded header lines are not accepted.');
+    if (colon < 0 || colon > eol) throw new HeadError('A header line is malformed.');
+    const name = text.slice(pos, colon);
+    if (!TOKEN.test(name)) throw new HeadError('A header name is malformed.');
+    let vs = colon + 1;
+    let ve = eol;
+    while (vs < ve && isOws(text.charCodeAt(vs))) vs++;
+    while (ve > vs && isOws(text.charCodeAt(ve - 1))) ve--;
+    const value = text.slice(vs, ve);
+    if (!FIELD_VALUE.test(value)) throw new HeadError('A header value has characters it may not have.');
     if (names.length === MAX_HEADERS) throw new HeadError('Too many header lines.');
-    names.push(m[1]!.toLowerCase());
-    values.push(m[2]!);
-    lines?.push(line);
+    names.push(name.toLowerCase());
+    values.push(value);
+    lines?.push(text.slice(pos, eol));
     pos = eol + 2;
   }
 }
+
+const isOws = (c: number) => c === 32 || c === 9;
 
 /** Framing from Content-Length / Transfer-Encoding, refusing every ambiguity. */
 function framingOf(names: string[], values: string[], absent: Framing): Framing {

@@ -281,6 +281,26 @@ describe('agentd raw proxy (in process)', function () {
     expect(pool.idleCount(upPort)).to.equal(Math.max(0, idle - 1)); // the download took one; it never came back
   });
 
+  it('says a bodiless request again on a fresh connection when a kept-alive one dies before answering', async () => {
+    const answered = new WeakSet<net.Socket>();
+    let dropped = 0;
+    rawScript = (socket) => {
+      if (answered.has(socket)) {
+        dropped++;
+        return void socket.destroy(); // the upstream's keep-alive timeout, just as the request came
+      }
+      answered.add(socket);
+      socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok');
+    };
+    const first = await exchange([get(`/proxy/${rawPort}/a`, 'Connection: close\r\n')]);
+    expect(first.out).to.match(/^HTTP\/1\.1 200 OK\r\n/);
+    const opened = pool.opened;
+    const second = await exchange([get(`/proxy/${rawPort}/b`, 'Connection: close\r\n')]);
+    expect(second.out).to.match(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\nok$/);
+    expect(dropped).to.equal(1);
+    expect(pool.opened - opened).to.equal(1);
+  });
+
   it('answers 502 with the http path body when nothing listens', async () => {
     const s = net.createServer();
     const port = await listen(s);
