@@ -20,6 +20,26 @@ const LF = 10;
 const MAX_SIZE_DIGITS = 13; // 16^13 > any body this proxy will see, and < 2^53
 const MAX_EXT_BYTES = 1024;
 
+/** The states that expect one exact byte: that byte, the state after it, the complaint. */
+const FIXED: Record<S.DataCr | S.DataLf | S.TrailerLf, [number, S, string]> = {
+  [S.DataCr]: [CR, S.DataLf, 'Chunk data must end with CRLF.'],
+  [S.DataLf]: [LF, S.SizeStart, 'Chunk data must end with CRLF.'],
+  [S.TrailerLf]: [LF, S.TrailerStart, 'A trailer line must end with CRLF.'],
+};
+
+/** `next` when `c` is the byte the syntax requires here; otherwise the body is malformed. */
+function expectByte(c: number, want: number, message: string, next = S.Done): S {
+  if (c !== want) throw new HeadError(message);
+  return next;
+}
+
+/** A byte of an extension or trailer line: CR ends it (`atCr`); control bytes and overlong text are refused. */
+function textByte(c: number, tooLong: boolean, same: S, atCr: S, message: string): S {
+  if (c === CR) return atCr;
+  if ((c < 32 && c !== 9) || c === 127 || tooLong) throw new HeadError(message);
+  return same;
+}
+
 function hexValue(c: number): number {
   if (c >= 48 && c <= 57) return c - 48;
   if (c >= 97 && c <= 102) return c - 87;
@@ -39,8 +59,6 @@ export class ChunkedTracker {
   private digits = 0;
   private extBytes = 0;
   private trailerBytes = 0;
-  /** Whether any chunk size line has been read completely (the body is well under way). */
-  sawSizeLine = false;
 
   reset(): void {
     this.state = S.SizeStart;
@@ -48,7 +66,6 @@ export class ChunkedTracker {
     this.digits = 0;
     this.extBytes = 0;
     this.trailerBytes = 0;
-    this.sawSizeLine = false;
   }
 
   get done(): boolean {
@@ -81,27 +98,22 @@ export class ChunkedTracker {
           else throw new HeadError('A chunk size is malformed.');
           break;
         }
-        case S.Ext: {
-          const c = buf[i]!;
-          if (c === CR) this.state = S.SizeLf;
-          else if ((c < 32 && c !== 9) || c === 127 || ++this.extBytes > MAX_EXT_BYTES) throw new HeadError('A chunk extension is malformed.');
+        case S.Ext:
+          this.state = textByte(buf[i]!, ++this.extBytes > MAX_EXT_BYTES, S.Ext, S.SizeLf, 'A chunk extension is malformed.');
           break;
-        }
         case S.SizeLf:
-          if (buf[i] !== LF) throw new HeadError('A chunk size line must end with CRLF.');
-          this.sawSizeLine = true;
+          expectByte(buf[i]!, LF, 'A chunk size line must end with CRLF.');
           this.digits = 0;
           this.extBytes = 0;
           this.state = this.remaining === 0 ? S.TrailerStart : S.Data;
           break;
         case S.DataCr:
-          if (buf[i] !== CR) throw new HeadError('Chunk data must end with CRLF.');
-          this.state = S.DataLf;
-          break;
         case S.DataLf:
-          if (buf[i] !== LF) throw new HeadError('Chunk data must end with CRLF.');
-          this.state = S.SizeStart;
+        case S.TrailerLf: {
+          const [want, next, message] = FIXED[this.state];
+          this.state = expectByte(buf[i]!, want, message, next);
           break;
+        }
         case S.TrailerStart:
           if (buf[i] === CR) this.state = S.EndLf;
           else {
@@ -109,20 +121,11 @@ export class ChunkedTracker {
             continue; // the byte is part of the trailer line
           }
           break;
-        case S.Trailer: {
-          const c = buf[i]!;
-          if (++this.trailerBytes > MAX_HEAD_BYTES) throw new HeadError('The trailer is too large.');
-          if (c === CR) this.state = S.TrailerLf;
-          else if ((c < 32 && c !== 9) || c === 127) throw new HeadError('A trailer line is malformed.');
-          break;
-        }
-        case S.TrailerLf:
-          if (buf[i] !== LF) throw new HeadError('A trailer line must end with CRLF.');
-          this.state = S.TrailerStart;
+        case S.Trailer:
+          this.state = textByte(buf[i]!, ++this.trailerBytes > MAX_HEAD_BYTES, S.Trailer, S.TrailerLf, 'A trailer line is malformed or too large.');
           break;
         case S.EndLf:
-          if (buf[i] !== LF) throw new HeadError('A chunked body must end with CRLF.');
-          this.state = S.Done;
+          this.state = expectByte(buf[i]!, LF, 'A chunked body must end with CRLF.', S.Done);
           return i + 1;
         case S.Done:
           return i;

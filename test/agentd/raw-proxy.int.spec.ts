@@ -6,6 +6,7 @@ import { signUserContext } from '../../agentd/auth.js';
 import { DaemonListener } from '../../agentd/raw-proxy/listener.js';
 import { UpstreamPool } from '../../agentd/raw-proxy/upstream-pool.js';
 import { silentLogger } from '../../infra/logger.js';
+import { measuredDownload } from './support/download.js';
 
 const TOKEN = 't'.repeat(32);
 const listen = async (s: net.Server): Promise<number> => {
@@ -322,22 +323,8 @@ describe('agentd raw proxy (in process)', function () {
   });
 
   it('streams a 100 MB download with memory bounded well below its size', async () => {
-    const baseline = process.memoryUsage().arrayBuffers;
-    let received = 0;
-    let peak = 0;
-    await new Promise<void>((resolve, reject) => {
-      http
-        .get({ host: '127.0.0.1', port: frontPort, path: `/proxy/${upPort}/big`, headers: { 'x-svc-user-context': ctx } }, (res) => {
-          expect(res.headers['content-length']).to.equal(String(TOTAL));
-          res.on('data', (c: Buffer) => {
-            received += c.length;
-            peak = Math.max(peak, process.memoryUsage().arrayBuffers - baseline);
-          });
-          res.on('end', resolve);
-          res.on('error', reject);
-        })
-        .on('error', reject);
-    });
+    const { received, peak, headers } = await measuredDownload(frontPort, `/proxy/${upPort}/big`, { 'x-svc-user-context': ctx });
+    expect(headers['content-length']).to.equal(String(TOTAL));
     expect(received).to.equal(TOTAL);
     expect(peak, 'buffers in memory stay below the body size').to.be.below(TOTAL * 0.5);
   });
