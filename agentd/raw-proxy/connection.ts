@@ -2,7 +2,7 @@ import type net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
 import { USER_CONTEXT_HEADER } from '../auth.js';
 import { HttpError } from '../http-util.js';
-import { authorizeProxy, parseTarget } from '../proxy-auth.js';
+import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js';
 import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
 import { ChunkedTracker } from './chunked.js';
@@ -219,22 +219,20 @@ export class ClientConnection implements UpstreamOwner {
       else if (n === 'x-forwarded-proto') proto ??= v;
       else if (n === 'connection' && /(^|,)\s*close\s*(,|$)/i.test(v)) close = true;
     }
+    // More than one context header: the http server joins them and refuses the result.
+    if (contexts > 1) return this.handOff(buf);
+    let target: ProxyTarget;
     let setCookie: string | undefined;
-    let port: number;
-    let path: string;
     try {
-      // More than one context header: the http server joins them and refuses the result.
-      if (contexts > 1) throw new HttpError(401, 'Unauthorized', 'ambiguous');
-      const target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
+      target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
       const headers = { 'x-svc-user-context': context, cookie, 'x-forwarded-proto': proto };
       setCookie = authorizeProxy({ url: head.target, headers }, target, deps.token, deps.now()).setCookie;
-      if (target.kind === 'runtime' && deps.agentState() !== 'running') throw new HttpError(503, 'Unavailable', 'starting');
-      port = target.port;
-      path = target.path;
     } catch {
-      // Every refusal is the http server's to word, exactly as it always has.
+      // Every refusal (and the 503 below) is the http server's to word, as it always has.
       return this.handOff(buf);
     }
+    if (target.kind === 'runtime' && deps.agentState() !== 'running') return this.handOff(buf);
+    const { port, path } = target;
     const framing = head.framing;
     if (framing.kind === 'chunked') {
       // Check the body bytes already here before anything reaches the upstream.
@@ -471,15 +469,16 @@ export class ClientConnection implements UpstreamOwner {
       } else up.destroy();
     }
     this.socket.off('drain', this.onClientDrain);
-    if (this.closeAfter || this.clientEnded) {
-      this.state = St.Done;
-      this.buf = null;
-      this.socket.end();
-      return;
+    if (!this.closeAfter) {
+      this.state = St.Head;
+      this.resumeClient();
+      if (this.buf !== null) this.readHeads();
+      // A client that sent its requests and then FIN gets every answer, then the close.
+      if (!this.clientEnded || this.state !== St.Head) return;
     }
-    this.state = St.Head;
-    this.resumeClient();
-    if (this.buf !== null) this.readHeads();
+    this.state = St.Done;
+    this.buf = null;
+    this.socket.end();
   }
 
   onUpstreamEnd(up: Upstream): void {

@@ -159,6 +159,15 @@ describe('agentd raw proxy (in process)', function () {
     expect(responses(out)[2]).to.match(/\r\nconnection: close\r\n/);
     expect(counts.requests - before.requests).to.equal(3);
     expect(counts.connections - before.connections).to.be.at.most(1);
+    // Requests followed by the client's FIN (half-close): every one answered, then the close.
+    const halfClosed = await new Promise<string>((resolve, reject) => {
+      let text = '';
+      const s = net.connect(frontPort, '127.0.0.1', () => s.end(get(`/proxy/${upPort}/echo?n=4`) + get(`/proxy/${upPort}/echo?n=5`)));
+      s.on('data', (c) => (text += c.toString('latin1')));
+      s.on('close', () => resolve(text));
+      s.on('error', reject);
+    });
+    expect(responses(halfClosed).map((r) => (JSON.parse(bodyOf(r)) as { url: string }).url)).to.deep.equal(['/echo?n=4', '/echo?n=5']);
   });
 
   it('reuses kept-alive upstream connections across requests and client connections', async () => {
