@@ -12,7 +12,9 @@ import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
-import { createDaemonServer } from './server.js';
+import { DaemonListener } from './raw-proxy/listener.js';
+import { UpstreamPool } from './raw-proxy/upstream-pool.js';
+import { createDaemonServer, isControlPath } from './server.js';
 import { RuntimeSupervisor } from './supervisor.js';
 
 /**
@@ -110,7 +112,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   }
 
   const proxy = new LoopbackProxy(config.token, logger.child({ component: 'proxy' }));
-  const server: http.Server = createDaemonServer({
+  const httpServer: http.Server = createDaemonServer({
     control,
     proxy,
     logger,
@@ -119,6 +121,18 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     ownPort: config.servicePort,
     agentState: () => supervisor.state,
   });
+  const pool = new UpstreamPool();
+  const listener = new DaemonListener(httpServer, {
+    token: config.token,
+    runtimePort: config.runtime.port,
+    ownPort: config.servicePort,
+    agentState: () => supervisor.state,
+    now: () => Math.floor(Date.now() / 1000),
+    pool,
+    logger: logger.child({ component: 'proxy' }),
+    isLocal: isControlPath,
+  });
+  const server = listener.server;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.servicePort, config.bindHost, () => {
@@ -168,8 +182,9 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     killNow: () => supervisor.killNow(),
     stop: async () => {
       stopping = true;
-      server.close();
-      server.closeAllConnections();
+      listener.close();
+      httpServer.closeAllConnections();
+      pool.close();
       proxy.close();
       await supervisor.stop();
     },

@@ -52,13 +52,19 @@ export function parseTarget(url: string | undefined, runtimePort: number, ownPor
   return { port: runtimePort, path: withQuery(pathname), cookiePath: '/', kind: 'runtime' };
 }
 
+/** What the authorization reads of a request (an IncomingMessage, or the raw proxy's head). */
+export interface ProxyRequestLike {
+  url?: string | undefined;
+  headers: { [USER_CONTEXT_HEADER]?: string | string[] | undefined; cookie?: string | undefined; 'x-forwarded-proto'?: string | string[] | undefined };
+}
+
 /**
  * Checks the signed user context, taken from (in order) the header, `?svc_ctx=`, or the
  * preview cookie. A value that is present but invalid is refused even if a later source
  * would pass: the caller meant that one.
  */
 export function authorizeProxy(
-  req: IncomingMessage,
+  req: ProxyRequestLike,
   target: ProxyTarget,
   key: string,
   nowSeconds: number,
@@ -105,7 +111,7 @@ function verifyCached(key: string, value: string, port: number, nowSeconds: numb
   return check;
 }
 
-function previewCookie(value: string, maxAge: number, cookiePath: string, req: IncomingMessage): string {
+function previewCookie(value: string, maxAge: number, cookiePath: string, req: ProxyRequestLike): string {
   const secure = req.headers['x-forwarded-proto'] === 'https';
   return [
     `${USER_CONTEXT_COOKIE}=${value}`,
@@ -117,7 +123,7 @@ function previewCookie(value: string, maxAge: number, cookiePath: string, req: I
   ].join('; ');
 }
 
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'keep-alive',
   'proxy-connection',

@@ -21,12 +21,16 @@ export interface ServerDeps {
 /** One shared no-op listener: a socket error is answered elsewhere (or the client is gone). */
 const ignore = (): undefined => undefined;
 
-const isControlPath = (url: string | undefined) => url !== undefined && (url === '/svc' || /^\/svc[/?]/.test(url));
+export const isControlPath = (url: string | undefined): boolean => url !== undefined && (url === '/svc' || /^\/svc[/?]/.test(url));
 const controlPath = (url: string) => url.split('?')[0]!;
 
 /**
- * The daemon's one listener: `/svc/*` is the control surface; everything else is
+ * The daemon's http server: `/svc/*` is the control surface; everything else is
  * proxied after the signed user context checks out. No request can throw past here.
+ * It does not listen itself: `DaemonListener` serves proxied requests on raw sockets and
+ * hands it the connections of every request it does not serve (the control surface, and
+ * refusals, which this server words), so the http-module proxy below only carries the
+ * rest of a connection that began with such a request.
  */
 export function createDaemonServer(deps: ServerDeps): http.Server {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));

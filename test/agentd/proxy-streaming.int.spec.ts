@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LoopbackProxy } from '../../agentd/proxy.js';
 import { silentLogger } from '../../infra/logger.js';
+import { measuredDownload } from './support/download.js';
 
 /**
  * The proxy streams: an SSE event reaches the client before the upstream writes the next
@@ -89,28 +90,13 @@ describe('agentd proxy streaming (in process)', function () {
   });
 
   it('streams a 100 MB download: first bytes before the upstream is done, memory bounded, every byte delivered', async () => {
-    const baseline = process.memoryUsage().arrayBuffers;
-    let received = 0;
     let upstreamDoneAtFirstByte: boolean | undefined;
     let bytesWrittenAtFirstByte = 0;
-    let peak = 0;
-    await new Promise<void>((resolve, reject) => {
-      http
-        .get({ host: '127.0.0.1', port: frontPort, path: '/big' }, (res) => {
-          expect(res.headers['content-length']).to.equal(String(TOTAL));
-          res.on('data', (c: Buffer) => {
-            if (upstreamDoneAtFirstByte === undefined) {
-              upstreamDoneAtFirstByte = state.upstreamEnded;
-              bytesWrittenAtFirstByte = state.upstreamBytes;
-            }
-            received += c.length;
-            peak = Math.max(peak, process.memoryUsage().arrayBuffers - baseline);
-          });
-          res.on('end', resolve);
-          res.on('error', reject);
-        })
-        .on('error', reject);
+    const { received, peak, headers } = await measuredDownload(frontPort, '/big', {}, () => {
+      upstreamDoneAtFirstByte = state.upstreamEnded;
+      bytesWrittenAtFirstByte = state.upstreamBytes;
     });
+    expect(headers['content-length']).to.equal(String(TOTAL));
     expect(received).to.equal(TOTAL);
     expect(upstreamDoneAtFirstByte, 'the client had bytes before the upstream finished').to.equal(false);
     expect(bytesWrittenAtFirstByte, 'at most a few buffers were in flight at the first byte').to.be.below(TOTAL / 4);

@@ -13,7 +13,8 @@
  *   the same run. Goals: the daemon's `/proxy/:port/*` >= 0.8x nginx's req/s and <= 1.2x
  *   nginx's added p50 latency.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
@@ -75,8 +76,18 @@ async function throughput(port: number, headers: Record<string, string>, total: 
   }
 }
 
+/** CPU seconds (user + system) a process has used so far; NaN where /proc is not there. */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // clock ticks, USER_HZ = 100
+  } catch {
+    return NaN;
+  }
+}
+
 /** nginx as a plain reverse proxy to 127.0.0.1:`upstreamPort`, on a free loopback port. */
-async function startNginx(upstreamPort: number): Promise<{ port: number; stop(): Promise<void> } | { error: string }> {
+async function startNginx(upstreamPort: number): Promise<{ port: number; worker: number; stop(): Promise<void> } | { error: string }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-nginx-'));
   const port = await freePort();
   const conf = `daemon off;
@@ -128,8 +139,11 @@ http {
     }
     await new Promise((r) => setTimeout(r, 25));
   }
+  // The one worker does the proxying (the master only supervises).
+  const worker = Number(spawnSync('pgrep', ['-P', String(proc.pid)], { encoding: 'utf8' }).stdout.trim().split('\n')[0]);
   return {
     port,
+    worker,
     async stop() {
       proc.kill('SIGTERM');
       await exited;
@@ -166,11 +180,21 @@ export const run: BenchSuite = async ({ quick }) => {
     const directRps: number[] = [];
     const proxyRps: number[] = [];
     const nginxRps: number[] = [];
+    // CPU each proxy process spent over its throughput runs, per request: on a shared
+    // machine this is what the req/s ratio is made of.
+    const cpu = { proxy: 0, nginx: 0 };
     for (let round = 0; round < (quick ? 1 : 3); round++) {
       directRps.push(await throughput(d.agentPort, direct, total, connections));
+      let c = cpuSeconds(d.child.pid);
       proxyRps.push(await throughput(d.port, proxied, total, connections, viaProxy));
-      if (ng) nginxRps.push(await throughput(ng.port, direct, total, connections));
+      cpu.proxy += cpuSeconds(d.child.pid) - c;
+      if (ng) {
+        c = cpuSeconds(ng.worker);
+        nginxRps.push(await throughput(ng.port, direct, total, connections));
+        cpu.nginx += cpuSeconds(ng.worker) - c;
+      }
     }
+    const cpuPerRequest = (s: number) => `${((s / (total * directRps.length)) * 1e6).toFixed(0)} µs`;
     const p50Direct = percentile(directLat, 50);
     const p50Proxy = percentile(proxyLat, 50);
     const added = p50Proxy - p50Direct;
@@ -215,7 +239,7 @@ export const run: BenchSuite = async ({ quick }) => {
           ratio: bestProxy / bestNginx,
           goal: '>= 0.8x nginx',
           met: bestProxy >= 0.8 * bestNginx,
-          notes: `nginx 1 worker, upstream keepalive, proxy_buffering off; nginx runs ${nginxRps.map(Math.round).join('/')}; direct ${Math.round(bestDirect)} req/s (nginx ${(bestNginx / bestDirect).toFixed(2)}x of direct)`,
+          notes: `nginx 1 worker, upstream keepalive, proxy_buffering off; nginx runs ${nginxRps.map(Math.round).join('/')}; direct ${Math.round(bestDirect)} req/s (nginx ${(bestNginx / bestDirect).toFixed(2)}x of direct); CPU per request (user+sys): daemon ${cpuPerRequest(cpu.proxy)}, nginx worker ${cpuPerRequest(cpu.nginx)}`,
         },
         {
           suite: 'agentd',

@@ -1,0 +1,31 @@
+import net from 'node:net';
+import type http from 'node:http';
+import { ClientConnection, type RawProxyDeps } from './connection.js';
+
+/**
+ * The daemon's listening socket. Every connection starts on the raw proxy
+ * (`ClientConnection`): proxied requests never touch Node's http module. A request the
+ * proxy does not serve itself hands its connection to `httpServer` (which never listens
+ * on its own) at that request boundary, with the bytes read so far put back.
+ */
+export class DaemonListener {
+  readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
+
+  constructor(httpServer: http.Server, deps: Omit<RawProxyDeps, 'handOff'>) {
+    const full: RawProxyDeps = { ...deps, handOff: (socket) => httpServer.emit('connection', socket) };
+    // Half-open like the http server: a client may send its request and FIN, then read.
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      new ClientConnection(socket, full);
+    });
+  }
+
+  /** Stops accepting and drops every connection, proxied or handed off. */
+  close(): void {
+    this.server.close();
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+}
