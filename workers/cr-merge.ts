@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isDomainError } from '../domain/errors.js';
-import { MergeOutcomeUnknown, runMerge } from '../infra/change-requests/merge.js';
+import { MergeOutcomeUnknown, runMerge, type MergeContext } from '../infra/change-requests/merge.js';
 import type { CrDeps } from '../infra/change-requests/service.js';
 import type { JobOutput } from '../infra/queue.js';
 
@@ -20,10 +20,11 @@ const jobSchema = z.object({
  * attempt makes safe.
  */
 export function crMergeHandler(deps: CrDeps) {
-  return async (data: unknown): Promise<JobOutput> => {
+  return async (data: unknown, meta?: { local?: unknown }): Promise<JobOutput> => {
     const job = jobSchema.parse(data);
     try {
-      const cr = await runMerge(deps, job);
+      // Run in the process that took the request: the project and CR it read come along.
+      const cr = await runMerge(deps, job, meta?.local as MergeContext | undefined);
       return { ok: true, value: cr };
     } catch (err) {
       // Unknown outcome: a retry settles it (found published and recorded, or merged anew).
