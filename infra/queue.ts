@@ -269,9 +269,11 @@ export async function startQueue(
       let id: string | undefined;
       let job: ClaimedJob | undefined;
       try {
-        // The job and its claim commit together (one WAL flush): no other worker ever sees
-        // it waiting, and if this process dies from here on, the rescue re-queues it.
+        // The job and its claim commit together: no other worker ever sees it waiting, and if
+        // this process dies from here on, the rescue re-queues it. The commit does not wait
+        // for its WAL flush (see claims.noFlushWait): the job's first durable effect does.
         const claimed = await db.transaction(async (tx) => {
+          await tx.run(claims.noFlushWait());
           id = await send(name, data, o, { executeSql: async (text: string, values: unknown[]) => ({ rows: await tx.rows({ text, values }) }) });
           return tx.one<{ id: string; retry_count: number }>(claims.claimById(BOSS_SCHEMA, name, id, workerId));
         });

@@ -1,5 +1,4 @@
-import { access, readFile } from 'node:fs/promises';
-import { constants as fsConstants } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -151,7 +150,7 @@ class RemoteProjectRepo implements ProjectRepo {
     const baseRef = assertBranchName(req.base_ref, 'base_ref');
     const headRef = assertBranchName(req.head_ref, 'head_ref');
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
-    const direct = this.localDir !== null && (await publishableInPlace(this.localDir));
+    const direct = this.localDir !== null && publishableInPlace(this.localDir);
     step('git: hooks check');
     // In place: tips from the repository's ref files. Else one fetch of both branches
     // brings their tips and whatever commits the mirror lacks (instead of an ls-remote,
@@ -483,15 +482,17 @@ const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', '
 /**
  * A bare repository with no hook a push would run and no `core.hooksPath`: moving its
  * ref in place is exactly what a push would do. Anything else (a work tree, hooks) is
- * published by push so the repository's own rules apply.
+ * published by push so the repository's own rules apply. Read synchronously, like the ref
+ * files (./local-refs.ts): a small config and a few stats cost microseconds, a thread-pool
+ * round trip each costs more than all of them.
  */
-async function publishableInPlace(dir: string): Promise<boolean> {
+function publishableInPlace(dir: string): boolean {
   try {
-    const config = await readFile(path.join(dir, 'config'), 'utf8');
+    const config = readFileSync(path.join(dir, 'config'), 'utf8');
     if (!/^\s*bare\s*=\s*true\s*$/im.test(config) || /hookspath/i.test(config)) return false;
     for (const h of RECEIVE_HOOKS) {
       try {
-        await access(path.join(dir, 'hooks', h), fsConstants.X_OK);
+        accessSync(path.join(dir, 'hooks', h), fsConstants.X_OK);
         return false;
       } catch {
         /* no such hook */
