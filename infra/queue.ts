@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
-import type { Db } from './db/db.js';
+import type { Db, Executor } from './db/db.js';
 import type { Logger } from './logger.js';
 import { step } from './step-trace.js';
 import { failpoint } from './failpoints.js';
@@ -46,6 +46,12 @@ export interface Queue {
 }
 
 const BOSS_SCHEMA = 'pgboss';
+
+/** pg-boss runs a send or a fetch through this when it must join our transaction. */
+interface BossDb {
+  executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+}
+const viaTx = (tx: Executor): BossDb => ({ executeSql: async (text, values) => ({ rows: await tx.rows({ text, values }) }) });
 
 /** `job.local`: what `run` was given, when the job runs in the process that called it. */
 export type JobHandler = (data: unknown, job: { id: string; retryCount: number; local?: unknown }) => Promise<JobOutput>;
@@ -163,7 +169,7 @@ export async function startQueue(
     return null;
   };
 
-  const send = async (name: string, data: object, o: { retryLimit?: number }, via?: { executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }> }): Promise<string> => {
+  const send = async (name: string, data: object, o: { retryLimit?: number }, via?: BossDb): Promise<string> => {
     const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1, ...(via ? { db: via } : {}) });
     if (!id) throw new Error(`queue ${name} refused the job`);
     return id;
@@ -274,7 +280,7 @@ export async function startQueue(
         // for its WAL flush (see claims.noFlushWait): the job's first durable effect does.
         const claimed = await db.transaction(async (tx) => {
           await tx.run(claims.noFlushWait());
-          id = await send(name, data, o, { executeSql: async (text: string, values: unknown[]) => ({ rows: await tx.rows({ text, values }) }) });
+          id = await send(name, data, o, viaTx(tx));
           return tx.one<{ id: string; retry_count: number }>(claims.claimById(BOSS_SCHEMA, name, id, workerId));
         });
         if (claimed) job = { id: claimed.id, data, retryCount: claimed.retry_count, local: o.local };
@@ -311,25 +317,23 @@ export async function startQueue(
         }
         pending = false;
         fetching = true;
-        const jobs = await boss.fetch<object>(name, { batchSize: concurrency - w.active, includeMetadata: true }).catch((err: Error) => {
-          logger.warn({ err: err.message, queue: name }, 'fetch failed');
-          return [];
-        });
+        // Fetched and claimed in one transaction: a worker that dies in between has taken
+        // nothing (a job fetched but not yet claimed would stay active until it expired).
+        const jobs = await db
+          .transaction(async (tx) => {
+            const got = await boss.fetch<object>(name, { batchSize: concurrency - w.active, includeMetadata: true, db: viaTx(tx) });
+            if (got.length > 0) await tx.run(claims.claimMany(got.map((j) => j.id), name, workerId));
+            return got;
+          })
+          .catch((err: Error) => {
+            logger.warn({ err: err.message, queue: name }, 'fetch failed');
+            return [];
+          });
         fetching = false;
         for (const job of jobs) {
           w.active++;
           const p = (async () => {
-            step('job fetch');
-            try {
-              await db.run(claims.claim(job.id, name, workerId));
-            } catch (err) {
-              logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not claim a job');
-              await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
-              w.active--;
-              void pump();
-              return;
-            }
-            step('job claim');
+            step('job fetch + claim');
             const { output, recorded } = await execute(name, w, { id: job.id, data: job.data, retryCount: job.retryCount });
             // A waiter in this process is woken directly with the output, before it is recorded.
             if (output && waiters.has(job.id)) {

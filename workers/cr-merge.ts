@@ -14,10 +14,11 @@ const jobSchema = z.object({
 
 /**
  * `cr.merge`: typed outcomes (409 conflicts, a moved head, a CR no longer open) are
- * results handed back to the waiting request; anything else throws: the job is failed,
- * the waiting request gets the error, and pg-boss retries the job in the background (up
- * to its retry limit; `retryCount` says which attempt), which `runMerge`'s recorded merge
- * attempt makes safe.
+ * results handed back to the waiting request; anything else throws: the job is failed and
+ * pg-boss retries it (up to its retry limit), which `runMerge`'s recorded merge attempt
+ * makes safe, and the waiting request gets the outcome of the retry. Run by the process
+ * that took the request (`Queue.run`), the handler also gets the project and CR that
+ * process read (`MergeContext`); a job fetched from the queue carries only ids.
  */
 export function crMergeHandler(deps: CrDeps) {
   return async (data: unknown, meta?: { local?: unknown }): Promise<JobOutput> => {

@@ -20,10 +20,11 @@ export const jobClaimQueries = {
       THEN pg_advisory_unlock(hashtextextended($1, 0)) ELSE false END AS gone`,
     values: [workerLockKey(workerId)],
   }),
-  claim: (jobId: string, queue: string, workerId: string): Query => ({
-    text: `INSERT INTO job_claims (job_id, queue, worker_id) VALUES ($1, $2, $3)
+  /** Claims of jobs just fetched, in the fetch's transaction (a worker that dies before its commit fetched nothing). */
+  claimMany: (jobIds: string[], queue: string, workerId: string): Query => ({
+    text: `INSERT INTO job_claims (job_id, queue, worker_id) SELECT unnest($1::uuid[]), $2, $3
       ON CONFLICT (job_id) DO UPDATE SET worker_id = EXCLUDED.worker_id, claimed_at = now()`,
-    values: [jobId, queue, workerId],
+    values: [jobIds, queue, workerId],
   }),
   /**
    * Claims one queued job by id for this worker (the fetch pg-boss would do, for that one

@@ -5,6 +5,8 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+import { until } from '../../support/wait.js';
+import { eventTypes, mergeJobs } from '../../support/merges.js';
 
 /**
  * A real `svc-server start` process dies (SIGKILL, via a failpoint) after the base branch
@@ -94,6 +96,54 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
           })();
           expect(inBase, 'the commit pushed after the merge was not merged').to.equal(false);
         }
+      } finally {
+        expect(await second.stop()).to.equal(0);
+      }
+    });
+  }
+
+  // A merge run by the process that took the request (Queue.run), killed after the claim
+  // (nothing ran; the job is the dead process's) or after the ref moved (not recorded).
+  for (const point of ['queue.run-here.after-claim', 'git.push.after-remote-moved']) {
+    it(`${point}: the restarted server merges it exactly once, with no retry by the client`, async () => {
+      const env = { DATABASE_URL: t.url, SVC_DATA_DIR: dataDir, LOG_LEVEL: 'warn' };
+      const { token } = (await bootstrapUser(t.db, { email: `${point}@example.test` })).token;
+      const slug = point.replace(/[^a-z]+/g, '-').replace(/-$/, '');
+      const branch = `kill-${slug}`;
+      await repo.commit('main', { [`main-${slug}.txt`]: 'moved\n' });
+      const head = await repo.commit(branch, { [`${slug}.txt`]: 'work\n' }, { from: 'main~1' });
+      const mainBefore = repo.tip('main');
+
+      const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: point });
+      const api1 = client(first.url, token);
+      expect((await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url })).status).to.equal(201);
+      const base = `/v1/projects/${slug}/change-requests`;
+      const cr = (await api1.post(base, { title: 'Kill me', head_ref: branch })).body.change_request;
+      const answer = await api1.post(`${base}/${cr.number}/merge`, {}).then(
+        (r) => r.status,
+        () => 'connection lost',
+      );
+      expect(answer).to.equal('connection lost');
+      await first.stop();
+      expect(first.proc.signalCode).to.equal('SIGKILL');
+      expect(await eventTypes(t.db, cr.cr_id)).to.deep.equal(['ChangeRequestOpened']);
+      if (point === 'queue.run-here.after-claim') expect(repo.tip('main'), 'nothing published yet').to.equal(mainBefore);
+
+      const second = await spawnTestServer(env);
+      try {
+        // The dead process's claim is taken back and the job runs again (or the start-up
+        // reconcile records the published merge): no request needed.
+        await until(async () => (await eventTypes(t.db, cr.cr_id)).includes('ChangeRequestMerged'), 'the merge recorded');
+        const api2 = client(second.url, token);
+        const after = (await api2.get(`${base}/${cr.number}`)).body.change_request;
+        expect(after.status).to.equal('merged');
+        expect(after.merge_commit_sha).to.equal(repo.tip('main'));
+        expect(await eventTypes(t.db, cr.cr_id)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
+        repo.git('fetch', '-q', 'origin');
+        expect(repo.git('rev-parse', `${after.merge_commit_sha}^1`), 'one merge on top of the old base').to.equal(mainBefore);
+        expect(repo.git('rev-parse', `${after.merge_commit_sha}^2`)).to.equal(head);
+        expect((await api2.post(`${base}/${cr.number}/merge`, {})).status).to.equal(409);
+        await until(async () => (await mergeJobs(t.db, cr.cr_id)).every((j) => j.state === 'completed'), 'the job settled');
       } finally {
         expect(await second.stop()).to.equal(0);
       }
