@@ -152,9 +152,9 @@ class RemoteProjectRepo implements ProjectRepo {
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
     const direct = this.localDir !== null && publishableInPlace(this.localDir);
     step('git: hooks check');
-    // In place: tips from the repository's ref files. Else one fetch of both branches
-    // brings their tips and whatever commits the mirror lacks (instead of an ls-remote,
-    // then a fetch).
+    // In place: tips from the repository's ref files. A remote over the network: one fetch
+    // of both branches brings their tips and whatever commits the mirror lacks (instead of
+    // an ls-remote, then a fetch).
     const { base, head } = direct ? await this.liveTips(baseRef, headRef) : await this.fetchTips(baseRef, headRef);
     step('git: read tips');
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) {
@@ -235,6 +235,16 @@ class RemoteProjectRepo implements ProjectRepo {
   private async fetchTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
     assertBranchName(baseRef, 'base_ref');
     assertBranchName(headRef, 'head_ref');
+    // A repository on this machine: its ref files answer for free, and the mirror often
+    // holds the commits already (one cat-file, no fetch): the long way is the short one.
+    const fetched = this.localRefs ? null : await this.fetchBoth(baseRef, headRef);
+    if (fetched) return fetched;
+    const { base, head } = await this.liveTips(baseRef, headRef);
+    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    return { base, head };
+  }
+
+  private async fetchBoth(baseRef: string, headRef: string): Promise<{ base: string; head: string } | null> {
     try {
       await this.network([
         'fetch',
@@ -247,20 +257,17 @@ class RemoteProjectRepo implements ProjectRepo {
         this.url,
         ...[...new Set([baseRef, headRef])].map((b) => `+refs/heads/${b}:refs/heads/${b}`),
       ]);
-      const tips = (await this.mirrorRefs.readTips([baseRef, headRef])) ?? {};
-      const base = tips[baseRef] ?? null;
-      const head = tips[headRef] ?? null;
-      // A fetch that succeeded holds every commit of the refs it wrote (a concurrent fetch
-      // of the mirror may have written newer tips since: as live, and as complete).
-      if (base !== null && head !== null) {
-        this.remember([base, head]);
-        return { base, head };
-      }
     } catch (err) {
       this.log?.debug({ err: (err as Error).message }, 'fetch of both branches failed; reading tips with ls-remote');
+      return null;
     }
-    const { base, head } = await this.liveTips(baseRef, headRef);
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    const tips = (await this.mirrorRefs.readTips([baseRef, headRef])) ?? {};
+    const base = tips[baseRef] ?? null;
+    const head = tips[headRef] ?? null;
+    // A fetch that succeeded holds every commit of the refs it wrote (a concurrent fetch of
+    // the mirror may have written newer tips since: as live, and as complete).
+    if (base === null || head === null) return null;
+    this.remember([base, head]);
     return { base, head };
   }
 
