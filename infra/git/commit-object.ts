@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, linkSync, mkdirSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import type { Identity } from './port.js';
@@ -70,16 +70,5 @@ function writeLooseObject(repoDir: string, type: string, body: Buffer): string {
   return id;
 }
 
-function exists(file: string): boolean {
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return false;
-  }
-  try {
-    return fstatSync(fd).size > 0;
-  } finally {
-    closeSync(fd);
-  }
-}
+/** git never replaces an object it has: a non-empty file of that name is that object. */
+const exists = (file: string): boolean => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0;

@@ -131,17 +131,7 @@ const since = (t: number) => performance.now() - t;
 async function inPlaceFloor(repo: BenchRepo, branches: string[], runs: number): Promise<number[]> {
   const copy = path.join(repo.root, 'floor-copy.git');
   await runGit(['clone', '--bare', '--quiet', '--', repo.bare, copy]);
-  let base = (await runGit(['rev-parse', 'refs/heads/main'], { cwd: copy })).stdout.toString().trim();
-  const out: number[] = [];
-  for (let i = 0; i < runs + 2; i++) {
-    const head = (await runGit(['rev-parse', `refs/heads/${branches[i]!}`], { cwd: copy })).stdout.toString().trim();
-    const t = performance.now();
-    const commit = await commitMerge(copy, base, head, i);
-    await runGit(['update-ref', '-m', 'floor', '--', 'refs/heads/main', commit, base], { cwd: copy });
-    if (i >= 2) out.push(since(t));
-    base = commit;
-  }
-  return out;
+  return timeFloor(copy, branches, runs, (commit, base) => runGit(['update-ref', '-m', 'floor', '--', 'refs/heads/main', commit, base], { cwd: copy }));
 }
 
 /** merge-tree + commit-tree in a bare clone, then a push to a copy of the remote (served beside it). */
@@ -149,14 +139,21 @@ async function pushFloor(t: MergeTarget, branches: string[], runs: number): Prom
   const mirror = path.join(t.repo.root, 'floor-mirror.git');
   await runGit(['clone', '--bare', '--quiet', '--', t.repo.bare, mirror]);
   await runGit(['clone', '--bare', '--quiet', '--', t.repo.bare, path.join(t.repo.root, 'floor-target.git')]);
-  let base = (await runGit(['rev-parse', 'refs/heads/main'], { cwd: mirror })).stdout.toString().trim();
+  return timeFloor(mirror, branches, runs, (commit) =>
+    runGit(['push', '--quiet', '--porcelain', '--end-of-options', t.floorPushUrl!, `${commit}:refs/heads/main`], { cwd: mirror }),
+  );
+}
+
+/** `runs` merges of `branches` into main in `dir`, each published by `publish`; the first two untimed. */
+async function timeFloor(dir: string, branches: string[], runs: number, publish: (commit: string, base: string) => Promise<unknown>): Promise<number[]> {
+  let base = (await runGit(['rev-parse', 'refs/heads/main'], { cwd: dir })).stdout.toString().trim();
   const out: number[] = [];
   for (let i = 0; i < runs + 2; i++) {
-    const head = (await runGit(['rev-parse', `refs/heads/${branches[i]!}`], { cwd: mirror })).stdout.toString().trim();
-    const started = performance.now();
-    const commit = await commitMerge(mirror, base, head, i);
-    await runGit(['push', '--quiet', '--porcelain', '--end-of-options', t.floorPushUrl!, `${commit}:refs/heads/main`], { cwd: mirror });
-    if (i >= 2) out.push(since(started));
+    const head = (await runGit(['rev-parse', `refs/heads/${branches[i]!}`], { cwd: dir })).stdout.toString().trim();
+    const t = performance.now();
+    const commit = await commitMerge(dir, base, head, i);
+    await publish(commit, base);
+    if (i >= 2) out.push(since(t));
     base = commit;
   }
   return out;

@@ -4,7 +4,7 @@ import { bootstrapUser } from '../../../infra/accounts.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
-import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+import { spawnTestServer, traversableTempDir, type SpawnedServer } from '../../support/server.js';
 import { until } from '../../support/wait.js';
 import { eventTypes, mergeJobs } from '../../support/merges.js';
 
@@ -13,6 +13,17 @@ import { eventTypes, mergeJobs } from '../../support/merges.js';
  * moved and before `ChangeRequestMerged` was appended. Restarted, it records the merge
  * exactly once, and the base holds the merge exactly once.
  */
+/** The merge request never gets an answer: the server killed itself at its failpoint. */
+async function mergeKills(api: ReturnType<typeof client>, mergePath: string, server: SpawnedServer): Promise<void> {
+  const answer = await api.post(mergePath, {}).then(
+    (r) => r.status,
+    () => 'connection lost',
+  );
+  expect(answer).to.equal('connection lost');
+  await server.stop();
+  expect(server.proc.signalCode).to.equal('SIGKILL');
+}
+
 describe('merge crash recovery (real process, SIGKILL)', function () {
   this.timeout(90_000);
   let t: TestDb;
@@ -46,13 +57,7 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       const cr = (await api1.post(base, { title: 'Crash me', head_ref: branch })).body.change_request;
       const mainBefore = repo.tip('main');
 
-      const merge = await api1.post(`${base}/${cr.number}/merge`, {}).then(
-        (r) => r.status,
-        () => 'connection lost',
-      );
-      expect(merge).to.equal('connection lost');
-      await first.stop();
-      expect(first.proc.signalCode).to.equal('SIGKILL');
+      await mergeKills(api1, `${base}/${cr.number}/merge`, first);
 
       // The base moved; the log does not know yet.
       const published = repo.tip('main')!;
@@ -119,13 +124,7 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       expect((await api1.post('/v1/projects', { name: slug, slug, repo_url: repo.url })).status).to.equal(201);
       const base = `/v1/projects/${slug}/change-requests`;
       const cr = (await api1.post(base, { title: 'Kill me', head_ref: branch })).body.change_request;
-      const answer = await api1.post(`${base}/${cr.number}/merge`, {}).then(
-        (r) => r.status,
-        () => 'connection lost',
-      );
-      expect(answer).to.equal('connection lost');
-      await first.stop();
-      expect(first.proc.signalCode).to.equal('SIGKILL');
+      await mergeKills(api1, `${base}/${cr.number}/merge`, first);
       expect(await eventTypes(t.db, cr.cr_id)).to.deep.equal(['ChangeRequestOpened']);
       if (point === 'queue.run-here.after-claim') expect(repo.tip('main'), 'nothing published yet').to.equal(mainBefore);
 
