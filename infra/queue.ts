@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
-import type { Db } from './db/db.js';
+import type { Db, Executor } from './db/db.js';
 import type { Logger } from './logger.js';
+import { step } from './step-trace.js';
+import { failpoint } from './failpoints.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -30,9 +32,43 @@ export interface Queue {
   enqueue(name: string, data: object, opts?: { retryLimit?: number }): Promise<string>;
   /** Resolves with the job's output once it completes or fails for good. */
   waitFor(name: string, id: string, timeoutMs: number): Promise<JobOutput | null>;
+  /**
+   * Enqueues a job and returns its output, like `enqueue` then `waitFor`; when this process
+   * works `name` and has a free slot, it claims that very job (the same durable job row
+   * and `job_claims` row a fetched job has) and runs it here at once: no fetch, no NOTIFY
+   * hop, and the answer is handed back as soon as the handler returns (its recording
+   * follows). If this process dies meanwhile, the job is re-queued like any other.
+   */
+  run(name: string, data: object, timeoutMs: number, opts?: { retryLimit?: number; /** Handed to the handler when it runs here (never stored). */ local?: unknown }): Promise<JobOutput | null>;
   /** Runs `handler` for jobs of `name`, up to `concurrency` at once. */
-  work(name: string, concurrency: number, handler: (data: unknown, job: { id: string; retryCount: number }) => Promise<JobOutput>): void;
+  work(name: string, concurrency: number, handler: JobHandler): void;
   stop(): Promise<void>;
+}
+
+const BOSS_SCHEMA = 'pgboss';
+
+/** pg-boss runs a send or a fetch through this when it must join our transaction. */
+interface BossDb {
+  executeSql(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+}
+const viaTx = (tx: Executor): BossDb => ({ executeSql: async (text, values) => ({ rows: await tx.rows({ text, values }) }) });
+
+/** `job.local`: what `run` was given, when the job runs in the process that called it. */
+export type JobHandler = (data: unknown, job: { id: string; retryCount: number; local?: unknown }) => Promise<JobOutput>;
+
+interface ClaimedJob {
+  id: string;
+  data: unknown;
+  retryCount: number;
+  local?: unknown;
+}
+
+interface WorkerState {
+  handler: JobHandler;
+  concurrency: number;
+  /** Jobs running (or being claimed) here now. */
+  active: number;
+  pump: () => void;
 }
 
 export async function startQueue(
@@ -42,7 +78,7 @@ export async function startQueue(
 ): Promise<Queue> {
   const boss = new PgBoss({
     connectionString: db.url,
-    schema: 'pgboss',
+    schema: BOSS_SCHEMA,
     application_name: 'svc-queue',
     max: 4,
     schedule: opts.schedule ?? false,
@@ -89,6 +125,7 @@ export async function startQueue(
   let stopped = false;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<void>>();
+  const workers = new Map<string, WorkerState>();
 
   const notify = (channel: string, payload: string) =>
     db.run({ text: 'SELECT pg_notify($1, $2)', values: [channel, payload] });
@@ -132,84 +169,70 @@ export async function startQueue(
     return null;
   };
 
-  return {
-    boss,
-    workerId,
-    async enqueue(name, data, o = {}) {
-      const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1 });
-      if (!id) throw new Error(`queue ${name} refused the job`);
-      // This process works the queue: fetch at once instead of waiting for our own NOTIFY.
-      loops.get(name)?.();
-      await notify(JOBS_CHANNEL, name);
-      return id;
-    },
-    async waitFor(name, id, timeoutMs) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        let wake!: () => void;
-        const woken = new Promise<void>((r) => (wake = r));
-        waiters.set(id, wake);
-        try {
-          const local = localOutputs.get(id);
-          if (local) {
-            localOutputs.delete(id);
-            return local;
-          }
-          const out = await readOutput(name, id);
-          if (out) return out;
-          const left = deadline - Date.now();
-          if (left <= 0) return null;
-          // The notification normally wakes us; the timer covers a missed one.
-          await Promise.race([woken, new Promise((r) => setTimeout(r, Math.min(left, 1000)))]);
-        } finally {
-          waiters.delete(id);
+  const send = async (name: string, data: object, o: { retryLimit?: number }, via?: BossDb): Promise<string> => {
+    const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1, ...(via ? { db: via } : {}) });
+    if (!id) throw new Error(`queue ${name} refused the job`);
+    return id;
+  };
+
+  const enqueue = async (name: string, data: object, o: { retryLimit?: number } = {}): Promise<string> => {
+    const id = await send(name, data, o);
+    // This process works the queue: fetch at once instead of waiting for our own NOTIFY.
+    loops.get(name)?.();
+    await notify(JOBS_CHANNEL, name);
+    return id;
+  };
+
+  const waitFor = async (name: string, id: string, timeoutMs: number): Promise<JobOutput | null> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      let wake!: () => void;
+      const woken = new Promise<void>((r) => (wake = r));
+      waiters.set(id, wake);
+      try {
+        const local = localOutputs.get(id);
+        if (local) {
+          localOutputs.delete(id);
+          return local;
         }
+        const out = await readOutput(name, id);
+        if (out) return out;
+        const left = deadline - Date.now();
+        if (left <= 0) return null;
+        // The notification normally wakes us; the timer covers a missed one.
+        await Promise.race([woken, new Promise((r) => setTimeout(r, Math.min(left, 1000)))]);
+      } finally {
+        waiters.delete(id);
       }
-    },
-    work(name, concurrency, handler) {
-      let active = 0;
-      let fetching = false;
-      let pending = false;
-      // One fetch in flight per queue: notifications arrive in bursts, and concurrent
-      // fetches would each take `concurrency` jobs, overrunning the limit.
-      const pump = async (): Promise<void> => {
-        if (stopped) return;
-        if (fetching || active >= concurrency) {
-          pending = true;
-          return;
-        }
-        pending = false;
-        fetching = true;
-        const jobs = await boss.fetch<object>(name, { batchSize: concurrency - active, includeMetadata: true }).catch((err: Error) => {
-          logger.warn({ err: err.message, queue: name }, 'fetch failed');
-          return [];
-        });
-        fetching = false;
-        for (const job of jobs) {
-          active++;
-          const p = (async () => {
-            let out: JobOutput;
-            try {
-              await db.run(claims.claim(job.id, name, workerId));
-              out = await handler(job.data, { id: job.id, retryCount: job.retryCount });
-            } catch (err) {
-              // Unexpected failures are retried by pg-boss; typed outcomes are results.
-              logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
-              await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
-              await db.run(claims.release(job.id, workerId)).catch(() => {});
-              await notify(DONE_CHANNEL, job.id).catch(() => {});
-              // Its retry is due after the retry delay (1 s): look again then, not at the next poll.
-              setTimeout(() => void pump(), 1100).unref();
-              return;
-            }
+    }
+  };
+
+  const track = (p: Promise<void>) => {
+    p.catch(() => {}); // every failure is logged where it happens; never an unhandled rejection
+    running.add(p);
+    void p.finally(() => running.delete(p));
+  };
+
+  /**
+   * Runs a claimed job's handler. `output` settles as soon as the handler has answered
+   * (undefined when it threw: the job is failed, and pg-boss retries it); `recorded` when
+   * the outcome is stored, the claim released and the job's waiters notified. Until then
+   * the claim keeps the job safe: if this process dies, another worker's rescue re-queues it.
+   */
+  const execute = (name: string, w: WorkerState, job: ClaimedJob): Promise<{ output: JobOutput | undefined; recorded: Promise<void> }> => {
+    const finish = (p: Promise<void>) =>
+      p.finally(() => {
+        w.active--;
+        w.pump();
+      });
+    return w.handler(job.data, { id: job.id, retryCount: job.retryCount, ...(job.local !== undefined ? { local: job.local } : {}) }).then(
+      (out) => ({
+        output: out,
+        recorded: finish(
+          (async () => {
             try {
               await boss.complete(name, job.id, out as object);
-              // A waiter in this process is woken directly with the output.
-              if (waiters.has(job.id)) {
-                localOutputs.set(job.id, out);
-                setTimeout(() => localOutputs.delete(job.id), 60_000).unref();
-                waiters.get(job.id)?.();
-              }
+              step('job complete');
             } catch (err) {
               // The work is done; only its result is not recorded. The job stays active until it
               // expires, then pg-boss retries it: the retry finds the CR no longer open and records
@@ -218,13 +241,109 @@ export async function startQueue(
             }
             await db.run(claims.release(job.id, workerId)).catch(() => {});
             await notify(DONE_CHANNEL, job.id).catch(() => {});
-          })().finally(() => {
-            active--;
-            running.delete(p);
-            void pump();
+          })(),
+        ),
+      }),
+      (err: unknown) => ({
+        output: undefined,
+        recorded: finish(
+          (async () => {
+            // Unexpected failures are retried by pg-boss; typed outcomes are results.
+            logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
+            await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
+            await db.run(claims.release(job.id, workerId)).catch(() => {});
+            await notify(DONE_CHANNEL, job.id).catch(() => {});
+            // Its retry is due after the retry delay (1 s): look again then, not at the next poll.
+            setTimeout(() => w.pump(), 1100).unref();
+          })(),
+        ),
+      }),
+    );
+  };
+
+  return {
+    boss,
+    workerId,
+    enqueue,
+    waitFor,
+    async run(name, data, timeoutMs, o = {}) {
+      const w = workers.get(name);
+      // Not worked here, or every slot busy: the ordinary way, and wait for whichever worker runs it.
+      if (!w || stopped || w.active >= w.concurrency) return waitFor(name, await enqueue(name, data, o), timeoutMs);
+      const deadline = Date.now() + timeoutMs;
+      w.active++; // the slot is taken before the job exists, so a fetch cannot overrun the limit
+      let id: string | undefined;
+      let job: ClaimedJob | undefined;
+      try {
+        // The job and its claim commit together: no other worker ever sees it waiting, and if
+        // this process dies from here on, the rescue re-queues it. The commit does not wait
+        // for its WAL flush (see claims.noFlushWait): the job's first durable effect does.
+        const claimed = await db.transaction(async (tx) => {
+          await tx.run(claims.noFlushWait());
+          id = await send(name, data, o, viaTx(tx));
+          return tx.one<{ id: string; retry_count: number }>(claims.claimById(BOSS_SCHEMA, name, id, workerId));
+        });
+        if (claimed) job = { id: claimed.id, data, retryCount: claimed.retry_count, local: o.local };
+        step('enqueue + claim');
+      } finally {
+        if (!job) {
+          w.active--;
+          w.pump();
+        }
+      }
+      if (!job) {
+        await notify(JOBS_CHANNEL, name); // another worker's, then
+        return waitFor(name, id!, Math.max(0, deadline - Date.now()));
+      }
+      failpoint('queue.run-here.after-claim'); // tests: die holding the claim, before the handler ran
+      const p = execute(name, w, job);
+      track(p.then((r) => r.recorded));
+      const out = await p.then((r) => r.output);
+      // Failed: pg-boss retries it (here or elsewhere); wait for that outcome as any caller would.
+      return out ?? waitFor(name, job.id, Math.max(0, deadline - Date.now()));
+    },
+    work(name, concurrency, handler) {
+      let fetching = false;
+      let pending = false;
+      const w: WorkerState = { handler, concurrency, active: 0, pump: () => void pump() };
+      workers.set(name, w);
+      // One fetch in flight per queue: notifications arrive in bursts, and concurrent
+      // fetches would each take `concurrency` jobs, overrunning the limit.
+      const pump = async (): Promise<void> => {
+        if (stopped) return;
+        if (fetching || w.active >= concurrency) {
+          pending = true;
+          return;
+        }
+        pending = false;
+        fetching = true;
+        // Fetched and claimed in one transaction: a worker that dies in between has taken
+        // nothing (a job fetched but not yet claimed would stay active until it expired).
+        const jobs = await db
+          .transaction(async (tx) => {
+            const got = await boss.fetch<object>(name, { batchSize: concurrency - w.active, includeMetadata: true, db: viaTx(tx) });
+            if (got.length > 0) await tx.run(claims.claimMany(got.map((j) => j.id), name, workerId));
+            return got;
+          })
+          .catch((err: Error) => {
+            logger.warn({ err: err.message, queue: name }, 'fetch failed');
+            return [];
           });
-          p.catch(() => {}); // every failure is logged above; never an unhandled rejection
-          running.add(p);
+        fetching = false;
+        for (const job of jobs) {
+          w.active++;
+          const p = (async () => {
+            step('job fetch + claim');
+            const { output, recorded } = await execute(name, w, { id: job.id, data: job.data, retryCount: job.retryCount });
+            // A waiter in this process is woken directly with the output, before it is recorded.
+            if (output && waiters.has(job.id)) {
+              localOutputs.set(job.id, output);
+              setTimeout(() => localOutputs.delete(job.id), 60_000).unref();
+              waiters.get(job.id)?.();
+            }
+            await recorded;
+          })();
+          track(p);
         }
         if (jobs.length > 0 || pending) void pump();
       };

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { isDomainError } from '../domain/errors.js';
-import { MergeOutcomeUnknown, runMerge } from '../infra/change-requests/merge.js';
+import { MergeOutcomeUnknown, runMerge, type MergeContext } from '../infra/change-requests/merge.js';
 import type { CrDeps } from '../infra/change-requests/service.js';
 import type { JobOutput } from '../infra/queue.js';
 
@@ -14,16 +14,18 @@ const jobSchema = z.object({
 
 /**
  * `cr.merge`: typed outcomes (409 conflicts, a moved head, a CR no longer open) are
- * results handed back to the waiting request; anything else throws: the job is failed,
- * the waiting request gets the error, and pg-boss retries the job in the background (up
- * to its retry limit; `retryCount` says which attempt), which `runMerge`'s recorded merge
- * attempt makes safe.
+ * results handed back to the waiting request; anything else throws: the job is failed and
+ * pg-boss retries it (up to its retry limit), which `runMerge`'s recorded merge attempt
+ * makes safe, and the waiting request gets the outcome of the retry. Run by the process
+ * that took the request (`Queue.run`), the handler also gets the project and CR that
+ * process read (`MergeContext`); a job fetched from the queue carries only ids.
  */
 export function crMergeHandler(deps: CrDeps) {
-  return async (data: unknown): Promise<JobOutput> => {
+  return async (data: unknown, meta?: { local?: unknown }): Promise<JobOutput> => {
     const job = jobSchema.parse(data);
     try {
-      const cr = await runMerge(deps, job);
+      // Run in the process that took the request: the project and CR it read come along.
+      const cr = await runMerge(deps, job, meta?.local as MergeContext | undefined);
       return { ok: true, value: cr };
     } catch (err) {
       // Unknown outcome: a retry settles it (found published and recorded, or merged anew).

@@ -14,7 +14,8 @@ import {
   MergeChangeRequestBody,
 } from '../schemas.js';
 import * as crs from '../../infra/change-requests/service.js';
-import { assertMergeable, CR_MERGE, runMerge, type MergeJobData } from '../../infra/change-requests/merge.js';
+import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../infra/change-requests/merge.js';
+import { formatSteps, step, traced } from '../../infra/step-trace.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest) {
@@ -110,16 +111,20 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
     res.json({ events: await crs.crHistory(crDeps, project, crRef(req)) });
   });
 
-  r.post('/:crId/merge', async (req, res) => {
-    const { project, actor } = await ctx(req);
-    const body = MergeChangeRequestBody.parse(req.body ?? {});
-    const cr = await crs.findCr(deps.db, project.project_id, crRef(req));
-    assertMergeable(cr, actor); // 409 at once for a CR that is not open
-    const job: MergeJobData = { project_id: project.project_id, cr_id: cr.cr_id, actor, ...body };
-    const merged = deps.queue ? await viaQueue(deps, job) : await runMerge(crDeps, job);
-    deps.metrics.merges.inc({ outcome: 'merged' });
-    res.json({ change_request: serializeCr(merged) });
-  });
+  r.post('/:crId/merge', (req, res) =>
+    traced('merge', async () => {
+      const { project, actor } = await ctx(req);
+      step('project');
+      const body = MergeChangeRequestBody.parse(req.body ?? {});
+      const cr = await crs.findCr(deps.db, project.project_id, crRef(req));
+      assertMergeable(cr, actor); // 409 at once for a CR that is not open
+      step('load CR');
+      const job: MergeJobData = { project_id: project.project_id, cr_id: cr.cr_id, actor, ...body };
+      const merged = deps.queue ? await viaQueue(deps, job, { project, cr }) : await runMerge(crDeps, job, { project, cr });
+      deps.metrics.merges.inc({ outcome: 'merged' });
+      res.json({ change_request: serializeCr(merged) });
+    }, { log: (t) => deps.logger.info({ steps: formatSteps(t) }, 'merge trace (ms)') }),
+  );
 
   r.post('/:crId/close', async (req, res) => {
     const { project, actor } = await ctx(req);
@@ -136,11 +141,10 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-/** Enqueues `cr.merge` and waits for its outcome (woken by NOTIFY, not by polling). */
-async function viaQueue(deps: ApiDeps, job: MergeJobData): Promise<ChangeRequest> {
+/** Runs `cr.merge` as a durable job (here when this process works the queue, else by a worker) and waits for its outcome. */
+async function viaQueue(deps: ApiDeps, job: MergeJobData, local: MergeContext): Promise<ChangeRequest> {
   const queue = deps.queue!;
-  const id = await queue.enqueue(CR_MERGE, job);
-  const out = await queue.waitFor(CR_MERGE, id, MERGE_WAIT_MS);
+  const out = await queue.run(CR_MERGE, job, MERGE_WAIT_MS, { local });
   if (!out) throw new DomainError('unavailable', 'Merge pending', 'The merge is queued but no worker finished it in time; check the CR again shortly.');
   if (out.ok) return out.value as ChangeRequest;
   if (out.error.code === 'merge_failed') deps.metrics.merges.inc({ outcome: 'conflict' });

@@ -1,6 +1,7 @@
 import { singleConnection, type Db } from '../db/db.js';
 import { retryLater } from '../../domain/errors.js';
 import { failpointAsync } from '../failpoints.js';
+import { step as traceStep } from '../step-trace.js';
 import { mergeAttemptQueries as attempts } from '../../sql/queries/merge-attempts.js';
 
 /**
@@ -36,6 +37,7 @@ export async function withMergeLock<T>(
           await db.run(attempts.unlock(key)).catch(() => {
             broken = true; // never hand a connection that may still hold the lock back to the pool
           });
+          traceStep('unlock');
         }
       }
     } finally {

@@ -2,6 +2,7 @@ import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import { decide, type ChangeRequest } from '../../domain/change-request/index.js';
 import { defaultMergeMessage, type MergeResult } from '../git/port.js';
 import { failpoint } from '../failpoints.js';
+import { step } from '../step-trace.js';
 import { withMergeLock } from './merge-lock.js';
 import { mergeAttemptQueries as attempts, type MergeAttemptRow } from '../../sql/queries/merge-attempts.js';
 import { projectQueries } from '../../sql/queries/projects.js';
@@ -64,19 +65,28 @@ export function assertMergeable(cr: ChangeRequest, actor: string): void {
  * the retried job finds the record, sees the base already holds the merge, and records
  * it once.
  */
-export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeRequest> {
-  const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
+export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeContext): Promise<ChangeRequest> {
+  const known = loaded && loaded.project.project_id === job.project_id && loaded.cr.cr_id === job.cr_id ? loaded : undefined;
+  const project = known?.project ?? (await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id)));
   if (!project) throw notFound('Project');
-  const first = await findCr(deps.db, project.project_id, job.cr_id);
+  const first = known?.cr ?? (await findCr(deps.db, project.project_id, job.cr_id));
   assertMergeable(first, job.actor);
   const repo = deps.repos.for(project);
-  return withMergeLock(deps, project.project_id, first.base_ref, async (db) => {
+  step('job: load project, CR');
+  let merged: { project: ProjectRecord; cr: ChangeRequest } | undefined;
+  const cr = await withMergeLock(deps, project.project_id, first.base_ref, async (db) => {
+    step('lock');
     const locked: CrDeps = { ...deps, db };
     // Re-read under the lock: a close that committed meanwhile wins, and nothing merges.
     const cr = await findCr(db, project.project_id, job.cr_id);
     assertMergeable(cr, job.actor);
+    step('re-read CR');
     const recovered = await recoverPublished(locked, project, cr);
-    if (recovered) return recovered;
+    if (recovered) {
+      merged = { project, cr: recovered };
+      return recovered;
+    }
+    step('attempt check');
 
     let result: MergeResult | undefined;
     for (let attempt = 1; !result; attempt++) {
@@ -103,6 +113,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
                 }),
               );
               recorded = true;
+              step('record attempt');
             },
           },
         );
@@ -121,13 +132,39 @@ export async function runMerge(deps: CrDeps, job: MergeJobData): Promise<ChangeR
       }
     }
     failpoint('merge.after-publish');
-    return recordMerged(locked, project, cr.cr_id, job.actor, {
+    step('publish');
+    const done = await recordMerged(locked, project, cr.cr_id, job.actor, {
       strategy: result.kind,
       base_commit_sha: result.base_sha,
       head_commit_sha: result.head_sha,
       merge_commit_sha: result.merge_commit_sha,
     });
+    merged = { project, cr: done };
+    return done;
   });
+  if (merged) afterMerge(deps, merged.project, merged.cr);
+  return cr;
+}
+
+
+/**
+ * What the caller already read when it runs the merge in its own process (the API read
+ * both to authorise the request): saves reading them again. The CR is read again under
+ * the lock all the same; a durable job never carries these, only ids.
+ */
+export interface MergeContext {
+  project: ProjectRecord;
+  cr: ChangeRequest;
+}
+
+/**
+ * The after-merge hook (a manifest re-sync), once the lock is released and without
+ * holding up the answer: it must not fail the merge, and a process that dies before it
+ * ran loses nothing (every project is re-synced when a worker starts).
+ */
+function afterMerge(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): void {
+  if (!deps.onMerged) return;
+  void deps.onMerged(project, cr).catch((err: Error) => deps.logger.warn({ cr_id: cr.cr_id, err: err.message }, 'after-merge hook failed'));
 }
 
 
@@ -138,14 +175,17 @@ async function recordMerged(
   actor: string,
   data: Pick<MergeAttemptRow, 'strategy' | 'base_commit_sha' | 'head_commit_sha' | 'merge_commit_sha'>,
 ): Promise<ChangeRequest> {
-  const { cr } = await handleCommand(
-    deps.db,
-    project.project_id,
-    crId,
-    () => ({ type: 'MergeChangeRequest', data, meta: { actor, now: deps.now ? deps.now() : new Date() } }),
-    { inTx: async (tx) => void (await tx.run(attempts.remove(crId))) },
-  );
-  await deps.onMerged?.(project, cr).catch((err: Error) => deps.logger.warn({ cr_id: crId, err: err.message }, 'after-merge hook failed'));
+  // One statement appends the event and projects the row (no explicit transaction); the
+  // attempt record is dropped after it. One left behind by a crash in between belongs to a
+  // merged CR, which never merges again, and the next reconcile drops it.
+  const { cr } = await handleCommand(deps.db, project.project_id, crId, () => ({
+    type: 'MergeChangeRequest',
+    data,
+    meta: { actor, now: deps.now ? deps.now() : new Date() },
+  }));
+  step('append + project');
+  await deps.db.run(attempts.remove(crId));
+  step('drop attempt');
   return cr;
 }
 

@@ -3,6 +3,8 @@ import { assertBranchName, assertSha } from './refs.js';
 import { runGit, type GitResult } from './run.js';
 import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { diffResult } from './diff-result.js';
+import { writeMergeCommit } from './commit-object.js';
+import { step } from '../step-trace.js';
 
 /**
  * The default engine: git's own merge-ort through plumbing (merge-tree --write-tree,
@@ -102,7 +104,13 @@ export class OrtEngine implements GitEngine {
   async createMerge(repoPath: string, req: MergeCommitRequest): Promise<MergeResult> {
     const base = assertSha(req.base_sha, 'base_sha');
     const head = assertSha(req.head_sha, 'head_sha');
+    // As in preview: merge-tree runs beside merge-base unless the merge base is known, so
+    // a merge commit waits for one process before commit-tree, not two; its result is
+    // dropped when no merge commit is needed.
+    const cached = this.mergeBases.has(`${repoPath}\0${base}\0${head}`);
+    const early = cached ? null : mergeTree(repoPath, base, head).catch((e: unknown) => e as Error);
     const mb = await this.mergeBase(repoPath, base, head);
+    step('git: merge-base');
     const c = classify(base, head, mb);
     switch (c.kind) {
       case 'unrelated':
@@ -112,15 +120,27 @@ export class OrtEngine implements GitEngine {
       case 'fast-forward':
         return { kind: 'fast-forward', base_sha: base, head_sha: head, merge_commit_sha: head };
       case 'three-way': {
-        const t = await mergeTree(repoPath, base, head);
+        const t = early ? await early : await mergeTree(repoPath, base, head);
+        if (t instanceof Error) throw t;
+        step('git: merge-tree');
         if (!t.clean) throw mergeFailed(t.conflicts);
         const message = req.message.endsWith('\n') ? req.message : `${req.message}\n`;
-        const r = await runGit(['commit-tree', t.tree, '-p', base, '-p', head, '-F', '-'], {
-          cwd: repoPath,
-          input: message,
-          env: identityEnv(req),
-        });
-        return { kind: 'merge-commit', base_sha: base, head_sha: head, merge_commit_sha: r.stdout.toString('utf8').trim() };
+        const epochSeconds = Math.floor((req.date ?? new Date()).getTime() / 1000);
+        // The commit-tree object, written here when that is certain to be the same bytes.
+        const written = writeMergeCommit(repoPath, { tree: t.tree, parents: [base, head], author: req.author, epochSeconds, message });
+        const sha =
+          written ??
+          (
+            await runGit(['commit-tree', t.tree, '-p', base, '-p', head, '-F', '-'], {
+              cwd: repoPath,
+              input: message,
+              env: identityEnv({ ...req, date: new Date(epochSeconds * 1000) }),
+            })
+          ).stdout
+            .toString('utf8')
+            .trim();
+        step('git: commit object');
+        return { kind: 'merge-commit', base_sha: base, head_sha: head, merge_commit_sha: sha };
       }
       default:
         return assertNever(c.kind);

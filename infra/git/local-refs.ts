@@ -28,6 +28,8 @@ import { assertBranchName, isSha } from './refs.js';
 export interface LocalRefReader {
   /** Tips of `branches` (validated names), `null` for a missing one; `null` overall: ask git. */
   readTips(branches: readonly string[]): Promise<Record<string, string | null> | null>;
+  /** The same, read synchronously (under a ref lock held by the caller). */
+  readTipsSync(branches: readonly string[]): Record<string, string | null> | null;
 }
 
 /** A reader for `url` when it may serve it (a `file://` URL on a case-sensitive platform), else null. */
@@ -70,6 +72,10 @@ class FilesBackendReader implements LocalRefReader {
    * loop for as long as its reads take: serve such remotes over a git URL instead.
    */
   async readTips(branches: readonly string[]): Promise<Record<string, string | null> | null> {
+    return this.readTipsSync(branches);
+  }
+
+  readTipsSync(branches: readonly string[]): Record<string, string | null> | null {
     const names = [...new Set(branches.map((b) => assertBranchName(b)))];
     if (!this.usable()) return null;
     const tips: Record<string, string | null> = {};

@@ -6,7 +6,9 @@ import type { CommitFileRequest, DiffResult, GitEngine, MergeHooks, MergePreview
 import { SYSTEM_IDENTITY } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
 import { runGit } from './run.js';
-import { headModified } from './errors.js';
+import { step } from '../step-trace.js';
+import { headModified, refMoved } from './errors.js';
+import { casBranch } from './ref-cas.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { pathToFileURL } from 'node:url';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
@@ -114,11 +116,13 @@ class ManagedProjectRepo implements ProjectRepo {
     const headRef = assertBranchName(req.head_ref, 'head_ref');
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
     const { base, head } = await this.liveTips(baseRef, headRef);
+    step('git: read tips');
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) throw headModified(req.expected_head_sha, head);
     const result = await this.engine.createMerge(this.dir, { base_sha: base, head_sha: head, message: req.message, author: SYSTEM_IDENTITY });
     await hooks.beforePublish?.(result);
     // update-ref runs no hooks: the CR-only rule guards pushes, and this is the CR merge.
-    if (result.kind !== 'up-to-date') await this.engine.updateBranch(this.dir, baseRef, result.merge_commit_sha, base);
+    if (result.kind !== 'up-to-date') await this.moveBranch(baseRef, result.merge_commit_sha, base);
+    step('git: update-ref');
     this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha }, 'merged');
     return result;
   }
@@ -151,6 +155,13 @@ class ManagedProjectRepo implements ProjectRepo {
   async exportTree(sha: string, dest: string): Promise<void> {
     if (!(await this.hasCommits([assertSha(sha)]))) throw notFound('Commit');
     await exportTree(this.dir, sha, dest);
+  }
+
+  /** Compare-and-swap of the branch, without a git process where ./ref-cas.ts is certain to act as git would. */
+  private async moveBranch(branch: string, next: string, expectedOld: string): Promise<void> {
+    const cas = casBranch(this.dir, branch, next, expectedOld, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: merge' });
+    if (cas === 'stale') throw refMoved(`refs/heads/${branch}`);
+    if (cas === null) await this.engine.updateBranch(this.dir, branch, next, expectedOld);
   }
 
   private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {

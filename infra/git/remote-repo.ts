@@ -1,8 +1,7 @@
-import { access, readFile } from 'node:fs/promises';
-import { constants as fsConstants } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -23,9 +22,11 @@ import { gitAuth, type GitAuth } from './credentials.js';
 import { assertRemoteUrl } from './remote-url.js';
 import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
 import { failpointAsync } from '../failpoints.js';
+import { step } from '../step-trace.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
+import { casBranch } from './ref-cas.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 
 export interface OpenProjectRepoOptions {
@@ -60,6 +61,8 @@ class RemoteProjectRepo implements ProjectRepo {
   private readonly url: string;
   private readonly auth: GitAuth;
   private readonly mirror: MirrorState;
+  /** The mirror's own branch tips, from its ref files (what its last fetch of them wrote). */
+  private readonly mirrorRefs: LocalRefReader;
   private readonly engine: GitEngine;
   private readonly log: Logger | undefined;
   private readonly timeoutMs: number;
@@ -79,6 +82,7 @@ class RemoteProjectRepo implements ProjectRepo {
     this.hasCredentials = !!opts.location.credentials;
     this.auth = gitAuth(opts.location, { allowHttp: opts.policy ? opts.policy.allowHttpCredentials : true });
     this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
+    this.mirrorRefs = localRefReader(pathToFileURL(this.mirror.path).href) ?? { readTips: async () => null, readTipsSync: () => null };
     this.engine = opts.engine;
     this.log = opts.logger?.child({ component: 'git-remote', project_id: opts.location.projectId });
     this.timeoutMs = opts.networkTimeoutMs ?? 120_000;
@@ -146,11 +150,16 @@ class RemoteProjectRepo implements ProjectRepo {
     const baseRef = assertBranchName(req.base_ref, 'base_ref');
     const headRef = assertBranchName(req.head_ref, 'head_ref');
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
-    const { base, head } = await this.liveTips(baseRef, headRef);
+    const direct = this.localDir !== null && publishableInPlace(this.localDir);
+    step('git: hooks check');
+    // In place: tips from the repository's ref files. A remote over the network: one fetch
+    // of both branches brings their tips and whatever commits the mirror lacks (instead of
+    // an ls-remote, then a fetch).
+    const { base, head } = direct ? await this.liveTips(baseRef, headRef) : await this.fetchTips(baseRef, headRef);
+    step('git: read tips');
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) {
       throw headModified(req.expected_head_sha, head);
     }
-    const direct = this.localDir !== null && (await publishableInPlace(this.localDir));
     if (direct) {
       // A local bare repository without receive hooks: the merge is computed in it and
       // published by a compare-and-swap of the ref (no fetch, no push). With hooks, the
@@ -164,10 +173,10 @@ class RemoteProjectRepo implements ProjectRepo {
       });
       await hooks.beforePublish?.(result);
       if (result.kind !== 'up-to-date') await this.updateRefInPlace(this.localDir!, baseRef, result.merge_commit_sha, base);
+      step('git: update-ref');
       this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha, in_place: true }, 'merged');
       return result;
     }
-    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
     const result = await this.engine.createMerge(this.mirror.path, {
       base_sha: base,
       head_sha: head,
@@ -178,6 +187,7 @@ class RemoteProjectRepo implements ProjectRepo {
     if (result.kind !== 'up-to-date') {
       // The merge commit was made in the mirror: it already holds the new base tip.
       await this.pushWithLease(baseRef, result.merge_commit_sha, base);
+      step('git: push');
     }
     this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha }, 'merged');
     return result;
@@ -213,6 +223,52 @@ class RemoteProjectRepo implements ProjectRepo {
   async exportTree(sha: string, dest: string): Promise<void> {
     await this.ensureCommits([assertSha(sha)], () => notFound('Commit'));
     await exportTree(this.mirror.path, sha, dest);
+  }
+
+  /**
+   * Live tips of two branches with their commits in the mirror, in one `git fetch` of just
+   * those refs (the fetch reads the remote's refs as it starts, so the tips are as fresh
+   * as an ls-remote's); read back from the mirror's ref files. If that fetch fails (a
+   * missing branch, a fetch of the same mirror holding a ref lock), the long way: ls-remote
+   * for the tips (its errors are the right ones), then the commits.
+   */
+  private async fetchTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
+    assertBranchName(baseRef, 'base_ref');
+    assertBranchName(headRef, 'head_ref');
+    // A repository on this machine: its ref files answer for free, and the mirror often
+    // holds the commits already (one cat-file, no fetch): the long way is the short one.
+    const fetched = this.localRefs ? null : await this.fetchBoth(baseRef, headRef);
+    if (fetched) return fetched;
+    const { base, head } = await this.liveTips(baseRef, headRef);
+    await this.ensureCommits([base, head], () => refMoved(`refs/heads/${baseRef}`));
+    return { base, head };
+  }
+
+  private async fetchBoth(baseRef: string, headRef: string): Promise<{ base: string; head: string } | null> {
+    try {
+      await this.network([
+        'fetch',
+        '--quiet',
+        '--no-tags',
+        '--no-write-fetch-head',
+        '--no-auto-gc',
+        '--no-recurse-submodules',
+        '--end-of-options',
+        this.url,
+        ...[...new Set([baseRef, headRef])].map((b) => `+refs/heads/${b}:refs/heads/${b}`),
+      ]);
+    } catch (err) {
+      this.log?.debug({ err: (err as Error).message }, 'fetch of both branches failed; reading tips with ls-remote');
+      return null;
+    }
+    const tips = (await this.mirrorRefs.readTips([baseRef, headRef])) ?? {};
+    const base = tips[baseRef] ?? null;
+    const head = tips[headRef] ?? null;
+    // A fetch that succeeded holds every commit of the refs it wrote (a concurrent fetch of
+    // the mirror may have written newer tips since: as live, and as complete).
+    if (base === null || head === null) return null;
+    this.remember([base, head]);
+    return { base, head };
   }
 
   private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
@@ -349,9 +405,18 @@ class RemoteProjectRepo implements ProjectRepo {
     throw this.unavailable(new GitCommandError(['push'], code, null, ''));
   }
 
-  /** `update-ref <ref> <next> <old>`: git's own compare-and-swap under the ref lock. */
+  /**
+   * `update-ref <ref> <next> <old>`: git's own compare-and-swap under the ref lock, done
+   * here by the same protocol where that is certain to be the same (./ref-cas.ts).
+   */
   private async updateRefInPlace(dir: string, branch: string, next: string, expectedOld: string): Promise<void> {
     const ref = `refs/heads/${branch}`;
+    const cas = casBranch(dir, branch, next, expectedOld, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: merge' });
+    if (cas === 'stale') throw refMoved(ref);
+    if (cas === 'moved') {
+      await failpointAsync('git.push.after-remote-moved');
+      return;
+    }
     let code: number;
     try {
       code = (await runGit(['update-ref', '-m', 'svc: merge', '--', ref, next, expectedOld], { cwd: dir, okCodes: [0, 128] })).code;
@@ -424,15 +489,17 @@ const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', '
 /**
  * A bare repository with no hook a push would run and no `core.hooksPath`: moving its
  * ref in place is exactly what a push would do. Anything else (a work tree, hooks) is
- * published by push so the repository's own rules apply.
+ * published by push so the repository's own rules apply. Read synchronously, like the ref
+ * files (./local-refs.ts): a small config and a few stats cost microseconds, a thread-pool
+ * round trip each costs more than all of them.
  */
-async function publishableInPlace(dir: string): Promise<boolean> {
+function publishableInPlace(dir: string): boolean {
   try {
-    const config = await readFile(path.join(dir, 'config'), 'utf8');
+    const config = readFileSync(path.join(dir, 'config'), 'utf8');
     if (!/^\s*bare\s*=\s*true\s*$/im.test(config) || /hookspath/i.test(config)) return false;
     for (const h of RECEIVE_HOOKS) {
       try {
-        await access(path.join(dir, 'hooks', h), fsConstants.X_OK);
+        accessSync(path.join(dir, 'hooks', h), fsConstants.X_OK);
         return false;
       } catch {
         /* no such hook */

@@ -3,9 +3,11 @@
  * embedded Postgres of its own) against a real bare repository on disk (`file://`), over
  * HTTP on loopback with keep-alive connections.
  *
- * - merge end to end: N sequential `POST .../merge` of distinct CRs (fast-forwards and
- *   merge commits alternating), p50 / p99. Goals: p50 <= 60 ms, p99 <= 200 ms. Floor:
- *   the raw plumbing of one merge (`merge-tree --write-tree` + `commit-tree` + `push`).
+ * - merge end to end, on a local file:// repository (published in place), a managed one
+ *   and a remote over smart HTTP (pushed to): N sequential `POST .../merge` of distinct
+ *   CRs, p50 / p99, each beside the raw plumbing of one merge on the same kind of
+ *   repository (../support/merges.ts). Goals: p50 <= 40 ms (local, managed), <= 60 ms
+ *   (remote); p99 <= 120 ms.
  * - GET of an open CR (live refresh: both branch tips re-read on every request), 32
  *   concurrent connections, a fixed number of requests. Goal: >= 1,000 req/s. Floors:
  *   `GET /healthz` at the same concurrency, and `git ls-remote` of the same repo.
@@ -19,12 +21,13 @@ import { loadConfig } from '../../../infra/config.js';
 import { silentLogger } from '../../../infra/logger.js';
 import { bootstrapUser } from '../../../infra/accounts.js';
 import { runGit } from '../../../infra/git/run.js';
-import { identityEnv } from '../../../infra/git/engine-ort.js';
-import { SYSTEM_IDENTITY } from '../../../infra/git/port.js';
+import { managedRepoPath, reposDirOf } from '../../../infra/git/managed-repo.js';
 import { startServer, type RunningServer } from '../../server.js';
-import { median, percentile, type BenchRow, type BenchSuite } from '../types.js';
+import { type BenchRow, type BenchSuite } from '../types.js';
 import { startBenchPostgres } from '../support/pg.js';
 import { benchRepo, type BenchRepo } from '../support/git-fixture.js';
+import { startHttpBackend, type HttpBackend } from '../support/http-backend.js';
+import { mergeRows, type ApiJson } from '../support/merges.js';
 
 interface Reply {
   status: number;
@@ -105,13 +108,15 @@ export const run: BenchSuite = async ({ quick }) => {
   const rows: BenchRow[] = [];
   const pgb = await startBenchPostgres('svc-bench-api-');
   let repo: BenchRepo | undefined;
+  const extraRepos: BenchRepo[] = [];
+  let backend: HttpBackend | undefined;
   let dataDir: string | undefined;
   let server: RunningServer | undefined;
   const clients: Client[] = [];
   try {
     const { db, url } = await pgb.database('svc', { max: 20 });
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-api-data-'));
-    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', DATABASE_URL: url, SVC_ALLOW_FILE_REPOS: '1' });
+    const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', DATABASE_URL: url, SVC_ALLOW_FILE_REPOS: '1', SVC_REPO_ALLOW_LOCAL_NETWORKS: '1', SVC_REPO_ALLOW_HTTP_CREDENTIALS: '1', SVC_REPOS_DIR: path.join(dataDir, 'repos') });
     server = await startServer({
       config,
       logger: silentLogger,
@@ -125,67 +130,36 @@ export const run: BenchSuite = async ({ quick }) => {
     repo = await benchRepo();
     const merges = quick ? 12 : 60;
     const floorRuns = quick ? 5 : 15;
-    // Merge-commit branches fork from the first commit; fast-forward ones are made from
-    // the current main right before their merge.
-    const mcBranches = Array.from({ length: Math.ceil(merges / 2) }, (_, i) => `mc-${i}`);
-    const floorBranches = Array.from({ length: floorRuns + 2 }, (_, i) => `floor-${i}`);
     const createBranches = Array.from({ length: 16 }, (_, i) => `create-${i}`);
-    await repo.branches([...mcBranches, ...floorBranches, ...createBranches, 'hot', 'hot-base'], 'main');
+    await repo.branches([...createBranches, 'hot', 'hot-base'], 'main');
 
     const { project } = await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench', repo_url: repo.url }, 201);
     const crs = `/v1/projects/${project.project_id}/change-requests`;
     const open = async (head: string, base = 'main') =>
       (await client.json<{ change_request: Cr }>('POST', crs, { title: `Bench ${head}`, head_ref: head, base_ref: base }, 201)).change_request;
 
-    // (a) merges, sequential.
-    const mergeMs: number[] = [];
-    let ff = 0;
-    let mergeCommits = 0;
-    for (let i = 0; i < merges; i++) {
-      let head: string;
-      if (i % 2 === 0) {
-        head = `ff-${i}`;
-        await repo.commit(head, { [`ff/${i}.txt`]: `fast-forward ${i}\n` }, 'main');
-      } else {
-        head = mcBranches[(i - 1) / 2]!;
-      }
-      const cr = await open(head);
-      const t = process.hrtime.bigint();
-      const merged = (await client.json<{ change_request: Cr }>('POST', `${crs}/${cr.number}/merge`, {}, 200)).change_request;
-      mergeMs.push(ms(t));
-      if (merged.status !== 'merged' || !merged.merge_commit_sha) throw new Error(`merge of ${head} did not merge`);
-      const parents = (await repo.bareGit(['rev-list', '--parents', '-n', '1', merged.merge_commit_sha])).split(' ').length - 1;
-      if (parents === 2) mergeCommits++;
-      else ff++;
-    }
-    const floorMs = await rawMergeFloor(repo, floorBranches, floorRuns);
-    const p50 = percentile(mergeMs.slice(2), 50); // first two: mirror creation and first fetch
-    const p99 = percentile(mergeMs.slice(2), 99);
-    const floor = median(floorMs);
+    // (a) merges, sequential, on each kind of repository.
+    const api: ApiJson = (method, urlPath, body, expect) => client.json(method, urlPath, body, expect);
+    rows.push(...(await mergeRows(api, { kind: 'local', label: 'local file:// repo, in place', repo, crs }, merges, floorRuns)));
+    const managed = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-managed' }, 201)).project;
+    const managedRepo = await benchRepo('svc-bench-managed-', { bare: managedRepoPath(reposDirOf(config), managed.project_id) });
+    extraRepos.push(managedRepo);
+    rows.push(...(await mergeRows(api, { kind: 'managed', label: 'managed repo', repo: managedRepo, crs: `/v1/projects/${managed.project_id}/change-requests` }, merges, floorRuns)));
+    const remoteRepo = await benchRepo('svc-bench-remote-');
+    extraRepos.push(remoteRepo);
+    backend = await startHttpBackend(remoteRepo.root, 'bench-password');
+    const authed = backend.url.replace('http://', 'http://x:bench-password@');
+    const remote = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-remote', repo_url: `${authed}/origin.git` }, 201)).project;
     rows.push(
-      {
-        suite: 'api',
-        name: 'merge end to end p50 (HTTP, small repo)',
-        value: p50,
-        unit: 'ms',
-        floor,
-        ratio: p50 / floor,
-        goal: '<= 60 ms',
-        met: p50 <= 60,
-        notes: `${merges - 2} sequential merges timed (${ff} fast-forward, ${mergeCommits} merge commits in all ${merges}); first 2 excluded (mirror creation); floor: merge-tree --write-tree + commit-tree + push, median of ${floorRuns}`,
-      },
-      {
-        suite: 'api',
-        name: 'merge end to end p99 (HTTP, small repo)',
-        value: p99,
-        unit: 'ms',
-        floor,
-        ratio: p99 / floor,
-        goal: '<= 200 ms',
-        met: p99 <= 200,
-        notes: `max ${Math.max(...mergeMs.slice(2)).toFixed(1)} ms; first two ${mergeMs.slice(0, 2).map((m) => m.toFixed(0)).join('/')} ms`,
-      },
+      ...(await mergeRows(
+        api,
+        { kind: 'remote', label: 'remote over smart HTTP, push', repo: remoteRepo, crs: `/v1/projects/${remote.project_id}/change-requests`, floorPushUrl: `${authed}/floor-target.git` },
+        merges,
+        floorRuns,
+      )),
     );
+
+    if (process.env.SVC_BENCH_API_ONLY === 'merges') return rows; // iterating on merges alone
 
     // (b) GET of an open CR: both tips re-read on every request.
     const hot = await open('hot', 'hot-base');
@@ -266,38 +240,8 @@ export const run: BenchSuite = async ({ quick }) => {
     for (const c of clients) c.close();
     await server?.stop().catch(() => {});
     await pgb.stop();
-    await repo?.cleanup().catch(() => {});
+    await backend?.close().catch(() => {});
+    for (const r of [repo, ...extraRepos]) await r?.cleanup().catch(() => {});
     if (dataDir) await rm(dataDir, { recursive: true, force: true }).catch(() => {});
   }
 };
-
-/**
- * The floor of one merge: what the service's git work comes down to, as raw plumbing in
- * a bare clone pushing to another bare copy of the remote.
- */
-async function rawMergeFloor(repo: BenchRepo, branches: string[], runs: number): Promise<number[]> {
-  const mirror = path.join(repo.root, 'floor-mirror.git');
-  const target = path.join(repo.root, 'floor-target.git');
-  await runGit(['clone', '--bare', '--quiet', '--', repo.bare, mirror]);
-  await runGit(['clone', '--bare', '--quiet', '--', repo.bare, target]);
-  const targetUrl = `file://${target}`;
-  let base = (await runGit(['rev-parse', 'refs/heads/main'], { cwd: target })).stdout.toString().trim();
-  const out: number[] = [];
-  for (let i = 0; i < runs + 2; i++) {
-    const head = (await runGit(['rev-parse', `refs/heads/${branches[i]!}`], { cwd: mirror })).stdout.toString().trim();
-    const t = process.hrtime.bigint();
-    const tree = (await runGit(['merge-tree', '--write-tree', '-z', base, head], { cwd: mirror })).stdout.toString('utf8').split('\0')[0]!;
-    const commit = (
-      await runGit(['commit-tree', tree, '-p', base, '-p', head, '-m', `floor ${i}`], {
-        cwd: mirror,
-        env: identityEnv({ base_sha: base, head_sha: head, message: '', author: SYSTEM_IDENTITY }),
-      })
-    ).stdout
-      .toString()
-      .trim();
-    await runGit(['push', '--quiet', '--porcelain', '--end-of-options', targetUrl, `${commit}:refs/heads/main`], { cwd: mirror });
-    if (i >= 2) out.push(ms(t));
-    base = commit;
-  }
-  return out;
-}

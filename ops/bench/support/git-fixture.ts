@@ -31,12 +31,13 @@ export interface BenchRepo {
   cleanup(): Promise<void>;
 }
 
-export async function benchRepo(prefix = 'svc-bench-repo-'): Promise<BenchRepo> {
+/** `opts.bare`: an existing empty bare repository to use as the remote (a managed project's), instead of a new one. */
+export async function benchRepo(prefix = 'svc-bench-repo-', opts: { bare?: string } = {}): Promise<BenchRepo> {
   const root = await mkdtemp(path.join(os.tmpdir(), prefix));
-  const bare = path.join(root, 'origin.git');
+  const bare = opts.bare ?? path.join(root, 'origin.git');
   const work = path.join(root, 'work');
   const run = async (cwd: string, args: string[]) => (await runGit(args, { cwd, env: IDENTITY })).stdout.toString('utf8').trim();
-  await run(root, ['init', '--bare', '--quiet', '-b', 'main', bare]);
+  if (!opts.bare) await run(root, ['init', '--bare', '--quiet', '-b', 'main', bare]);
   await mkdir(work);
   await run(work, ['init', '--quiet', '-b', 'main']);
   await run(work, ['remote', 'add', 'origin', bare]);

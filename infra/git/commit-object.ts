@@ -1,0 +1,74 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { deflateSync } from 'node:zlib';
+import type { Identity } from './port.js';
+
+/**
+ * A merge commit written without a git process: the object `git commit-tree <tree> -p
+ * <base> -p <head> -F -` writes (same bytes, same id), as a loose object the way git
+ * writes one (a `tmp_obj_*` file in the fan-out directory, hard-linked to its name). It
+ * saves one process per merge commit on the merge path.
+ *
+ * It answers only where it is certain to agree with git, and returns null everywhere else
+ * (the caller runs commit-tree): SHA-1 object ids, a repository whose config sets no
+ * object format, shared permissions or include, and an identity git would store as given
+ * (no characters it trims or refuses).
+ */
+export function writeMergeCommit(
+  repoDir: string,
+  c: { tree: string; parents: [string, string]; author: Identity; epochSeconds: number; message: string },
+): string | null {
+  if (![c.tree, ...c.parents].every((id) => SHA1.test(id))) return null;
+  if (!SAFE_NAME.test(c.author.name) || !SAFE_EMAIL.test(c.author.email)) return null;
+  if (!Number.isSafeInteger(c.epochSeconds) || c.epochSeconds < 0) return null;
+  if (!plainConfig(repoDir)) return null;
+  const who = `${c.author.name} <${c.author.email}> ${c.epochSeconds} +0000`;
+  const message = c.message.endsWith('\n') ? c.message : `${c.message}\n`;
+  const body = Buffer.from(`tree ${c.tree}\nparent ${c.parents[0]}\nparent ${c.parents[1]}\nauthor ${who}\ncommitter ${who}\n\n${message}`, 'utf8');
+  return writeLooseObject(repoDir, 'commit', body);
+}
+
+const SHA1 = /^[0-9a-f]{40}$/;
+/** Letters, digits, inner spaces, dots, dashes, underscores: nothing git's ident cleanup changes. */
+const SAFE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9 ._-]{0,98}[A-Za-z0-9])?$/;
+const SAFE_EMAIL = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,100}@[A-Za-z0-9.-]{1,100}$/;
+
+/** Config read once per (file, mtime, size): no objectformat / sharedrepository / include. */
+const configCache = new Map<string, { mtimeMs: number; size: number; plain: boolean }>();
+
+function plainConfig(repoDir: string): boolean {
+  const file = path.join(repoDir, 'config');
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (!st?.isFile()) return false;
+  const hit = configCache.get(file);
+  if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.plain;
+  const text = readFileSync(file, 'utf8').toLowerCase();
+  const plain = !/objectformat|sharedrepository|include|compatobjectformat/.test(text);
+  if (configCache.size > 1024) configCache.clear();
+  configCache.set(file, { mtimeMs: st.mtimeMs, size: st.size, plain });
+  return plain;
+}
+
+/** git's loose object: zlib of `<type> <size>\0<body>`, named by the SHA-1 of that; read-only. */
+function writeLooseObject(repoDir: string, type: string, body: Buffer): string {
+  const full = Buffer.concat([Buffer.from(`${type} ${body.length}\0`), body]);
+  const id = createHash('sha1').update(full).digest('hex');
+  const dir = path.join(repoDir, 'objects', id.slice(0, 2));
+  const file = path.join(dir, id.slice(2));
+  if (exists(file)) return id;
+  mkdirSync(dir, { recursive: true });
+  const tmp = path.join(dir, `tmp_obj_${randomBytes(6).toString('hex')}`);
+  writeFileSync(tmp, deflateSync(full), { mode: 0o444, flag: 'wx' });
+  try {
+    linkSync(tmp, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e; // written meanwhile: the same bytes
+  } finally {
+    unlinkSync(tmp);
+  }
+  return id;
+}
+
+/** git never replaces an object it has: a non-empty file of that name is that object. */
+const exists = (file: string): boolean => (statSync(file, { throwIfNoEntry: false })?.size ?? 0) > 0;

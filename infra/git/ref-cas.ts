@@ -1,0 +1,98 @@
+import { appendFileSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import type { Identity } from './port.js';
+import { assertBranchName, assertSha } from './refs.js';
+import { localRefReader, type LocalRefReader } from './local-refs.js';
+import { pathToFileURL } from 'node:url';
+
+/**
+ * `git update-ref refs/heads/<branch> <next> <expectedOld>` without a git process, on a
+ * bare repository with the files ref backend, by git's own protocol: take the ref's lock
+ * file (`<ref>.lock`, created exclusively: a git process updating the same ref at the same
+ * moment fails to take it, and so do we), compare the ref's current value (loose, else
+ * packed) with the expected one under the lock, write the new value into the lock file,
+ * append the reflog entry when the repository keeps one, and rename the lock over the ref.
+ *
+ * - `moved`: the ref now holds `next`;
+ * - `stale`: it did not hold `expectedOld` (nothing written);
+ * - `null`: not certain to behave as git would here (the ref store is not the plain files
+ *   backend, a reference-transaction hook exists, the lock is taken, the ref is symbolic
+ *   or only packed in a directory that does not exist): the caller runs `git update-ref`.
+ */
+export type CasOutcome = 'moved' | 'stale' | null;
+
+export function casBranch(
+  gitDir: string,
+  branch: string,
+  next: string,
+  expectedOld: string,
+  reflog: { identity: Identity; epochSeconds: number; message: string },
+): CasOutcome {
+  assertBranchName(branch);
+  assertSha(next, 'next');
+  assertSha(expectedOld, 'expected_old');
+  const reader = localRefReader(pathToFileURL(gitDir).href);
+  if (!reader || !hookless(gitDir)) return null;
+  const ref = path.join(gitDir, 'refs', 'heads', ...branch.split('/'));
+  const lockPath = `${ref}.lock`;
+  let fd: number;
+  try {
+    fd = openSync(lockPath, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o666);
+  } catch {
+    return null; // taken (git waits for it a while), or no such directory: git decides
+  }
+  let locked = true;
+  try {
+    // Read under the lock: what a concurrent writer finished before we took it is seen.
+    const current = readTipSync(reader, branch);
+    if (current === undefined) return null;
+    if (current !== expectedOld) return 'stale';
+    writeSync(fd, `${next}\n`);
+    closeSync(fd);
+    fd = -1;
+    if (keepsReflog(gitDir, branch)) {
+      const log = path.join(gitDir, 'logs', 'refs', 'heads', ...branch.split('/'));
+      mkdirSync(path.dirname(log), { recursive: true });
+      const who = `${reflog.identity.name} <${reflog.identity.email}> ${reflog.epochSeconds} +0000`;
+      appendFileSync(log, `${expectedOld} ${next} ${who}\t${reflog.message.replace(/\s+/g, ' ').trim()}\n`);
+    }
+    renameSync(lockPath, ref);
+    locked = false;
+    return 'moved';
+  } finally {
+    if (fd >= 0) closeSync(fd);
+    if (locked) unlinkSync(lockPath);
+  }
+}
+
+/** undefined: the reader cannot say (git decides). */
+function readTipSync(reader: LocalRefReader, branch: string): string | null | undefined {
+  const t = reader.readTipsSync([branch]);
+  return t === null ? undefined : (t[branch] ?? null);
+}
+
+function hookless(gitDir: string): boolean {
+  const hook = statSync(path.join(gitDir, 'hooks', 'reference-transaction'), { throwIfNoEntry: false });
+  return hook === undefined;
+}
+
+/** git appends to a ref's log when the log exists, or when core.logAllRefUpdates asks for one. */
+function keepsReflog(gitDir: string, branch: string): boolean {
+  if (statSync(path.join(gitDir, 'logs', 'refs', 'heads', ...branch.split('/')), { throwIfNoEntry: false })) return true;
+  return logAllRefUpdates(gitDir);
+}
+
+function logAllRefUpdates(gitDir: string): boolean {
+  // The reader already refused configs with includes; a plain scan of the [core] key suffices.
+  const text = readConfig(gitDir);
+  const m = /^\s*logallrefupdates\s*=\s*(\S+)\s*$/im.exec(text);
+  return m ? ['true', 'always', 'yes', 'on', '1'].includes(m[1]!.toLowerCase()) : false;
+}
+
+function readConfig(gitDir: string): string {
+  try {
+    return readFileSync(path.join(gitDir, 'config'), 'utf8');
+  } catch {
+    return '';
+  }
+}
