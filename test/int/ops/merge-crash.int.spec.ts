@@ -35,7 +35,7 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       const head = await fx.repo.commit(branch, { [`${branch}.txt`]: 'work\n' }, { from: shape === 'merge-commit' ? 'main~1' : 'main' });
 
       const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: 'merge.after-publish' });
-      const api1 = client(firsfx.db.url, token);
+      const api1 = client(first.url, token);
       const slug = `crash-${shape}${movesOn ? '-moved' : ''}`;
       await api1.post('/v1/projects', { name: slug, slug, repo_url: fx.repo.url });
       const base = `/v1/projects/${slug}/change-requests`;
@@ -105,7 +105,7 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       const mainBefore = fx.repo.tip('main');
 
       const first = await spawnTestServer({ ...env, SVC_FAILPOINTS: point });
-      const api1 = client(firsfx.db.url, token);
+      const api1 = client(first.url, token);
       expect((await api1.post('/v1/projects', { name: slug, slug, repo_url: fx.repo.url })).status).to.equal(201);
       const base = `/v1/projects/${slug}/change-requests`;
       const cr = (await api1.post(base, { title: 'Kill me', head_ref: branch })).body.change_request;
