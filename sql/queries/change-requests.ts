@@ -18,6 +18,9 @@ const setAll = CR_COLUMNS.filter((c) => c !== 'cr_id')
   .map((c) => `${c} = EXCLUDED.${c}`)
   .join(', ');
 
+/** Every column but the key: what a patch may change. */
+const patchCols = CR_COLUMNS.filter((c) => c !== 'cr_id').join(', ');
+
 /**
  * Rows arrive as JSON and are typed by the table's own row type. A row whose project is
  * gone is not written (the project's deletion cascaded it away), and an origin session
@@ -33,17 +36,21 @@ const guardedRows = (source: string) => `
   FROM ${source} r
   WHERE EXISTS (SELECT 1 FROM projects p WHERE p.project_id = r.project_id)`;
 
-/** One CR event to append at `expected` with the row it produces (the command path). */
+/**
+ * One CR event to append at `expected` with the change it makes to the CR's row (the
+ * command path): `patch` holds only the columns that change, `stream_version` always.
+ */
 export interface ProjectedAppend {
   streamId: string;
   streamType: string;
   projectId: string;
+  crId: string;
   expected: number;
   eventId: string;
   type: string;
   data: unknown;
   metadata: unknown;
-  row: object;
+  patch: object;
 }
 
 export const crQueries = {
@@ -56,12 +63,13 @@ export const crQueries = {
   }),
 
   /**
-   * One event appended to a CR stream and the CR's row rewritten, in one statement (its
-   * own transaction): the stream moves from `expected` only if it is still there, and the
-   * row is written only if the event was. Returns the stored event, or no row when the
-   * stream had moved on (the caller re-reads and decides again).
+   * One event appended to a CR stream and the CR's whole row upserted, in one statement
+   * (the transactional path: opening a CR, lock holders): the stream moves from
+   * `expected` only if it is still there, and the row is written only if the event was.
+   * Parameters as `APPEND_ONE_CTES`, $9 the row. Returns the stored event, or no row when
+   * the stream had moved on.
    */
-  appendOneAndProject: (p: ProjectedAppend): Query => ({
+  appendOneAndProject: (p: { streamId: string; streamType: string; projectId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }): Query => ({
     name: 'cr_append_one_and_project',
     text: `${APPEND_ONE_CTES},
       p AS (
@@ -83,19 +91,25 @@ export const crQueries = {
   }),
 
   /**
-   * `appendOneAndProject` for many CR streams at once (group commit): one statement, one
-   * commit, each command with its own optimistic check. A command whose stream is not at
-   * its expected version appends nothing and writes no row, without affecting the others.
-   * At most one command per stream (the caller batches so); returns the stored events.
+   * The command path, for one or many CR streams at once (group commit): one statement,
+   * one commit, each command with its own optimistic check. A command appends its event
+   * and patches its row only if the row is still at `expected` and the stream too (a row
+   * that is gone, its project deleted, takes no event); otherwise it stores nothing,
+   * without affecting the others. The patch overrides only the columns it names
+   * (`jsonb_populate_record` over the current row), so a close sends a few fields, not
+   * the whole row. Streams are locked in stream id order, the same in every process. At
+   * most one command per stream (the caller batches so); returns the stored events.
    */
-  appendManyAndProject: (cmds: ProjectedAppend[]): Query => ({
-    name: 'cr_append_many_and_project',
+  appendAndPatch: (cmds: ProjectedAppend[]): Query => ({
+    name: 'cr_append_and_patch',
     text: `WITH i AS (
-        SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bigint[], $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9::jsonb[])
-          WITH ORDINALITY AS i(stream_id, stream_type, project_id, expected, event_id, type, data, metadata, row, ord)),
+        SELECT * FROM unnest($1::text[], $2::text[], $3::uuid[], $4::bigint[], $5::uuid[], $6::text[], $7::jsonb[], $8::jsonb[], $9::uuid[], $10::jsonb[])
+          WITH ORDINALITY AS i(stream_id, stream_type, project_id, expected, event_id, type, data, metadata, cr_id, patch, ord)),
       s AS (
         INSERT INTO streams (stream_id, stream_type, project_id, version)
-        SELECT stream_id, stream_type, project_id, expected + 1 FROM i ORDER BY ord
+        SELECT i.stream_id, i.stream_type, i.project_id, i.expected + 1 FROM i
+        WHERE EXISTS (SELECT 1 FROM change_requests c WHERE c.cr_id = i.cr_id AND c.project_id = i.project_id AND c.stream_version = i.expected)
+        ORDER BY i.stream_id
         ON CONFLICT (stream_id) DO UPDATE
           SET version = streams.version + 1, updated_at = now()
           WHERE streams.version = EXCLUDED.version - 1
@@ -107,9 +121,9 @@ export const crQueries = {
         ORDER BY i.ord
         RETURNING ${EVENT_COLUMNS}),
       p AS (
-        INSERT INTO change_requests
-        ${guardedRows('(SELECT (jsonb_populate_record(null::change_requests, i.row)).* FROM i JOIN s ON s.stream_id = i.stream_id)')}
-        ON CONFLICT (cr_id) DO UPDATE SET ${setAll})
+        UPDATE change_requests c SET (${patchCols}) = (SELECT ${patchCols.split(', ').map((col) => `r.${col}`).join(', ')} FROM jsonb_populate_record(c, i.patch) r)
+        FROM i JOIN s ON s.stream_id = i.stream_id
+        WHERE c.cr_id = i.cr_id)
       SELECT * FROM e`,
     values: [
       cmds.map((c) => c.streamId),
@@ -120,7 +134,8 @@ export const crQueries = {
       cmds.map((c) => c.type),
       cmds.map((c) => JSON.stringify(c.data)),
       cmds.map((c) => JSON.stringify(c.metadata)),
-      cmds.map((c) => JSON.stringify(c.row)),
+      cmds.map((c) => c.crId),
+      cmds.map((c) => JSON.stringify(c.patch)),
     ],
   }),
 

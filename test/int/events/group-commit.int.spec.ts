@@ -4,7 +4,6 @@ import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type P
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
-import { fromRow, toRow } from '../../../infra/change-requests/projection.js';
 import { crQueries } from '../../../sql/queries/change-requests.js';
 import { insertProjects, type BenchProject } from '../../../ops/bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
@@ -71,14 +70,11 @@ describe('group-committed CR appends', function () {
 
   it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
     const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
-    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => {
-      const row = (await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, crId)))!;
-      return {
-        streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, expected, eventId: randomUUID(),
-        type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
-        row: toRow({ ...fromRow(row), title: `edited ${crId}` }, expected + 1),
-      };
-    };
+    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => ({
+      streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, crId, expected, eventId: randomUUID(),
+      type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
+      patch: { title: `edited ${crId}`, stream_version: expected + 1 },
+    });
     const gc = crGroupCommit(t.db);
     // Commands held in flight (their stream rows locked by another transaction) fill the
     // batcher's slots; the three queued behind them then go out as one batch.
