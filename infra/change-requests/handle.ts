@@ -210,7 +210,7 @@ async function appendAndPatch(db: Executor, cmds: ProjectedAppend[]): Promise<(S
  * own pool connection: enough to keep Postgres busy while a commit waits for its WAL
  * flush, few enough that batches form under load.
  */
-export const GROUP_IN_FLIGHT = 4;
+export const GROUP_IN_FLIGHT = Number(process.env.SVC_GIF ?? 4);
 
 /** One group commit per pool: the commands of every request in this process share it. */
 const groupCommits = new WeakMap<pg.Pool, GroupCommit<ProjectedAppend, StoredEvent | null>>();

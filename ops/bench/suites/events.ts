@@ -46,16 +46,15 @@ async function appendRun(db: Db, project: BenchProject, perWriter: number): Prom
   const actor = project.userId;
   return concurrently(WRITERS, perWriter, async (w, i) => {
     const h = histories[w]!;
-    await db.transaction((tx) =>
-      append(tx, {
-        streamId: streamIdOf(h.crId),
-        streamType: STREAM_TYPE,
-        projectId: project.projectId,
-        expectedVersion: i,
-        events: [h.events[i]!],
-        metadata: { actor },
-      }),
-    );
+    // One statement, its own transaction (autocommit): no BEGIN / COMMIT round trips.
+    await append(db, {
+      streamId: streamIdOf(h.crId),
+      streamType: STREAM_TYPE,
+      projectId: project.projectId,
+      expectedVersion: i,
+      events: [h.events[i]!],
+      metadata: { actor },
+    });
   });
 }
 
