@@ -175,12 +175,15 @@ export const crQueries = {
     values: [projectId, crId],
   }),
 
-  /** Many rows by id at once (the command path's grouped read); rows of other projects are not returned. */
+  /**
+   * Many rows by id at once (the command path's grouped read); rows of other projects are
+   * not returned. The ids arrive as one JSON array, for one generic plan (as `appendAndPatch`).
+   */
   byIds: (pairs: { projectId: string; crId: string }[]): Query => ({
     name: 'cr_by_ids',
     text: `SELECT ${selectCols} FROM change_requests c
-      WHERE (c.project_id, c.cr_id) IN (SELECT * FROM unnest($1::uuid[], $2::uuid[]))`,
-    values: [pairs.map((p) => p.projectId), pairs.map((p) => p.crId)],
+      WHERE (c.project_id, c.cr_id) IN (SELECT x.project_id, x.cr_id FROM jsonb_to_recordset($1::jsonb) AS x(project_id uuid, cr_id uuid))`,
+    values: [JSON.stringify(pairs.map((p) => ({ project_id: p.projectId, cr_id: p.crId })))],
   }),
 
   byNumber: (projectId: string, number: number): Query => ({
