@@ -91,6 +91,7 @@ export async function handleCommand(
     // Group commit needs the pool; a lock holder's connection (or a Db without a pool) goes alone.
     const pool = db.dedicated || !db.pool ? undefined : db.pool;
     const cache = pool ? rowCacheFor(pool) : undefined;
+    let staleCache = false;
     for (let i = 1; i <= attempts; i++) {
       let d = decideOnCached(cache?.get(key), command);
       const fromCache = d !== undefined;
@@ -123,9 +124,14 @@ export async function handleCommand(
         return { cr, events: [one] };
       }
       cache?.delete(key);
+      if (fromCache && !staleCache) {
+        // A cached row that turned out stale is no contention: read it again at once, uncounted (once).
+        staleCache = true;
+        i--;
+        continue;
+      }
       if (i === attempts) throw new ConcurrencyError(streamIdOf(crId), version, await streamVersion(db, streamIdOf(crId)));
-      // A cached row that turned out stale is no contention: read it again at once.
-      if (!fromCache) await backoff(i);
+      await backoff(i);
     }
   }
   if (db.pool) rowCacheFor(db.pool).delete(key); // the transactional path moves the version without the cache
