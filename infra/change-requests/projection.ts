@@ -34,3 +34,21 @@ export function fromRow(row: Record<string, unknown>): CrRow {
     stream_version: Number(r.stream_version),
   };
 }
+
+const same = (a: unknown, b: unknown): boolean =>
+  a === b || (typeof a === 'object' && a !== null && typeof b === 'object' && b !== null && JSON.stringify(a) === JSON.stringify(b));
+
+/**
+ * What turns row `prev` into row `next`: the columns whose values differ, and the stream
+ * version always. Applied over the stored row at `prev.stream_version` (which equals
+ * `prev`, the fold of the stream up to there), it yields exactly `next`.
+ */
+export function rowPatch(prev: CrRow, next: CrRow): Partial<CrRow> {
+  const patch: Record<string, unknown> = { stream_version: next.stream_version };
+  const before = prev as unknown as Record<string, unknown>;
+  const after = next as unknown as Record<string, unknown>;
+  for (const k of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    if (!same(after[k] ?? null, before[k] ?? null)) patch[k] = after[k] ?? null;
+  }
+  return patch as Partial<CrRow>;
+}

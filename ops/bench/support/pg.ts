@@ -3,7 +3,7 @@
  * created on demand and migrated, everything stopped and removed by `stop()` (call it in
  * a `finally`; it never throws).
  */
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
@@ -16,7 +16,23 @@ export interface BenchPostgres {
   cluster: EmbeddedPostgres;
   /** A fresh, migrated database `name` (lowercase letters, digits, `_`). */
   database(name: string, opts?: { max?: number }): Promise<{ db: Db; url: string }>;
+  /** CPU seconds (user + system) used so far by the cluster's processes, or NaN where /proc is not there. */
+  cpuSeconds(): Promise<number>;
   stop(): Promise<void>;
+}
+
+/** CPU seconds of `pid` and its children, from /proc (Linux). */
+async function processTreeCpu(pid: number): Promise<number> {
+  const tick = 100; // USER_HZ
+  let total = 0;
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '');
+    // Fields after the command's closing parenthesis: state, ppid, ..., utime (14), stime (15).
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(entry) === pid || Number(f[1]) === pid) total += (Number(f[11]) + Number(f[12])) / tick;
+  }
+  return total;
 }
 
 export async function startBenchPostgres(prefix: string): Promise<BenchPostgres> {
@@ -49,6 +65,11 @@ export async function startBenchPostgres(prefix: string): Promise<BenchPostgres>
       opened.push(db);
       await migrate(db);
       return { db, url };
+    },
+    async cpuSeconds() {
+      const pidFile = await readFile(path.join(dir, 'pg', 'postmaster.pid'), 'utf8').catch(() => '');
+      const pid = Number(pidFile.split('\n')[0]);
+      return pid > 0 ? processTreeCpu(pid) : NaN;
     },
     stop() {
       stopped ??= (async () => {

@@ -4,10 +4,11 @@ import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type P
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
-import { fromRow, toRow } from '../../../infra/change-requests/projection.js';
 import { crQueries } from '../../../sql/queries/change-requests.js';
 import { insertProjects, type BenchProject } from '../../../ops/bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
+import { createDb, type Db } from '../../../infra/db/db.js';
+import { fromRow } from '../../../infra/change-requests/projection.js';
 
 /** Group commit of concurrent CR commands: batched, each with its own optimistic check. */
 describe('group-committed CR appends', function () {
@@ -69,16 +70,57 @@ describe('group-committed CR appends', function () {
     expect((await readStream(t.db, streamIdOf(id))).map((e) => e.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestClosed']);
   });
 
+  describe('with a second server process on the same database (its own pool, its own cached rows)', () => {
+    let other: Db;
+    before(() => {
+      other = createDb(t.url, { max: 4 });
+    });
+    after(async () => other.close());
+    const cmd = (type: 'CloseChangeRequest' | 'ReopenChangeRequest') => () => ({ type, meta: { actor: p.userId, now: now() } });
+    const types = async (id: string) => (await readStream(t.db, streamIdOf(id))).map((e) => [e.type, e.stream_position]);
+    const row = async (id: string) => fromRow((await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, id)))!);
+
+    it('a command whose cached row another process moved past is appended on the fresh row, once, within one attempt', async () => {
+      const id = await openCr();
+      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed at 2
+      await handleCommand(other, p.projectId, id, cmd('ReopenChangeRequest')); // 3
+      await handleCommand(other, p.projectId, id, cmd('CloseChangeRequest')); // 4: closed again, as cached, but later
+      const res = await handleCommand(t.db, p.projectId, id, cmd('ReopenChangeRequest'), { attempts: 1 }); // the stale row costs no attempt
+      expect(res.events.map((e) => e.stream_position), 'refused at 2, appended at 5').to.deep.equal([5]);
+      expect(await types(id)).to.deep.equal([
+        ['ChangeRequestOpened', 1], ['ChangeRequestClosed', 2], ['ChangeRequestReopened', 3], ['ChangeRequestClosed', 4], ['ChangeRequestReopened', 5],
+      ]);
+      const stored = await row(id);
+      expect(stored).to.deep.equal({ ...res.cr, stream_version: 5 });
+      expect(stored.closed_at, 'the patch cleared what the reopen cleared').to.equal(null);
+    });
+
+    it('a command the cached row refuses or makes a no-op is decided again on the database row', async () => {
+      const id = await openCr();
+      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed
+      await handleCommand(other, p.projectId, id, cmd('ReopenChangeRequest')); // open in the database
+      const res = await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // closing a closed CR, says the cache
+      expect(res.events.map((e) => e.type)).to.deep.equal(['ChangeRequestClosed']);
+      expect(await row(id)).to.include({ status: 'closed', stream_version: 4 });
+    });
+
+    it('a cached CR whose row is gone takes no event: not found, its stream unchanged', async () => {
+      const id = await openCr();
+      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here
+      await t.db.run({ text: 'DELETE FROM change_requests WHERE cr_id = $1', values: [id] }); // as a project deletion's cascade
+      const err = await handleCommand(t.db, p.projectId, id, cmd('ReopenChangeRequest')).then(() => null, (e: unknown) => e);
+      expect((err as { code?: string } | null)?.code).to.equal('not_found');
+      expect(await types(id)).to.deep.equal([['ChangeRequestOpened', 1], ['ChangeRequestClosed', 2]]);
+    });
+  });
+
   it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
     const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
-    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => {
-      const row = (await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, crId)))!;
-      return {
-        streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, expected, eventId: randomUUID(),
-        type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
-        row: toRow({ ...fromRow(row), title: `edited ${crId}` }, expected + 1),
-      };
-    };
+    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => ({
+      streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, crId, expected, eventId: randomUUID(),
+      type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
+      patch: { title: `edited ${crId}`, stream_version: expected + 1 },
+    });
     const gc = crGroupCommit(t.db);
     // Commands held in flight (their stream rows locked by another transaction) fill the
     // batcher's slots; the three queued behind them then go out as one batch.
