@@ -61,8 +61,8 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
           'conflict',
           'Conflict',
           cr.status === 'merged'
-            ? `Change request #${cr.number} is merged; merged is final.`
-            : `Change request #${cr.number} is open; only a closed change request can be reopened.`,
+            ? `Cannot reopen change request #${cr.number}: it is merged; merged is final.`
+            : `Change request #${cr.number} is already open.`,
           { status: cr.status },
         );
       }
@@ -80,12 +80,21 @@ function existing(state: CrState): ChangeRequest {
   return state;
 }
 
+/**
+ * Merge and close need an open CR. Repeating the command on a CR already in its target
+ * state says so (like gh's "is already closed"); the other refusals name the command and
+ * what to do, if anything (a closed CR can be reopened and then merged; a merged one is final).
+ */
 function requireOpen(cr: ChangeRequest, verb: 'merge' | 'close'): void {
   if (cr.status === 'open') return;
-  const why = cr.status === 'merged' ? 'is merged; merged is final' : 'is closed; reopen it first';
-  throw new DomainError('conflict', 'Conflict', `Cannot ${verb} change request #${cr.number}: it ${why}.`, {
-    status: cr.status,
-  });
+  const done = verb === 'merge' ? 'merged' : 'closed';
+  const message =
+    cr.status === done
+      ? `Change request #${cr.number} is already ${done}.`
+      : cr.status === 'merged'
+        ? `Cannot ${verb} change request #${cr.number}: it is merged; merged is final.`
+        : `Cannot ${verb} change request #${cr.number}: it is closed; reopen it first.`;
+  throw new DomainError('conflict', 'Conflict', message, { status: cr.status });
 }
 
 /** Validation of a new CR (400s). Ref-name syntax is checked before this, at the edge. */

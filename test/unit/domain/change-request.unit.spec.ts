@@ -68,7 +68,7 @@ describe('change request decider (the spec state table)', () => {
     it('--merge--> merged, capturing SHAs, merged_by and merged_at', () =>
       given([opened]).when(merge).then([{ type: 'ChangeRequestMerged', data: { ...merge.data, merged_by: actor, merged_at: at } } as ChangeRequestEvent]));
     it('--close--> closed with closed_at and closed_by', () => given([opened]).when(close).then([closed]));
-    it('--reopen--> refused with 409 (reopen requires closed)', () => given([opened]).when(reopen).thenThrows('conflict', /only a closed/));
+    it('--reopen--> refused with 409 (reopen requires closed)', () => given([opened]).when(reopen).thenThrows('conflict', /^Change request #7 is already open\.$/));
     it('--refresh with new tips--> Refreshed', () =>
       given([opened]).when(refresh(sha('d'), sha('b'))).then([
         { type: 'ChangeRequestRefreshed', data: { head_commit_sha: sha('d'), base_commit_sha: sha('b'), refreshed_at: at } },
@@ -77,8 +77,11 @@ describe('change request decider (the spec state table)', () => {
   });
 
   describe('merged is terminal', () => {
-    for (const [name, cmd] of [['merge', merge], ['close', close], ['reopen', reopen]] as const) {
-      it(`--${name}--> refused with 409`, () => given([opened, merged]).when(cmd).thenThrows('conflict', /merged/));
+    it('--merge--> refused with 409: already merged', () =>
+      given([opened, merged]).when(merge).thenThrows('conflict', /^Change request #7 is already merged\.$/));
+    for (const [name, cmd] of [['close', close], ['reopen', reopen]] as const) {
+      it(`--${name}--> refused with 409: merged is final`, () =>
+        given([opened, merged]).when(cmd).thenThrows('conflict', new RegExp(`^Cannot ${name} change request #7: it is merged; merged is final\\.$`)));
     }
     it('--refresh--> nothing (merged CRs keep the SHAs captured at merge)', () =>
       given([opened, merged]).when(refresh(sha('e'), sha('f'))).then([]));
@@ -86,8 +89,9 @@ describe('change request decider (the spec state table)', () => {
 
   describe('closed', () => {
     it('--reopen--> open', () => given([opened, closed]).when(reopen).then([reopened]));
-    it('--merge--> refused with 409 (merge requires open)', () => given([opened, closed]).when(merge).thenThrows('conflict', /closed/));
-    it('--close--> refused with 409', () => given([opened, closed]).when(close).thenThrows('conflict'));
+    it('--merge--> refused with 409 (merge requires open)', () => given([opened, closed]).when(merge).thenThrows('conflict', /^Cannot merge change request #7: it is closed; reopen it first\.$/));
+    it('--close--> refused with 409: already closed (no "reopen it first")', () =>
+      given([opened, closed]).when(close).thenThrows('conflict', /^Change request #7 is already closed\.$/));
     it('--refresh--> nothing until reopened', () => given([opened, closed]).when(refresh(sha('e'), sha('f'))).then([]));
     it('reopened CRs can be merged', () => given([opened, closed, reopened]).when(merge).then((e) => expect(e[0]!.type).to.equal('ChangeRequestMerged')));
   });
