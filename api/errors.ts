@@ -11,6 +11,7 @@ export const statusOf: Record<ErrorCode, number> = {
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
+  gone: 410,
   conflict: 409,
   merge_failed: 409,
   head_modified: 409,

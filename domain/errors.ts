@@ -8,6 +8,7 @@ export type ErrorCode =
   | 'unauthorized' // 401: no or unknown credential
   | 'forbidden' // 403: credential valid but not allowed here
   | 'not_found' // 404
+  | 'gone' // 410: a one-time thing (a login link) was used or has expired
   | 'conflict' // 409: state does not allow the command (merge a closed CR ...)
   | 'merge_failed' // 409: the merge has conflicts
   | 'head_modified' // 409: expected_head_sha no longer matches

@@ -1,4 +1,4 @@
-import { Router, type Response } from 'express';
+import { Router } from 'express';
 import { z } from 'zod';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
@@ -48,9 +48,12 @@ export function checkCallback(raw: string): URL {
 
 const cleanName = (s: string | undefined) => (s ?? '').replace(/[^\w.@-]/g, '').slice(0, 64);
 
-function done(res: Response, title: string, text: string, status = 200) {
-  res.status(status).type('html').send(page({ title, body: html`<section class="narrow"><h1>${title}</h1><p>${text}</p></section>` }));
-}
+/**
+ * A used, unknown or expired login link: 410 on the page (GET) and on the decision (POST)
+ * alike, rendered as every dashboard error is (a page to a browser, the API's JSON otherwise).
+ */
+const usedLink = () => new DomainError('gone', 'Login link already used', 'This login link was used already. Run svc login again for a new one.');
+const expiredLink = () => new DomainError('gone', 'Login link expired', 'This login link has expired. Run svc login again.');
 
 export function cliLoginRoutes(db: Db): Router {
   const r = Router();
@@ -62,9 +65,9 @@ export function cliLoginRoutes(db: Db): Router {
     const hostname = cleanName(q.hostname) || cleanName(q.host) || 'this computer';
     const row = await registerCliLogin(db, { state: q.state, callback: q.callback, hostname, userId: user.user_id, expiresAt: new Date(Date.now() + TTL_MS) });
     if (!row || row.used_at || row.user_id !== user.user_id || row.callback !== q.callback) {
-      return done(res, 'Login link already used', 'This login link was used already. Run svc login again for a new one.', 410);
+      throw usedLink();
     }
-    if (row.expires_at.getTime() <= Date.now()) return done(res, 'Login link expired', 'This login link has expired. Run svc login again.', 410);
+    if (row.expires_at.getTime() <= Date.now()) throw expiredLink();
     const csrf = csrfOf(res);
     res.type('html').send(
       page({
@@ -91,7 +94,7 @@ export function cliLoginRoutes(db: Db): Router {
     const user = userOf(res);
     const approve = d.decision === 'approve';
     const row = await useCliLogin(db, d.state, user.user_id, approve ? 'approved' : 'denied');
-    if (!row) throw new DomainError('conflict', 'Login link used or expired', 'This login link was used already or has expired. Run svc login again.');
+    if (!row) throw new DomainError('gone', 'Login link used or expired', 'This login link was used already or has expired. Run svc login again.');
     const target = checkCallback(row.callback);
     target.searchParams.set('state', d.state);
     if (row.code) {

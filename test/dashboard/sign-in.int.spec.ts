@@ -187,6 +187,37 @@ describe('dashboard sign-in (HTTP)', function () {
       expect(await tokensOf('svc on laptop-a')).to.equal(1);
     });
 
+    it('a used, unknown or expired login link answers 410 on the page and on the decision alike: a page to a browser, JSON otherwise', async () => {
+      const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
+      const state = 'usedstate00000000000001';
+      const link = `${srv.url}/cli/login?callback=http://127.0.0.1:9/callback&state=${state}&hostname=laptop-u`;
+      const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await fetch(link, { headers: { cookie } })).text())![1]!;
+      const post = (st: string, accept?: string) =>
+        fetch(`${srv.url}/cli/login`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded', ...(accept ? { accept } : {}) },
+          body: new URLSearchParams({ _csrf: csrf, state: st, decision: 'approve' }),
+        });
+      expect((await post(state)).status).to.equal(303);
+      const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+      for (const st of [state, 'unknownstate00000000001']) {
+        const again = await post(st);
+        expect(again.status, st).to.equal(410);
+        expect(await again.json(), st).to.deep.equal({ error: 'Login link used or expired', message: 'This login link was used already or has expired. Run svc login again.' });
+        const page = await post(st, browser);
+        expect(page.status, st).to.equal(410);
+        expect(page.headers.get('content-type'), st).to.match(/^text\/html/);
+        expect(await page.text(), st).to.contain('<h1>Login link used or expired</h1>');
+      }
+      const shown = await fetch(link, { headers: { cookie, accept: browser } });
+      expect(shown.status).to.equal(410);
+      expect(await shown.text()).to.contain('<h1>Login link already used</h1>');
+      const json = await fetch(link, { headers: { cookie } });
+      expect(json.status).to.equal(410);
+      expect(await json.json()).to.deep.equal({ error: 'Login link already used', message: 'This login link was used already. Run svc login again for a new one.' });
+    });
+
     it('abandoned logins leave no token: not approved, denied, or approved with a code never redeemed in time; all swept once a day expired', async () => {
       await decide('abandonedstate000000001', 'laptop-b', null);
       const denied = await decide('abandonedstate000000002', 'laptop-b', 'deny');
