@@ -5,7 +5,27 @@ import { branchNameProblem } from '../infra/git/refs.js';
 // eslint-disable-next-line no-control-regex
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 const text = (min: number, max: number) => z.string().min(min).max(max).refine((v) => !UNSTORABLE.test(v), 'must not contain NUL or unpaired surrogates');
-const name = (max: number) => text(1, max).regex(/^[A-Za-z0-9][A-Za-z0-9._:/@+-]*$/, 'letters, digits and . _ : / @ + - only');
+
+/**
+ * What is wrong with an agent or model name, first problem only (one clear message per
+ * field): letters, digits and `. _ : / @ + -`, starting with a letter or digit, and, read as
+ * a path (`org/model`), no empty, `.` or `..` segment and no trailing `/`.
+ */
+export function nameProblem(v: string, max: number): string | null {
+  if (v === '') return 'must not be empty';
+  if (v.length > max) return `must be at most ${max} characters`;
+  const bad = /[^A-Za-z0-9._:/@+-]/u.exec(v);
+  if (bad) return `must use only letters, digits and . _ : / @ + - (not ${JSON.stringify(bad[0])})`;
+  if (!/^[A-Za-z0-9]/.test(v)) return `must start with a letter or digit (not ${JSON.stringify(v[0])})`;
+  if (v.endsWith('/')) return 'must not end with /';
+  if (v.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) return 'must not contain an empty, . or .. path segment';
+  return null;
+}
+const name = (max: number) =>
+  z.string().superRefine((v, ctx) => {
+    const problem = nameProblem(v, max);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  });
 
 export const CreateSessionBody = z.strictObject({
   agent: name(100).optional(),

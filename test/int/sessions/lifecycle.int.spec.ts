@@ -169,6 +169,19 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
         expect(r.status, JSON.stringify(body)).to.equal(400);
         expect(r.body.error).to.be.a('string');
       }
+      // One clear message per field, saying what is wrong.
+      for (const [body, path, message] of [
+        [{ agent: '' }, 'agent', 'must not be empty'],
+        [{ agent: '../x' }, 'agent', 'must start with a letter or digit (not ".")'],
+        [{ agent: 'a/../x' }, 'agent', 'must not contain an empty, . or .. path segment'],
+        [{ agent: 'a/' }, 'agent', 'must not end with /'],
+        [{ model: 'a b' }, 'model', 'must use only letters, digits and . _ : / @ + - (not " ")'],
+        [{ model: 'm'.repeat(201) }, 'model', 'must be at most 200 characters'],
+      ] as const) {
+        const r = await api.post(sessions, body);
+        expect(r.status, JSON.stringify(body)).to.equal(400);
+        expect(r.body, JSON.stringify(body)).to.deep.equal({ error: 'Validation failed', message: `${path}: ${message}`, issues: [{ path, message }] });
+      }
       expect((await api.get(`${sessions}/not-a-uuid`)).status).to.equal(404);
       expect((await api.get(`${sessions}/00000000-0000-4000-8000-000000000000`)).status).to.equal(404);
       expect((await api.post(`${sessions}/00000000-0000-4000-8000-000000000000/stop`, {})).status).to.equal(404);
