@@ -4,7 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { getManifest, type ManifestDeps } from '../../infra/manifest/sync.js';
-import { changeSecrets, deleteSecret, listSecrets, type SecretsDeps } from '../../infra/secrets/service.js';
+import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps } from '../../infra/secrets/service.js';
 import { APP_DEPLOY } from '../../infra/apps/sync.js';
 
 const PutSecretBody = z.strictObject({ value: z.string() });
@@ -48,7 +48,7 @@ export function manifestRoutes(deps: ApiDeps): Router {
   r.put('/secrets/:name', async (req, res) => {
     const { project, actor } = await ctx(req);
     const body = PutSecretBody.parse(req.body ?? {});
-    await changeSecrets(secretsDeps, project.project_id, actor, { set: { [String(req.params.name)]: body.value } });
+    await putSecret(secretsDeps, project.project_id, actor, String(req.params.name), body.value);
     res.status(204).end();
   });
 

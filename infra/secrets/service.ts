@@ -79,15 +79,24 @@ export async function changeSecrets(
 ): Promise<number> {
   const set = Object.entries(change.set ?? {});
   const unset = change.unset ?? [];
-  if (set.length + unset.length > MAX_BATCH) throw validationError(`At most ${MAX_BATCH} changes per request.`);
+  if (set.length + unset.length > MAX_BATCH) {
+    throw validationError(`At most ${MAX_BATCH} changes per request.`, [{ path: '(body)', message: `at most ${MAX_BATCH} changes (set and unset together)` }]);
+  }
   set.forEach(([n, v]) => {
     assertSecretName(n, `set.${n}`);
     assertValue(n, v, `set.${n}`);
   });
   unset.forEach((n, i) => assertSecretName(n as string, `unset.${i}`));
   const both = set.map(([n]) => n).filter((n) => unset.includes(n));
-  if (both.length) throw validationError(`${both.join(', ')} cannot be both set and unset in one request.`);
-  if (set.length + unset.length === 0) throw validationError('Nothing to change: give "set" or "unset".');
+  if (both.length) {
+    throw validationError(
+      `${both.join(', ')} cannot be both set and unset in one request.`,
+      both.map((n) => ({ path: `unset.${unset.indexOf(n)}`, message: `${n} is also in set` })),
+    );
+  }
+  if (set.length + unset.length === 0) {
+    throw validationError('Nothing to change: give "set" or "unset".', [{ path: '(body)', message: 'set or unset is required (and not empty)' }]);
+  }
 
   const revision = await deps.db.transaction(async (tx) => {
     const { revision } = (await tx.one<{ revision: number }>(secretQueries.bump(projectId)))!;
@@ -108,6 +117,15 @@ export async function changeSecrets(
   return revision;
 }
 
+/** `PUT .../secrets/:name`: the name is the URL's, so a bad one is an issue on `name`, a bad value on `value`. */
+export async function putSecret(deps: SecretsDeps, projectId: string, actor: string, name: string, value: unknown): Promise<void> {
+  assertSecretName(name, 'name');
+  assertValue(name, value, 'value');
+  await changeSecrets(deps, projectId, actor, { set: { [name]: value } });
+}
+
+/** `DELETE .../secrets/:name`: a bad name is an issue on `name` (the URL parameter), not on an internal list. */
 export async function deleteSecret(deps: SecretsDeps, projectId: string, actor: string, name: string): Promise<void> {
+  assertSecretName(name, 'name');
   await changeSecrets(deps, projectId, actor, { unset: [name] });
 }

@@ -88,6 +88,22 @@ describe('project secrets API (a real svc-server process; its log is searched)',
       const r = await call('PUT', `${base}/secrets/OK_NAME`, body);
       expect(r.status, JSON.stringify(body)).to.equal(400);
     }
+    // A bad name in the URL is an issue on `name` (not on an internal list); every validation 400 carries `issues`.
+    for (const method of ['DELETE', 'PUT']) {
+      const r = await call(method, `${base}/secrets/bad-name`, method === 'PUT' ? { value: V1 } : undefined);
+      expect(r.status, method).to.equal(400);
+      expect(r.body.issues, method).to.deep.equal([{ path: 'name', message: 'must match ^[A-Z_][A-Z0-9_]*$' }]);
+    }
+    const empty = await call('PATCH', `${base}/secrets`, {});
+    expect(empty.status).to.equal(400);
+    expect(empty.body).to.deep.equal({
+      error: 'Validation failed',
+      message: 'Nothing to change: give "set" or "unset".',
+      issues: [{ path: '(body)', message: 'set or unset is required (and not empty)' }],
+    });
+    const both = await call('PATCH', `${base}/secrets`, { set: { OK_NAME: V1 }, unset: ['OTHER', 'OK_NAME'] });
+    expect(both.status).to.equal(400);
+    expect(both.body.issues).to.deep.equal([{ path: 'unset.1', message: 'OK_NAME is also in set' }]);
     const raw = await api.call('PUT', `${base}/secrets/OK_NAME`, '{"value": "' + V1, { 'content-type': 'application/json' });
     expect(raw.status).to.equal(400);
   });
