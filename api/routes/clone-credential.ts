@@ -4,8 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../infra/change-requests/repos.js';
 import { projectById } from '../../infra/projects/service.js';
-import { authenticateSandboxKey } from '../../infra/sessions/credentials.js';
-import { mintToken } from '../../infra/tokens.js';
+import { authenticateSandboxKey, mintCloneCredential } from '../../infra/sessions/credentials.js';
 import { repoUrlOf } from '../../infra/sessions/provision.js';
 import { sessionDepsOf } from './sessions.js';
 
@@ -60,7 +59,9 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     if (!servedHere(project, repoUrl, sessionDepsOf(deps).apiUrl())) {
       throw new DomainError('not_found', 'No credential', 'No credential is stored for this repository; it is cloned without one.');
     }
-    const minted = await mintToken(deps.db, { userId: sandbox.user_id, projectId: project.project_id, name: 'clone-credential', expiresAt: expires });
+    // Recorded against the sandbox: stopping, restarting or removing the session revokes it at once.
+    const minted = await mintCloneCredential(deps.db, sandbox.sandbox_id, expires);
+    if (!minted) throw unauthorized();
     res.json({ username: 'x-access-token', password: minted.token, expires_at: expires.toISOString(), repo_url: repoUrl });
   });
   return r;

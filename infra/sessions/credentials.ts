@@ -1,7 +1,7 @@
-import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../db/db.js';
 import type { SecretBox } from '../secrets.js';
-import { hashToken, mintToken } from '../tokens.js';
+import { TOKEN_PREFIX, hashToken, mintToken } from '../tokens.js';
 import { sandboxCredentialQueries as q } from '../../sql/queries/sessions.js';
 
 /**
@@ -12,6 +12,8 @@ import { sandboxCredentialQueries as q } from '../../sql/queries/sessions.js';
  *    clone-credential route) and sealed (to sign X-Svc-User-Context for the proxy);
  *  - a project token (`svc_pat_`) bound to the project and, through this table, to the
  *    session, acting as the launching user: SVC_CLI_TOKEN = SVC_EXECUTOR_TOKEN.
+ * Clone credentials minted with the key (15-minute project tokens, `tokens.sandbox_id`)
+ * are revoked with them.
  */
 export const SANDBOX_KEY_PREFIX = 'svc_sbx_';
 
@@ -63,5 +65,27 @@ export async function serviceKeyOf(db: Executor, box: SecretBox, sandboxId: stri
   return row ? box.open(row.key_sealed) : null;
 }
 
-export const revokeSessionCredentials = (tx: Executor, sessionId: string) => tx.run(q.revokeSession(sessionId));
-export const revokeSandboxCredentials = (tx: Executor, sandboxId: string) => tx.run(q.revokeSandbox(sandboxId));
+/**
+ * A clone credential for a live sandbox: a project token (the sandbox's project and user)
+ * expiring at `expiresAt`, recorded against the sandbox so that revoking the sandbox revokes
+ * it at once. Null when the sandbox's key was revoked meanwhile.
+ */
+export async function mintCloneCredential(db: Executor, sandboxId: string, expiresAt: Date): Promise<{ token: string; token_id: string } | null> {
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const row = await db.one<{ token_id: string }>(
+    q.mintCloneToken({ sandboxId, tokenId: randomUUID(), name: 'clone-credential', hash: hashToken(token), expiresAt }),
+  );
+  return row ? { token, token_id: row.token_id } : null;
+}
+
+/** Revokes the session's sandbox keys, their project tokens and every clone credential minted for them. */
+export async function revokeSessionCredentials(tx: Executor, sessionId: string): Promise<void> {
+  await tx.run(q.revokeSessionKeys(sessionId));
+  await tx.run(q.revokeSessionTokens(sessionId));
+}
+
+/** As revokeSessionCredentials, for one sandbox. */
+export async function revokeSandboxCredentials(tx: Executor, sandboxId: string): Promise<void> {
+  await tx.run(q.revokeSandboxKeys(sandboxId));
+  await tx.run(q.revokeSandboxTokens(sandboxId));
+}

@@ -139,17 +139,42 @@ export const sandboxCredentialQueries = {
     text: 'SELECT key_sealed FROM sandbox_credentials WHERE sandbox_id = $1 AND revoked_at IS NULL',
     values: [sandboxId],
   }),
-  /** Revokes every live credential of the session: its sandbox keys and their project tokens. */
-  revokeSession: (sessionId: string): Query => ({
-    text: `WITH k AS (UPDATE sandbox_credentials SET revoked_at = now() WHERE session_id = $1 AND revoked_at IS NULL
-        RETURNING cli_token_id)
-      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT cli_token_id FROM k) AND revoked_at IS NULL`,
+  /**
+   * A clone credential: a project token for the sandbox's project and user, naming the
+   * sandbox, minted only while the sandbox's key is live. FOR SHARE orders it against a
+   * revocation: one that committed first leaves nothing to mint from; one that waits on
+   * this lock then revokes the new row too (its tokens statement runs after, see below).
+   */
+  mintCloneToken: (t: { sandboxId: string; tokenId: string; name: string; hash: Buffer; expiresAt: Date }): Query => ({
+    text: `WITH live AS (SELECT sandbox_id, project_id, user_id FROM sandbox_credentials
+        WHERE sandbox_id = $1 AND revoked_at IS NULL FOR SHARE)
+      INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at, sandbox_id)
+      SELECT $2, user_id, project_id, $3, $4, $5, sandbox_id FROM live
+      RETURNING token_id, expires_at`,
+    values: [t.sandboxId, t.tokenId, t.name, t.hash, t.expiresAt],
+  }),
+  /**
+   * Revoking is two statements: the sandbox keys first (which waits on a clone credential
+   * being minted), then, under a fresh snapshot that sees such a token, every live token of
+   * those sandboxes: their project tokens and every clone credential minted for them.
+   */
+  revokeSessionKeys: (sessionId: string): Query => ({
+    text: 'UPDATE sandbox_credentials SET revoked_at = now() WHERE session_id = $1 AND revoked_at IS NULL',
     values: [sessionId],
   }),
-  revokeSandbox: (sandboxId: string): Query => ({
-    text: `WITH k AS (UPDATE sandbox_credentials SET revoked_at = now() WHERE sandbox_id = $1 AND revoked_at IS NULL
-        RETURNING cli_token_id)
-      UPDATE tokens SET revoked_at = now() WHERE token_id IN (SELECT cli_token_id FROM k) AND revoked_at IS NULL`,
+  revokeSessionTokens: (sessionId: string): Query => ({
+    text: `UPDATE tokens SET revoked_at = now() WHERE revoked_at IS NULL AND (
+        token_id IN (SELECT cli_token_id FROM sandbox_credentials WHERE session_id = $1)
+        OR sandbox_id IN (SELECT sandbox_id FROM sandbox_credentials WHERE session_id = $1))`,
+    values: [sessionId],
+  }),
+  revokeSandboxKeys: (sandboxId: string): Query => ({
+    text: 'UPDATE sandbox_credentials SET revoked_at = now() WHERE sandbox_id = $1 AND revoked_at IS NULL',
+    values: [sandboxId],
+  }),
+  revokeSandboxTokens: (sandboxId: string): Query => ({
+    text: `UPDATE tokens SET revoked_at = now() WHERE revoked_at IS NULL AND (
+        token_id IN (SELECT cli_token_id FROM sandbox_credentials WHERE sandbox_id = $1) OR sandbox_id = $1)`,
     values: [sandboxId],
   }),
 };

@@ -77,13 +77,16 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(cred.body.repo_url).to.equal(repo.url);
       expect(Date.parse(cred.body.expires_at) - Date.now()).to.be.within(60_000, 16 * 60_000);
       expect((await client(srv.url, srv.token).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
+      const clonePassword = cred.body.password as string;
+      expect((await client(srv.url, clonePassword).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
 
-      // Stop: tokens die at once, the sandbox goes.
+      // Stop: tokens die at once, the clone credential minted for the sandbox included; the sandbox goes.
       const stopped = await api.post(`${one}/stop`, {});
       expect(stopped.status).to.equal(200);
       expect(stopped.body.session.status).to.equal('stopped');
       expect((await client(srv.url, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
       expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
+      expect((await client(srv.url, clonePassword).get(`/v1/projects/${s.project_id}`)).status, 'clone credential after stop').to.equal(401);
       const pid = Number(row!.ref);
       const deadline = Date.now() + 10_000;
       while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -131,7 +134,11 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
 
       // Remove: 204, the row goes, the branch stays.
       const env2Token = env2.SVC_CLI_TOKEN!;
+      const cred2 = await client(srv.url, env2.SVC_TOKEN!).get(`/v1/projects/${s.project_id}/git/clone-credential`);
+      expect(cred2.status).to.equal(200);
+      expect((await client(srv.url, cred2.body.password).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
       expect((await api.call('DELETE', one)).status).to.equal(204);
+      expect((await client(srv.url, cred2.body.password).get(`/v1/projects/${s.project_id}`)).status, 'clone credential after remove').to.equal(401);
       expect((await api.get(one)).status).to.equal(404);
       expect((await api.call('DELETE', one)).status).to.equal(404);
       expect((await client(srv.url, env2Token).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
