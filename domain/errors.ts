@@ -39,8 +39,9 @@ export class DomainError extends Error {
   }
 }
 
+/** A 400 always carries `issues` (contracts.md): when no field is named, one issue on the request as a whole. */
 export const validationError = (message: string, issues: ErrorIssue[] = []): DomainError =>
-  new DomainError('validation', 'Validation failed', message, issues.length ? { issues } : {});
+  new DomainError('validation', 'Validation failed', message, { issues: issues.length ? issues : [{ path: '(request)', message }] });
 
 export const notFound = (what: string): DomainError => new DomainError('not_found', 'Not found', `${what} not found.`);
 

@@ -159,6 +159,29 @@ describe('events feed (WebSocket)', function () {
     expect(doc.paths['/v1/projects/{projectId}/events'].get.responses).to.have.keys('101', '400', '401', '403', '404', '426');
   });
 
+  it('refuses a malformed handshake with 400 and the error body, issues included', async () => {
+    const res = await new Promise<{ status: number; body: { error: string; issues?: { path: string; message: string }[] } }>((resolve, reject) => {
+      const u = new URL(feedPath, fx.srv.url);
+      const req = http.request({
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname,
+        headers: { authorization: `Bearer ${fx.srv.token}`, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'short', 'sec-websocket-version': '13' },
+      });
+      req.on('response', (r) => {
+        let text = '';
+        r.on('data', (c: Buffer) => (text += c.toString('utf8')));
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, body: JSON.parse(text) }));
+      });
+      req.on('upgrade', () => reject(new Error('upgraded with a malformed key')));
+      req.on('error', reject);
+      req.end();
+    });
+    expect(res.status).to.equal(400);
+    expect(res.body.error).to.equal('Validation failed');
+    expect(res.body.issues).to.deep.equal([{ path: '(request)', message: 'Not a valid WebSocket handshake (Sec-WebSocket-Key / Sec-WebSocket-Version 13).' }]);
+  });
+
   it('streams create, close and reopen in order, with the message shape; nothing of other projects', async () => {
     const owner = client(fx.srv.url, fx.srv.token);
     const p2 = (await owner.post('/v1/projects', { name: 'Quiet', repo_url: fx.repo.url })).body.project.project_id;
