@@ -24,6 +24,8 @@ export interface Me {
   user: { user_id: string; email: string; name: string };
   account: { account_id: string; name: string } | null;
   accounts: Array<{ account_id: string; name: string }>;
+  /** The id of the token that asked (servers before session 3 leave it out). */
+  token_id?: string;
 }
 
 export interface CreateCRInput {

@@ -17,6 +17,13 @@ import { addKeyToFile, loadKeyring, secretBox } from '../infra/secrets.js';
 import { rotateSecrets } from '../infra/secrets/rotate.js';
 import { setPassword } from '../infra/dashboard/passwords.js';
 
+/** Every `admin` action with its usage; the command's summary line lists them all. */
+const ADMIN_ACTIONS = {
+  bootstrap: 'bootstrap --email E',
+  'set-password': 'set-password --email E',
+  'rotate-key': 'rotate-key',
+} as const;
+
 async function readPassword(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const c of process.stdin) chunks.push(c as Buffer);
@@ -95,9 +102,9 @@ export async function main(argv: string[]): Promise<void> {
         }
       },
     )
-    .command('admin <action>', 'administration: bootstrap --email E | rotate-key', (y) =>
+    .command('admin <action>', `administration: ${Object.values(ADMIN_ACTIONS).join(' | ')}`, (y) =>
       y
-        .positional('action', { choices: ['bootstrap', 'set-password', 'rotate-key'] as const, demandOption: true })
+        .positional('action', { choices: Object.keys(ADMIN_ACTIONS) as Array<keyof typeof ADMIN_ACTIONS>, demandOption: true })
         .option('email', { type: 'string', describe: 'bootstrap, set-password: the user to create or reuse' })
         .option('name', { type: 'string', describe: 'bootstrap: display name (and account name) for a new user' })
         .option('password-stdin', { type: 'boolean', default: false, describe: 'read a dashboard password from standard input (never from an argument)' }),

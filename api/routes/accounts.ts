@@ -21,6 +21,7 @@ export function accountRoutes(deps: ApiDeps): Router {
       user: { user_id: p.user_id, email: p.email, name: p.user_name },
       account: accounts[0] ?? null,
       accounts,
+      token_id: p.token_id,
     });
   });
 

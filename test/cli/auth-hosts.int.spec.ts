@@ -34,6 +34,21 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       .post('/v1/cli/login/token', (b: { state?: string; code?: string }) => b.code === CODE && typeof b.state === 'string')
       .reply(201, { token: TOKEN, token_id: '00000000-0000-4000-8000-000000000009', name: 'svc on here', project_id: null, created_at: '2026-01-01T00:00:00.000Z', expires_at: null });
 
+  /** Starts `svc login <args>` in-process and returns its callback URL and state once printed. */
+  const startBrowserLogin = async (args: string[]) => {
+    const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { SVC_DASHBOARD_URL: 'https://dash.test' }, cwd: sb.dir });
+    const done = main(['login', ...args], f);
+    let url: URL | undefined;
+    for (let i = 0; i < 200 && !url; i++) {
+      const m = /https:\/\/dash\.test\/cli\/login\?\S+/.exec(t.stderr());
+      if (m) url = new URL(m[0]);
+      else await new Promise((r) => setTimeout(r, 10));
+    }
+    if (!url) throw new Error(`no login URL in: ${t.stderr()}`);
+    return { done, t, opened, url, callback: new URL(url.searchParams.get('callback')!), state: url.searchParams.get('state')! };
+  };
+  const TOKEN_ID = '00000000-0000-4000-8000-000000000007';
+
   describe('login', () => {
     it('--token validates with /v1/accounts/me, stores it 0600 and makes the host active', async () => {
       await run(['hosts', 'add', 'mine', '--url', `${API}/v1`]);
@@ -61,7 +76,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       me('svc_pat_bad').reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
       const r = await run(['login', '--api', API, '--token', 'svc_pat_bad']);
       expect(r.code).to.equal(1);
-      expect(r.stderr).to.contain('error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401)');
+      expect(r.stderr).to.equal(`error: the token was refused by api.auth.test:9090 (${API}): it is unknown, revoked or expired (HTTP 401)\n`);
       expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
     });
 
@@ -77,22 +92,17 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       try {
         me().reply(200, ME);
         const redeemed = redeem();
-        const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { SVC_DASHBOARD_URL: 'https://dash.test' }, cwd: sb.dir });
-        const done = main(['login', '--api', API], f);
-        let url: URL | undefined;
-        for (let i = 0; i < 200 && !url; i++) {
-          const m = /https:\/\/dash\.test\/cli\/login\?\S+/.exec(t.stderr());
-          if (m) url = new URL(m[0]);
-          else await new Promise((r) => setTimeout(r, 10));
-        }
-        if (!url) throw new Error(`no login URL in: ${t.stderr()}`);
+        const { done, t, opened, callback, state } = await startBrowserLogin(['--api', API]);
         expect(t.stderr().indexOf('https://dash.test')).to.be.lessThan(t.stderr().indexOf('Waiting'));
-        const callback = new URL(url.searchParams.get('callback')!);
         expect(callback.hostname).to.equal('127.0.0.1');
         // A wrong state is refused and the flow keeps waiting.
         expect(await get(`${callback.href}?state=wrong&code=${CODE}`)).to.equal(400);
-        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&token=${TOKEN}`)).to.equal(400);
-        expect(await get(`${callback.href}?state=${url.searchParams.get('state')}&code=${CODE}`)).to.equal(200);
+        expect(await get(`${callback.href}?state=${state}&token=${TOKEN}`)).to.equal(400);
+        const page = await fetchPage(`${callback.href}?state=${state}&code=${CODE}`);
+        expect(page.status).to.equal(200);
+        expect(page.body).to.contain('Logged in.');
+        // The browser hears "logged in" only once the token is redeemed and stored.
+        expect((await readConfig(sb.configPath)).hosts['api.auth.test:9090']?.token).to.equal(TOKEN);
         expect(await done).to.equal(0);
         expect(redeemed.isDone()).to.equal(true);
         expect(opened).to.deep.equal([]);
@@ -100,6 +110,80 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       } finally {
         nock.disableNetConnect();
       }
+    });
+
+    it('browser flow: a code the server refuses gets an error page (escaped), not "Logged in"; exit 1, one line, nothing stored', async () => {
+      nock.enableNetConnect('127.0.0.1');
+      try {
+        const refused = nock(API)
+          .post('/v1/cli/login/token')
+          .reply(400, { error: 'Invalid login code', message: 'The code <is> unknown, used or expired.' });
+        const { done, t, callback, state } = await startBrowserLogin(['--api', API]);
+        // A wrong state is still refused without ending the wait.
+        expect((await fetchPage(`${callback.href}?state=wrong&code=${CODE}`)).status).to.equal(400);
+        const page = await fetchPage(`${callback.href}?state=${state}&code=bogus`);
+        expect(page.status).to.equal(500);
+        expect(page.body).to.contain('Login failed').and.contain('The code &#60;is&#62; unknown').and.contain('svc login').and.not.contain('Logged in');
+        expect(await done).to.equal(1);
+        expect(refused.isDone()).to.equal(true);
+        const errors = t.stderr().split('\n').filter((l) => l.startsWith('error:'));
+        expect(errors).to.deep.equal(["error: the login failed: The code <is> unknown, used or expired. (HTTP 400); run 'svc login' again"]);
+        expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
+      } finally {
+        nock.disableNetConnect();
+      }
+    });
+
+    it('browser flow: the server unreachable when redeeming: error page, exit 1', async () => {
+      nock.enableNetConnect('127.0.0.1');
+      try {
+        nock(API).post('/v1/cli/login/token').replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
+        const { done, t, callback, state } = await startBrowserLogin(['--api', API]);
+        const page = await fetchPage(`${callback.href}?state=${state}&code=${CODE}`);
+        expect(page.status).to.equal(500);
+        expect(page.body).to.contain('Login failed').and.contain('cannot reach');
+        expect(await done).to.equal(1);
+        expect(t.stderr()).to.contain(`error: the login failed: cannot reach ${API}/v1: ECONNREFUSED; run 'svc login' again\n`);
+      } finally {
+        nock.disableNetConnect();
+      }
+    });
+
+    it('a new login revokes the token it replaces, with that token (its id from /accounts/me)', async () => {
+      const OLD = 'svc_pat_oldtoken0123456789';
+      await writeConfig(sb.configPath, { active_host: 'mine', hosts: { mine: { url: API, token: OLD, user: 'ada@example.com' } } });
+      me().reply(200, { ...ME, token_id: '00000000-0000-4000-8000-000000000001' });
+      me(OLD).reply(200, { ...ME, token_id: TOKEN_ID });
+      const revoked = nock(API, { reqheaders: { authorization: `Bearer ${OLD}` } }).delete(`/v1/accounts/tokens/${TOKEN_ID}`).reply(204);
+      const r = await run(['login', '--host', 'mine', '--token', TOKEN]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(revoked.isDone()).to.equal(true);
+      expect(r.stderr).to.not.contain('warning');
+      expect((await readConfig(sb.configPath)).hosts.mine?.token).to.equal(TOKEN);
+    });
+
+    it('a replaced token that cannot be revoked: one warning line, the new login stays', async () => {
+      const OLD = 'svc_pat_oldtoken0123456789';
+      await writeConfig(sb.configPath, { active_host: 'mine', hosts: { mine: { url: API, token: OLD, user: 'ada@example.com' } } });
+      me().reply(200, ME);
+      me(OLD).reply(200, { ...ME, token_id: TOKEN_ID });
+      nock(API).delete(`/v1/accounts/tokens/${TOKEN_ID}`).reply(404, { error: 'Not found', message: 'Token not found.' });
+      const r = await run(['login', '--host', 'mine', '--token', TOKEN]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stderr.split('\n').filter((l) => l.startsWith('warning:'))).to.deep.equal([
+        "warning: the previous token for mine was not revoked (Token not found. (HTTP 404)); revoke it on the dashboard's tokens page",
+      ]);
+      expect((await readConfig(sb.configPath)).hosts.mine?.token).to.equal(TOKEN);
+    });
+
+    it('a replaced token the server no longer accepts needs no revoking: no warning', async () => {
+      const OLD = 'svc_pat_oldtoken0123456789';
+      await writeConfig(sb.configPath, { active_host: 'mine', hosts: { mine: { url: API, token: OLD, user: 'ada@example.com' } } });
+      me().reply(200, ME);
+      me(OLD).reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
+      const r = await run(['login', '--host', 'mine', '--token', TOKEN]);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stderr).to.not.contain('warning');
     });
 
     it('browser flow on a TTY opens the browser, but never under CI', async () => {
@@ -252,6 +336,17 @@ function get(url: string): Promise<number> {
     http.get(url, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+function fetchPage(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http.get(url, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
     }).on('error', reject);
   });
 }

@@ -134,6 +134,10 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       api().get(`${CRS}/${makeCR().cr_id}/merge-preview`).reply(200, { ...preview, can_fast_forward: false });
       const r = await run(['cr', 'show', '3']);
       expect(r.stdout).to.contain('number:\t3\n').and.contain('status:\topen\n').and.contain('preview:\tclean\n').and.contain('created:\t2026-01-01T11:57:00.000Z');
+      // Every metadata line is `key:\tvalue`, the URL included; then the description between `--` lines.
+      expect(r.stdout).to.match(/\npreview:\tclean\nurl:\thttp\S+\/3\n--\nSays hello\.\n--\n$/);
+      const meta = r.stdout.slice(0, r.stdout.indexOf('\n--\n')).split('\n');
+      for (const line of meta) expect(line).to.match(/^[a-z_]+:\t/);
     });
 
     it('a merged CR has no preview request', async () => {

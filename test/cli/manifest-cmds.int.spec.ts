@@ -51,6 +51,14 @@ describe('svc secrets / env / triggers / apps (HTTP stubbed with nock)', () => {
     }
   });
 
+  it('secrets set quotes a malformed pair exactly as typed', async () => {
+    for (const typed of ['=abc', 'NOEQUALS']) {
+      const r = await run(['secrets', 'set', typed]);
+      expect(r.code, typed).to.equal(2);
+      expect(r.stderr).to.equal(`error: expected NAME=VALUE, got "${typed}" (use NAME=- to read the value from stdin)\n`);
+    }
+  });
+
   it('secrets unset sends one batch', async () => {
     api().patch(`/v1/projects/${P}/secrets`, { unset: ['A', 'B'] }).reply(200, LISTING);
     const r = await run(['secrets', 'unset', 'A', 'B']);

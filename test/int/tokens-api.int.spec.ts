@@ -1,8 +1,10 @@
 import { expect } from 'chai';
+import { readFile } from 'node:fs/promises';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { client } from '../support/http.js';
 import { fixtureRepo } from '../support/repo.js';
-import { runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
+import { makeFactory, runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
+import { main } from '../../cli/app.js';
 
 /** GET/POST /v1/accounts/tokens, DELETE /v1/accounts/tokens/:tokenId, and `svc auth token`. */
 describe('tokens API', function () {
@@ -111,6 +113,37 @@ describe('tokens API', function () {
       expect((await svc(['auth', 'token', 'revoke'])).code).to.equal(2);
       expect((await svc(['auth', 'token', 'create', '--expires-in-days', '0'])).code).to.equal(2);
       expect((await svc(['auth', 'token', 'nope'])).code).to.equal(2);
+    });
+
+    it('svc login over a stored token revokes the token it replaces (its id from /accounts/me); the new one works', async () => {
+      const old = (await api.post('/v1/accounts/tokens', { name: 'old laptop' })).body as { token: string; token_id: string };
+      const fresh = (await api.post('/v1/accounts/tokens', { name: 'new laptop' })).body as { token: string; token_id: string };
+      expect((await client(srv.url, old.token).get('/v1/accounts/me')).body.token_id).to.equal(old.token_id);
+      const login = (token: string) => runSvc(['login', '--api', srv.url, '--token', token], { configPath: sb.configPath, cwd: sb.dir, env: {} });
+      expect((await login(old.token)).code).to.equal(0);
+      const r = await login(fresh.token);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stderr).to.not.contain('warning');
+      expect((await client(srv.url, old.token).get('/v1/accounts/me')).status).to.equal(401);
+      expect((await client(srv.url, fresh.token).get('/v1/accounts/me')).status).to.equal(200);
+    });
+
+    it('svc login in the browser with a code the server does not know: the callback page says it failed, exit 1, nothing stored', async () => {
+      const { f, t } = makeFactory({ configPath: sb.configPath, cwd: sb.dir, env: { SVC_DASHBOARD_URL: 'https://dash.test' } });
+      const done = main(['login', '--api', srv.url], f);
+      let m: RegExpExecArray | null = null;
+      for (let i = 0; i < 500 && !m; i++) {
+        m = /\/cli\/login\?(\S+)/.exec(t.stderr());
+        if (!m) await new Promise((r) => setTimeout(r, 10));
+      }
+      const q = new URLSearchParams(m![1]);
+      const page = await fetch(`${q.get('callback')}?state=${q.get('state')}&code=bogus`);
+      expect(page.status).to.equal(500);
+      expect(await page.text()).to.contain('Login failed').and.contain('svc login').and.not.contain('Logged in');
+      expect(await done).to.equal(1);
+      expect(t.stderr().split('\n').filter((l) => l.startsWith('error:'))).to.have.length(1);
+      expect(t.stderr()).to.match(/^error: the login failed: .* \(HTTP 400\); run 'svc login' again$/m);
+      expect(await readFile(sb.configPath, 'utf8').catch(() => '')).to.not.contain('svc_pat_');
     });
   });
 });

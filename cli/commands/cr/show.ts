@@ -37,8 +37,8 @@ export async function run({ f, cr: ref, project, host, json }: CrShowOptions): P
     }
   }
   const c = colors(f.io, f.env);
-  const out = f.io.stdoutIsTTY ? renderTTY(f, c, cr, preview, previewError) : renderPlain(cr, preview, previewError);
-  f.io.out.write(out + `url: ${crUrl(f, ctx.host.url, cr)}\n`);
+  const url = crUrl(f, ctx.host.url, cr);
+  f.io.out.write(f.io.stdoutIsTTY ? renderTTY(f, c, cr, preview, previewError) + `url: ${url}\n` : renderPlain(cr, url, preview, previewError));
 }
 
 export function previewSummary(p: MergePreview): { label: string; detail: string } {
@@ -72,7 +72,8 @@ function renderTTY(f: Factory, c: Colors, cr: ChangeRequest, p: MergePreview | u
   return lines.join('\n') + '\n';
 }
 
-function renderPlain(cr: ChangeRequest, p: MergePreview | undefined, previewError: string | undefined): string {
+/** gh's piped shape: `key:\tvalue` lines (the URL among them), then the description between `--` lines. */
+function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined): string {
   const rows: Array<[string, string | number | null]> = [
     ['number', cr.number],
     ['id', cr.cr_id],
@@ -93,6 +94,7 @@ function renderPlain(cr: ChangeRequest, p: MergePreview | undefined, previewErro
   } else if (previewError) {
     rows.push(['preview', `unavailable: ${previewError}`]);
   }
+  rows.push(['url', url]);
   const head = rows.map(([k, v]) => `${k}:\t${v ?? ''}`).join('\n');
   return `${head}\n--\n${cr.description}${cr.description.endsWith('\n') || !cr.description ? '' : '\n'}--\n`;
 }

@@ -17,7 +17,7 @@ export async function run(f: Factory, o: { assignments: string[]; project?: stri
   let fromStdin: string | undefined;
   for (const a of o.assignments) {
     const eq = a.indexOf('=');
-    if (eq <= 0) throw new UsageError(`expected NAME=VALUE, got "${a.slice(0, 40)}${eq < 0 ? '' : '='}" (use NAME=- to read the value from stdin)`);
+    if (eq <= 0) throw new UsageError(`expected NAME=VALUE, got "${a.length > 40 ? `${a.slice(0, 40)}…` : a}" (use NAME=- to read the value from stdin)`);
     const name = a.slice(0, eq);
     if (!validSecretName(name)) throw new UsageError(`invalid secret name "${name}": names match ^[A-Z_][A-Z0-9_]*$ and may not begin with SVC_`);
     if (name in set) throw new UsageError(`${name} is given twice`);

@@ -34,9 +34,13 @@ async function create(ctx: ProjectContext, input: NewSessionInput): Promise<Sess
   try {
     return await sessionsApi(ctx.api).create(ctx.projectId, input);
   } catch (err) {
-    const issues = err instanceof ApiError && err.status === 400 && Array.isArray(err.body.issues) ? (err.body.issues as { path?: unknown }[]) : [];
-    if (issues.some((i) => i?.path === 'agent')) throw new UsageError(`--agent: ${(err as ApiError).message}`);
-    throw err;
+    const issues = err instanceof ApiError && err.status === 400 && Array.isArray(err.body.issues) ? (err.body.issues as { path?: unknown; message?: unknown }[]) : [];
+    const first = issues.find((i) => i?.path === 'agent');
+    if (!first) throw err;
+    // A validator's answer joins every issue ("agent: a; agent: b"): one line names the first.
+    // A sentence the server wrote itself (the unknown agent, naming the choices) is kept.
+    const joined = issues.map((i) => `${String(i?.path)}: ${String(i?.message)}`).join('; ');
+    throw new UsageError(`--agent: ${(err as ApiError).message === joined ? String(first.message) : (err as ApiError).message}`);
   }
 }
 
