@@ -51,11 +51,17 @@ describe('svc secrets / env / triggers / apps (HTTP stubbed with nock)', () => {
     }
   });
 
-  it('secrets set quotes a malformed pair exactly as typed', async () => {
-    for (const typed of ['=abc', 'NOEQUALS']) {
+  it('secrets set names a malformed argument back only when it is a lone name (never what may be a value)', async () => {
+    const cases: [string, string][] = [
+      ['=abc', `error: expected NAME=VALUE, got an argument with nothing before '=' (the value is not shown)\n`],
+      ['NOEQUALS', 'error: expected NAME=VALUE, got "NOEQUALS" without a value (use NOEQUALS=- to read it from stdin)\n'],
+      ['sk-live-1234', `error: expected NAME=VALUE, got an argument without '=' (not shown: it may be a value; use NAME=- to read a value from stdin)\n`],
+    ];
+    for (const [typed, line] of cases) {
       const r = await run(['secrets', 'set', typed]);
       expect(r.code, typed).to.equal(2);
-      expect(r.stderr).to.equal(`error: expected NAME=VALUE, got "${typed}" (use NAME=- to read the value from stdin)\n`);
+      expect(r.stderr).to.equal(line);
+      if (typed !== 'NOEQUALS') expect(r.stderr).to.not.contain(typed.replace(/^=/, ''));
     }
   });
 

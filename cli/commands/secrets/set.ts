@@ -17,7 +17,7 @@ export async function run(f: Factory, o: { assignments: string[]; project?: stri
   let fromStdin: string | undefined;
   for (const a of o.assignments) {
     const eq = a.indexOf('=');
-    if (eq <= 0) throw new UsageError(`expected NAME=VALUE, got "${a.length > 40 ? `${a.slice(0, 40)}…` : a}" (use NAME=- to read the value from stdin)`);
+    if (eq <= 0) throw new UsageError(malformed(a, eq));
     const name = a.slice(0, eq);
     if (!validSecretName(name)) throw new UsageError(`invalid secret name "${name}": names match ^[A-Z_][A-Z0-9_]*$ and may not begin with SVC_`);
     if (name in set) throw new UsageError(`${name} is given twice`);
@@ -34,4 +34,14 @@ export async function run(f: Factory, o: { assignments: string[]; project?: stri
   const listing = await ctx.api.request<SecretsListing>('PATCH', secretsPath(ctx.projectId), { set });
   const names = Object.keys(set);
   f.io.err.write(`Set ${names.length} secret${names.length === 1 ? '' : 's'}: ${names.join(', ')} (revision ${listing.revision})\n`);
+}
+
+/**
+ * The error for an argument that is not NAME=VALUE. It never echoes what may be a value:
+ * a lone valid name is named back (names are not secret), anything else is described.
+ */
+function malformed(arg: string, eq: number): string {
+  if (eq === 0) return `expected NAME=VALUE, got an argument with nothing before '=' (the value is not shown)`;
+  if (validSecretName(arg)) return `expected NAME=VALUE, got "${arg}" without a value (use ${arg}=- to read it from stdin)`;
+  return `expected NAME=VALUE, got an argument without '=' (not shown: it may be a value; use NAME=- to read a value from stdin)`;
 }
