@@ -46,21 +46,27 @@ async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   if (!config.DATABASE_URL && !(roles.api && roles.worker)) {
     logger.warn('running one role on the embedded database: scale-out roles are meant for DATABASE_URL');
   }
-  const server = await startServer({ config, logger, roles });
+  // The handlers are in place before the start: /readyz answers as soon as the HTTP server
+  // listens, while the workers still start, and a SIGTERM then must stop what started
+  // (after the start finishes), not kill the process with the signal's default action.
+  const starting = startServer({ config, logger, roles });
   let signals = 0;
   const shutdown = (signal: string) => {
     if (++signals > 1) process.exit(1);
     logger.info({ signal }, 'shutting down');
-    server.stop().then(
-      () => process.exit(0),
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    starting
+      .then((server) => server.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  await starting;
 }
 
 async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>, logger: Logger) => Promise<T>): Promise<T> {

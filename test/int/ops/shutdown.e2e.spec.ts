@@ -1,6 +1,10 @@
 import { expect } from 'chai';
+import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { spawnTestServer, traversableTempDir } from '../../support/server.js';
+import path from 'node:path';
+import { projectRoot } from '../../../infra/paths.js';
+import { freePort } from '../../../infra/net.js';
+import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
 
 /**
  * SIGTERM on the embedded database: the queue and the pools close before postgres stops,
@@ -37,5 +41,31 @@ describe('svc-server shutdown on SIGTERM (embedded database, real processes)', f
       expect({ cycle, code, noisy }).to.deep.equal({ cycle, code: 0, noisy: [] });
       expect(lines[lines.length - 1]).to.contain('"msg":"svc-server stopped"');
     }
+  });
+  it('a SIGTERM while the server is still starting stops it cleanly once started (exit 0), not with the signal', async () => {
+    const port = await freePort();
+    const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), 'start'], {
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...TEST_ENV, SVC_DATA_DIR: dataDir, DATABASE_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const exited = new Promise<{ code: number | null; signal: string | null }>((r) => proc.once('exit', (code, signal) => r({ code, signal })));
+    // The first line the start logs (the embedded database is up; migrations, queue,
+    // workers and the listener still to come): the signal lands mid-start.
+    await new Promise<void>((resolve) => {
+      const onData = (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('"msg":"embedded postgres started"')) {
+          proc.stdout!.off('data', onData);
+          proc.stdout!.on('data', (more: Buffer) => (out += more.toString()));
+          resolve();
+        }
+      };
+      proc.stdout!.on('data', onData);
+      proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
+    });
+    proc.kill('SIGTERM');
+    expect(await exited, out).to.deep.equal({ code: 0, signal: null });
+    expect(out).to.contain('"msg":"shutting down"').and.contain('"msg":"svc-server stopped"');
   });
 });
