@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { repoConfigText } from './config-file.js';
 import type { Identity } from './port.js';
 
 /**
@@ -34,20 +35,10 @@ const SHA1 = /^[0-9a-f]{40}$/;
 const SAFE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9 ._-]{0,98}[A-Za-z0-9])?$/;
 const SAFE_EMAIL = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,100}@[A-Za-z0-9.-]{1,100}$/;
 
-/** Config read once per (file, mtime, size): no objectformat / sharedrepository / include. */
-const configCache = new Map<string, { mtimeMs: number; size: number; plain: boolean }>();
-
+/** No setting that changes how git would write the object: objectformat / sharedrepository / include. */
 function plainConfig(repoDir: string): boolean {
-  const file = path.join(repoDir, 'config');
-  const st = statSync(file, { throwIfNoEntry: false });
-  if (!st?.isFile()) return false;
-  const hit = configCache.get(file);
-  if (hit && hit.mtimeMs === st.mtimeMs && hit.size === st.size) return hit.plain;
-  const text = readFileSync(file, 'utf8').toLowerCase();
-  const plain = !/objectformat|sharedrepository|include|compatobjectformat/.test(text);
-  if (configCache.size > 1024) configCache.clear();
-  configCache.set(file, { mtimeMs: st.mtimeMs, size: st.size, plain });
-  return plain;
+  const text = repoConfigText(repoDir);
+  return text !== null && !/objectformat|sharedrepository|include|compatobjectformat/.test(text);
 }
 
 /** git's loose object: zlib of `<type> <size>\0<body>`, named by the SHA-1 of that; read-only. */

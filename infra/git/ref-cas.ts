@@ -1,5 +1,6 @@
-import { appendFileSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, constants, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { repoConfigText } from './config-file.js';
 import type { Identity } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
@@ -84,15 +85,6 @@ function keepsReflog(gitDir: string, branch: string): boolean {
 
 function logAllRefUpdates(gitDir: string): boolean {
   // The reader already refused configs with includes; a plain scan of the [core] key suffices.
-  const text = readConfig(gitDir);
-  const m = /^\s*logallrefupdates\s*=\s*(\S+)\s*$/im.exec(text);
-  return m ? ['true', 'always', 'yes', 'on', '1'].includes(m[1]!.toLowerCase()) : false;
-}
-
-function readConfig(gitDir: string): string {
-  try {
-    return readFileSync(path.join(gitDir, 'config'), 'utf8');
-  } catch {
-    return '';
-  }
+  const m = /^\s*logallrefupdates\s*=\s*(\S+)\s*$/m.exec(repoConfigText(gitDir) ?? '');
+  return m ? ['true', 'always', 'yes', 'on', '1'].includes(m[1]!) : false;
 }

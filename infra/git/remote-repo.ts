@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants, readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -27,6 +27,7 @@ import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from 
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
+import { repoConfigText } from './config-file.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 
 export interface OpenProjectRepoOptions {
@@ -495,8 +496,8 @@ const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', '
  */
 function publishableInPlace(dir: string): boolean {
   try {
-    const config = readFileSync(path.join(dir, 'config'), 'utf8');
-    if (!/^\s*bare\s*=\s*true\s*$/im.test(config) || /hookspath/i.test(config)) return false;
+    const config = repoConfigText(dir);
+    if (config === null || !/^\s*bare\s*=\s*true\s*$/m.test(config) || config.includes('hookspath')) return false;
     for (const h of RECEIVE_HOOKS) {
       try {
         accessSync(path.join(dir, 'hooks', h), fsConstants.X_OK);
