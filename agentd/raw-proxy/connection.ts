@@ -6,7 +6,7 @@ import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js'
 import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
 import { ChunkedTracker } from './chunked.js';
-import { HeadError, headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
+import { headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
 import { downstreamHead, switchingHead, upgradeOf, upstreamHead } from './rewrite.js';
 import type { Upstream, UpstreamOwner, UpstreamPool } from './upstream-pool.js';
 

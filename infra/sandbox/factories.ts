@@ -28,15 +28,12 @@ export function defaultSandboxProviderName(): SandboxProviderName {
 export const bwrapRoot = (config: Pick<Config, 'dataDir'>) => path.join(config.dataDir, 'sandboxes');
 
 export const providerFactories: Record<'bwrap' | 'docker' | 'kubernetes', (config: Config, deps: ProviderFactoryDeps) => SandboxProvider> = {
-  bwrap: (config, deps) => {
-    // SVC_AGENT_RUNTIME is the sessions block's variable (the runtime on this host).
-    const runtime = (config as Config & { SVC_AGENT_RUNTIME?: string }).SVC_AGENT_RUNTIME;
-    return createBwrapProvider({
+  bwrap: (config, deps) =>
+    createBwrapProvider({
       root: bwrapRoot(config),
-      ...(runtime ? { runtime } : {}),
+      ...(config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {}),
       ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}),
-    });
-  },
+    }),
   docker: (config, deps) =>
     createDockerProvider({
       image: config.SVC_SANDBOX_IMAGE,

@@ -1,5 +1,3 @@
-import type { Db } from '../db/db.js';
-import type { Logger } from '../logger.js';
 import type { ProjectRecord } from '../change-requests/repos.js';
 import { nextFire, parseCron } from '../../domain/manifest/cron.js';
 import { projectQueries } from '../../sql/queries/projects.js';

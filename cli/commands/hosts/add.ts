@@ -3,7 +3,6 @@ import type { Args } from '../../command-table.js';
 import { readConfig, updateConfig } from '../../config.js';
 import { CliError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
-import { str } from '../../flags.js';
 import { BUILTIN_HOSTS, normalizeUrl } from '../../hosts.js';
 
 export interface HostsAddOptions {

@@ -94,8 +94,6 @@ async function throughput(total: number, concurrency: number, fn: (i: number) =>
   return total / (Number(process.hrtime.bigint() - t) / 1e9);
 }
 
-const ms = (t: bigint) => Number(process.hrtime.bigint() - t) / 1e6;
-
 interface Cr {
   cr_id: string;
   number: number;

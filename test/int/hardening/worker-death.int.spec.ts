@@ -8,7 +8,6 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
-import { skipUnlessCi } from '../../support/skip.js';
 
 const N = 12;
 

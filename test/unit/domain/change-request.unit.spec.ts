@@ -6,7 +6,7 @@ import {
   type ChangeRequestEvent,
   type CrState,
 } from '../../../domain/change-request/index.js';
-import { actor, at, meta, now, specFor } from '../../support/decider.js';
+import { actor, at, meta, specFor } from '../../support/decider.js';
 
 const given = specFor<CrState, ChangeRequestEvent, ChangeRequestCommand>({ decide, evolve, initial: null });
 

@@ -7,7 +7,7 @@ import {
   type SessionEvent,
   type SessionState,
 } from '../../../domain/session/index.js';
-import { actor, at, meta, now, specFor } from '../../support/decider.js';
+import { actor, at, meta, specFor } from '../../support/decider.js';
 
 const given = specFor<SessionState, SessionEvent, SessionCommand>({ decide, evolve, initial: null });
 
