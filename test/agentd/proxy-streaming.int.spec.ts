@@ -100,7 +100,7 @@ describe('agentd proxy streaming (in process)', function () {
     expect(received).to.equal(TOTAL);
     expect(upstreamDoneAtFirstByte, 'the client had bytes before the upstream finished').to.equal(false);
     expect(bytesWrittenAtFirstByte, 'at most a few buffers were in flight at the first byte').to.be.below(TOTAL / 4);
-    // Garbage not yet collected counts too; a proxy holding the body would be above 100 MB.
-    expect(peak, 'buffers in memory stay below the body size').to.be.below(TOTAL * 0.75);
+    // Live buffers only (sampled after a collection): a proxy holding the body would pass 50 MB.
+    expect(peak, 'buffers in memory stay below the body size').to.be.below(TOTAL * 0.5);
   });
 });
