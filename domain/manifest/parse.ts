@@ -52,6 +52,9 @@ export function parseManifest(text: string): ParsedManifest {
       if (name.startsWith(RESERVED_PREFIX)) warnings.push({ path: `apps.${i}.env.${name}`, message: `names beginning with ${RESERVED_PREFIX} are reserved for the platform` });
     }
   });
+  if (m.sandbox.image && m.sandbox.dockerfile) {
+    warnings.push({ path: 'sandbox.dockerfile', message: 'ignored: sandbox.image is set, and an image wins over a Dockerfile' });
+  }
   return { manifest: m, errors: [], warnings };
 }
 

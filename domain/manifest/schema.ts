@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRepoPath } from '../repo-path.js';
 import { CronError, parseCron } from './cron.js';
 
 /**
@@ -15,6 +16,11 @@ const envSpec = z
   .union([z.array(envName), z.record(envName, z.string())])
   .default([])
   .transform((v) => (Array.isArray(v) ? v.map((name) => ({ name, description: '' })) : Object.entries(v).map(([name, description]) => ({ name, description }))));
+
+const repoPath = z.string().refine((p) => isRepoPath(p, 500), 'a relative path inside the repository (no leading /, no empty, . or .. part)');
+
+/** A Docker image reference (`registry/name:tag`, `name@sha256:...`): never an option, no spaces. */
+export const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/;
 
 const cron = z.string().superRefine((s, ctx) => {
   try {
@@ -47,9 +53,9 @@ export const ManifestSchema = z
     env: z.object({ required: envSpec, optional: envSpec }).default({ required: [], optional: [] }),
     sandbox: z
       .object({
-        image: z.string().min(1).max(500).optional(),
-        dockerfile: z.string().min(1).max(500).optional(),
-        cpus: z.number().positive().max(64).optional(),
+        image: z.string().max(500).regex(IMAGE_REF, 'an image reference: name[:tag][@digest]').optional(),
+        dockerfile: repoPath.optional(),
+        cpus: z.number().min(0.01).max(64).optional(),
         memory_mb: z.number().int().min(64).max(262_144).optional(),
         idle_timeout_minutes: z.number().int().min(1).max(10_080).optional(),
       })

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { validationError } from '../../domain/errors.js';
+import { isRepoPath } from '../../domain/repo-path.js';
 import type { CommitFileRequest } from './port.js';
 import { assertSha } from './refs.js';
 import { runGit } from './run.js';
@@ -13,7 +14,7 @@ import { runGit } from './run.js';
  * characters, so they can neither become an option nor leave the tree.
  */
 export function assertRepoPath(p: string): string {
-  if (!p || p.length > 1024 || p.startsWith('/') || p.startsWith('-') || /[\x00-\x1f\x7f]/.test(p) || p.split('/').some((c) => c === '' || c === '.' || c === '..')) {
+  if (!isRepoPath(p)) {
     throw validationError(`'${p}' is not a path inside the repository.`, [{ path: 'path', message: 'invalid repository path' }]);
   }
   return p;

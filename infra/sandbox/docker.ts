@@ -2,11 +2,14 @@
  * The `docker` sandbox provider: one container per sandbox through the Engine API
  * (dockerode). Reference: docs/sandbox-providers.md.
  *
- * Image: `spec.image` when the caller chose one; else the repo's `.svc/Dockerfile` when
- * `dockerfileFor` returns one (built once per distinct Dockerfile, with build arg
- * `SVC_SANDBOX_IMAGE` = the default image so it can extend it, tagged
+ * Image: `spec.image` when the caller chose one (the manifest's `[sandbox] image`); else
+ * `spec.dockerfile`, the repo's Dockerfile (built once per distinct Dockerfile, with build
+ * arg `SVC_SANDBOX_IMAGE` = the default image so it can extend it, tagged
  * `svc-repo-sandbox:<hash>`); else the default sandbox image (ops/sandbox.Dockerfile,
  * `svc-sandbox:local` unless configured). Images are never pulled implicitly.
+ *
+ * Limits: `spec.resources` (the manifest's `cpus`, `memory_mb`) over the provider's own
+ * `cpus` / `memoryBytes`, as HostConfig NanoCpus / Memory.
  *
  * Networking:
  *   - `host` (the default, and what tests use): the container shares the host's network,
@@ -49,13 +52,11 @@ export interface DockerProviderOptions {
   host?: string;
   /** Non-host networks: dial `http://<container name>:<port>` (the server is on the same network). */
   reachByName?: boolean;
-  /** The repo's `.svc/Dockerfile` content for this sandbox, or undefined when the repo has none. */
-  dockerfileFor?: (spec: SandboxSpec) => Promise<string | undefined>;
   /** Variables added to every sandbox's environment (tests). */
   extraEnv?: Record<string, string>;
   /** Extra bind mounts (`host:container[:ro]`). */
   binds?: string[];
-  /** Limits: memory in bytes, CPUs (fractional), process count. */
+  /** Default limits (a spec's `resources` win): memory in bytes, CPUs (fractional); process count. */
   memoryBytes?: number;
   cpus?: number;
   pidsLimit?: number;
@@ -120,14 +121,21 @@ export async function buildRepoImage(docker: Docker, dockerfile: string, baseIma
         .map((e) => e.stream ?? '')
         .join('')
         .slice(-1500);
-      throw new SandboxError('create_failed', `the repo's .svc/Dockerfile did not build: ${failed.errorDetail?.message ?? failed.error}\n${log}`);
+      throw new SandboxError('create_failed', `the repo's Dockerfile did not build: ${failed.errorDetail?.message ?? failed.error}\n${log}`);
     }
   } catch (err) {
-    throw engineError(err, "build the repo's .svc/Dockerfile");
+    throw engineError(err, "build the repo's Dockerfile");
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
   return tag;
+}
+
+/** HostConfig limits: the spec's (the project's manifest) over the provider's defaults. */
+export function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProviderOptions, 'cpus' | 'memoryBytes'>): Pick<Docker.HostConfig, 'Memory' | 'NanoCpus'> {
+  const memory = spec.resources?.memoryMb ? spec.resources.memoryMb * 1024 * 1024 : opts.memoryBytes;
+  const cpus = spec.resources?.cpus ?? opts.cpus;
+  return { ...(memory ? { Memory: memory } : {}), ...(cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}) };
 }
 
 export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxProvider {
@@ -139,6 +147,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
   const grace = opts.stopGraceSeconds ?? 10;
   const dialHost = host.includes(':') ? `[${host}]` : host;
 
+  const building = new Map<string, Promise<string>>();
   const containerName = (sandboxId: string) => `svc-sbx-${sandboxName(sandboxId)}`;
 
   function urlOf(c: { name: string; labels: Record<string, string>; published: (port: number) => number | undefined }): string {
@@ -177,9 +186,15 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
 
   async function imageFor(spec: SandboxSpec): Promise<string> {
     if (spec.image) return spec.image;
-    const dockerfile = await opts.dockerfileFor?.(spec);
-    if (dockerfile && dockerfile.trim()) return buildRepoImage(docker, dockerfile, defaultImage, network);
-    return defaultImage;
+    const dockerfile = spec.dockerfile;
+    if (!dockerfile?.trim()) return defaultImage;
+    // Sandboxes starting together with one Dockerfile share one build.
+    let build = building.get(dockerfile);
+    if (!build) {
+      build = buildRepoImage(docker, dockerfile, defaultImage, network).finally(() => building.delete(dockerfile));
+      building.set(dockerfile, build);
+    }
+    return build;
   }
 
   return {
@@ -198,6 +213,9 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         .getImage(image)
         .inspect()
         .catch((err: unknown) => {
+          if (status(err) === 404 && spec.image) {
+            throw new SandboxError('unavailable', `sandbox image ${image} (svc.toml [sandbox] image) not found on the engine: images are never pulled implicitly; pull or build it on the engine's host`);
+          }
           if (status(err) === 404) {
             throw new SandboxError('unavailable', `sandbox image ${image} not found on the engine: build it with ops/sandbox-image.sh (offline: ops/sandbox-base-image.sh first), or set SVC_SANDBOX_IMAGE`);
           }
@@ -213,8 +231,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
         ...(opts.binds?.length ? { Binds: opts.binds } : {}),
-        ...(opts.memoryBytes ? { Memory: opts.memoryBytes } : {}),
-        ...(opts.cpus ? { NanoCpus: Math.round(opts.cpus * 1e9) } : {}),
+        ...limitsOf(spec, opts),
         ...(opts.pidsLimit ? { PidsLimit: opts.pidsLimit } : {}),
       };
       let exposed: Record<string, object> | undefined;

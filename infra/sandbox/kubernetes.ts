@@ -3,8 +3,9 @@
  * injected environment) per sandbox, in one namespace, through @kubernetes/client-node.
  * Reference and RBAC: docs/sandbox-providers.md.
  *
- *   - Pod `svc-sbx-<id>`: the sandbox image (ops/sandbox.Dockerfile or the configured
- *     one; the cluster must be able to pull it), `restartPolicy: Never` (a sandbox that
+ *   - Pod `svc-sbx-<id>`: the spec's image (the manifest's `[sandbox] image`) or the
+ *     configured sandbox image (the cluster must be able to pull it; a repo Dockerfile is
+ *     not built here), resources from the spec (`podResources`), `restartPolicy: Never` (a sandbox that
  *     ends is `exited`; the sessions layer decides what next), readiness probe
  *     `GET /svc/health` on the daemon port, the environment only through `envFrom` the
  *     Secret (no value in the pod spec), no service-account token, non-root uid 1000,
@@ -86,6 +87,19 @@ export interface KubernetesProviderOptions {
   extraEnv?: Record<string, string>;
   /** Per-request timeout towards the API server (default 15 s). */
   requestTimeoutMs?: number;
+}
+
+/**
+ * The container's resources: the spec's (the project's `[sandbox] cpus` / `memory_mb`) as
+ * both limit and request (the pod is scheduled where they fit, and held to them), over the
+ * provider's own.
+ */
+export function podResources(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<KubernetesProviderOptions, 'resources'>): { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } } {
+  const own: Record<string, string> = {};
+  if (spec.resources?.cpus) own.cpu = `${Math.max(1, Math.round(spec.resources.cpus * 1000))}m`;
+  if (spec.resources?.memoryMb) own.memory = `${spec.resources.memoryMb}Mi`;
+  if (!Object.keys(own).length) return opts.resources ? { resources: opts.resources } : {};
+  return { resources: { requests: { ...opts.resources?.requests, ...own }, limits: { ...opts.resources?.limits, ...own } } };
 }
 
 /** The library's request context sent over node's http/https with the kubeconfig's auth. */
@@ -251,7 +265,7 @@ export function createKubernetesProvider(opts: KubernetesProviderOptions): Sandb
               ports: [{ name: 'daemon', containerPort: port, protocol: 'TCP' }],
               readinessProbe: { httpGet: { path: '/svc/health', port }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 3 },
               securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
-              ...(opts.resources ? { resources: opts.resources } : {}),
+              ...podResources(spec, opts),
               volumeMounts: [
                 { name: 'workspace', mountPath: '/workspace' },
                 { name: 'home', mountPath: '/opt/svc/home' },

@@ -24,8 +24,17 @@ export interface SandboxSpec {
    * host) and never drops or renames a variable given here.
    */
   env: Record<string, string>;
-  /** docker / kubernetes: the image to run (the repo's `.svc/Dockerfile` build or the default sandbox image). */
+  /**
+   * The project's `[sandbox]` settings (svc.toml, docs/manifest.md), set by the session
+   * provisioning. `image`: docker / kubernetes run it instead of their default image
+   * (never pulled by docker). `dockerfile`: the content of the repo's Dockerfile at the
+   * session's base commit; docker builds it (once per distinct content) when no `image`
+   * is given; kubernetes cannot build and ignores it. `process` and `bwrap` run no image.
+   */
   image?: string;
+  dockerfile?: string;
+  /** Resource limits: enforced by docker (NanoCpus, Memory) and kubernetes (limits = requests); not by process or bwrap. */
+  resources?: SandboxResources;
   /** Labels for re-attaching after a server restart (docker labels, pod labels). */
   labels: Record<string, string>;
   /**
@@ -37,6 +46,13 @@ export interface SandboxSpec {
    * kubernetes refuse app sandboxes (`unavailable`): they have no host directory to bind.
    */
   app?: { command: string; workspaceDir: string };
+}
+
+export interface SandboxResources {
+  /** CPUs, fractional (docker `--cpus`, kubernetes `cpu`). */
+  cpus?: number;
+  /** Memory in MiB (docker `--memory`, kubernetes `memory: <n>Mi`). */
+  memoryMb?: number;
 }
 
 /** What the server keeps about a running sandbox, enough to reach it and to find it again. */

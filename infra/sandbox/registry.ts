@@ -1,42 +1,55 @@
-import { spawnSync } from 'node:child_process';
+/**
+ * `SVC_SANDBOX_PROVIDER` → a provider: the one table of provider factories, each building
+ * its provider from the server's configuration (docs/sandbox-providers.md), and the one
+ * default when the variable is unset.
+ */
+import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
+import { createBwrapProvider } from './bwrap.js';
+import { createDockerProvider } from './docker.js';
+import { createKubernetesProvider } from './kubernetes.js';
 import { SandboxError, type SandboxProvider, type SandboxProviderName } from './port.js';
 import { createProcessProvider } from './process.js';
-import { providerFactories } from './factories.js';
+import { which } from './provider-util.js';
 
-/**
- * `SVC_SANDBOX_PROVIDER` → a provider: `process` here, bwrap, docker and kubernetes from
- * ./factories.ts (docs/sandbox-providers.md).
- */
 export interface SandboxRegistryDeps {
   logger: Logger;
-  /** Extra env for every sandbox (tests). */
+  /** Variables added to every sandbox's environment (tests). */
   extraEnv?: Record<string, string>;
 }
 
 export type ProviderFactory = (config: Config, deps: SandboxRegistryDeps) => SandboxProvider;
 
-export const factories: Partial<Record<SandboxProviderName, ProviderFactory>> = {
+/** Where process and bwrap sandboxes live: `<data dir>/sandboxes/<id>/`. */
+export const sandboxesRoot = (config: Pick<Config, 'dataDir'>) => path.join(config.dataDir, 'sandboxes');
+
+const extraEnvOf = (deps: SandboxRegistryDeps) => (deps.extraEnv ? { extraEnv: deps.extraEnv } : {});
+const runtimeOf = (config: Config) => (config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {});
+
+export const providerFactories: Record<SandboxProviderName, ProviderFactory> = {
   process: (config, deps) =>
-    createProcessProvider({
-      dataDir: config.dataDir,
-      logger: deps.logger,
-      ...(config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {}),
-      ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}),
+    createProcessProvider({ dataDir: config.dataDir, logger: deps.logger, ...runtimeOf(config), ...extraEnvOf(deps) }),
+  bwrap: (config, deps) => createBwrapProvider({ root: sandboxesRoot(config), ...runtimeOf(config), ...extraEnvOf(deps) }),
+  docker: (config, deps) => createDockerProvider({ image: config.SVC_SANDBOX_IMAGE, network: config.SVC_DOCKER_NETWORK, ...extraEnvOf(deps) }),
+  kubernetes: (config, deps) =>
+    createKubernetesProvider({
+      ...extraEnvOf(deps),
+      namespace: config.SVC_K8S_NAMESPACE,
+      image: config.SVC_SANDBOX_IMAGE,
+      clusterDomain: config.SVC_K8S_CLUSTER_DOMAIN,
+      imagePullPolicy: config.SVC_K8S_IMAGE_PULL_POLICY,
     }),
-  ...providerFactories,
 };
 
-/** Unset SVC_SANDBOX_PROVIDER: bwrap when it is registered and installed, else process. */
+/** Unset SVC_SANDBOX_PROVIDER: `bwrap` when the binary is installed, else `process` (the spec's default). */
 export function defaultProviderName(): SandboxProviderName {
-  if (factories.bwrap && spawnSync('bwrap', ['--version'], { stdio: 'ignore' }).status === 0) return 'bwrap';
-  return 'process';
+  return which('bwrap') ? 'bwrap' : 'process';
 }
 
 export function createSandboxProvider(config: Config, deps: SandboxRegistryDeps): SandboxProvider {
   const name: SandboxProviderName = config.SVC_SANDBOX_PROVIDER ?? defaultProviderName();
-  const factory = factories[name];
+  const factory = providerFactories[name];
   if (!factory) throw new SandboxError('unavailable', `sandbox provider '${name}' is not available in this build`);
   return factory(config, deps);
 }

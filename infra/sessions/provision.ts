@@ -9,10 +9,11 @@ import { processSandboxLog } from '../sandbox/process.js';
 import { failpoint } from '../failpoints.js';
 import { cutSessionBranch } from './branch-cut.js';
 import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials } from './credentials.js';
-import { idleMs, nowOf, type SessionDeps } from './deps.js';
+import { nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
 import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
+import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
 
 /**
@@ -105,12 +106,14 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         secrets,
         withPrompt: state.sandboxes.filter((x) => x.state !== 'error').length === 1,
       });
+      const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
       handle = await provider.create({
         sandboxId,
         sessionId,
         projectId: project.project_id,
         accountId: project.account_id,
         env,
+        ...settings,
         labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId },
       });
       const h = handle;
@@ -187,10 +190,12 @@ export async function stopSandbox(deps: SessionDeps, job: StopJob): Promise<void
   });
 }
 
-/** `session.idle-sweep`: stops running sessions idle longer than SVC_SESSION_IDLE_MINUTES. */
+/**
+ * `session.idle-sweep`: stops running sessions idle longer than their project's
+ * `[sandbox] idle_timeout_minutes` (the manifest in force), else SVC_SESSION_IDLE_MINUTES.
+ */
 export async function sweepIdle(deps: SessionDeps): Promise<number> {
-  const before = new Date(nowOf(deps).getTime() - idleMs(deps.config));
-  const idle = await deps.db.rows<{ session_id: string; project_id: string; created_by?: string }>(sessionQueries.idle(before, 100));
+  const idle = await deps.db.rows<{ session_id: string; project_id: string }>(sessionQueries.idle(nowOf(deps), deps.config.SVC_SESSION_IDLE_MINUTES, 100));
   let n = 0;
   for (const s of idle) {
     const { state } = await loadSession(deps.db, s.session_id);

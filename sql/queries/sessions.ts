@@ -76,10 +76,17 @@ export const sessionQueries = {
     text: `SELECT session_id FROM project_sessions WHERE project_id = $1 AND status = 'running' ORDER BY created_at`,
     values: [projectId],
   }),
-  idle: (before: Date, limit: number): Query => ({
-    text: `SELECT session_id, project_id FROM project_sessions WHERE status = 'running' AND last_activity_at < $1
-      ORDER BY last_activity_at LIMIT $2`,
-    values: [before, limit],
+  /**
+   * Running sessions idle longer than their project's timeout: the manifest in force's
+   * `[sandbox] idle_timeout_minutes`, else `defaultMinutes` (SVC_SESSION_IDLE_MINUTES).
+   */
+  idle: (now: Date, defaultMinutes: number, limit: number): Query => ({
+    text: `SELECT s.session_id, s.project_id FROM project_sessions s
+      LEFT JOIN project_manifests m ON m.project_id = s.project_id
+      WHERE s.status = 'running'
+        AND s.last_activity_at < $1::timestamptz - make_interval(secs => 60 * COALESCE((m.manifest #>> '{sandbox,idle_timeout_minutes}')::float8, $2::float8))
+      ORDER BY s.last_activity_at LIMIT $3`,
+    values: [now, defaultMinutes, limit],
   }),
   lastActivity: (sessionId: string): Query => ({
     name: 'session_last_activity',

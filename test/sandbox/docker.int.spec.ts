@@ -41,7 +41,6 @@ describe('docker sandbox provider (real engine)', function () {
   let remote: ReturnType<typeof makeRemote>;
   let gitServer: GitHttpServer;
   let api: FakeApi;
-  let repoDockerfile: string | undefined;
   const handles: SandboxHandle[] = [];
   const builtImages = new Set<string>();
   const token = randomBytes(24).toString('hex');
@@ -75,7 +74,6 @@ describe('docker sandbox provider (real engine)', function () {
       network: 'host',
       stopGraceSeconds: 5,
       binds: [`${path.join(distRoot, 'test', 'sandbox', 'support')}:${RUNTIME_DIR}:ro`],
-      dockerfileFor: async () => repoDockerfile,
     });
   });
 
@@ -146,26 +144,39 @@ describe('docker sandbox provider (real engine)', function () {
     });
   });
 
-  it("builds the repo's .svc/Dockerfile on top of the default image, once, and runs the sandbox from it", async () => {
-    repoDockerfile = `ARG SVC_SANDBOX_IMAGE\nFROM \${SVC_SANDBOX_IMAGE}\nUSER root\nRUN echo from-repo-${testLabel} > /opt/repo-marker\nUSER 1000:1000\n`;
-    try {
-      const s = spec({ SVC_PROJECT_AUTO_CLONE: '0' });
-      const h = await provider.create(s);
-      handles.push(h);
-      const info = await docker.getContainer(h.ref).inspect();
-      builtImages.add(info.Config.Image);
-      expect(info.Config.Image).to.match(/^svc-repo-sandbox:[0-9a-f]{20}$/);
-      await running(h);
-      expect((await execIn(h.url, token, ['cat', '/opt/repo-marker'])).stdout).to.equal(`from-repo-${testLabel}\n`);
-      // Same Dockerfile: the same image, not a new build.
-      const h2 = await provider.create(spec({ SVC_PROJECT_AUTO_CLONE: '0' }));
-      handles.push(h2);
-      expect((await docker.getContainer(h2.ref).inspect()).Config.Image).to.equal(info.Config.Image);
-      await provider.destroy(h2);
-      await provider.destroy(h);
-    } finally {
-      repoDockerfile = undefined;
-    }
+  it("builds the repo's Dockerfile (spec.dockerfile) on top of the default image, once, and runs the sandbox from it", async () => {
+    const dockerfile = `ARG SVC_SANDBOX_IMAGE\nFROM \${SVC_SANDBOX_IMAGE}\nUSER root\nRUN echo from-repo-${testLabel} > /opt/repo-marker\nUSER 1000:1000\n`;
+    // Two sandboxes starting together share one build.
+    const [h, h2] = await Promise.all([provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), dockerfile }), provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), dockerfile })]);
+    handles.push(h!, h2!);
+    const info = await docker.getContainer(h!.ref).inspect();
+    builtImages.add(info.Config.Image);
+    expect(info.Config.Image).to.match(/^svc-repo-sandbox:[0-9a-f]{20}$/);
+    expect((await docker.getContainer(h2!.ref).inspect()).Config.Image).to.equal(info.Config.Image);
+    await running(h!);
+    expect((await execIn(h!.url, token, ['cat', '/opt/repo-marker'])).stdout).to.equal(`from-repo-${testLabel}\n`);
+    // The same Dockerfile later: the same image, not a new build.
+    const h3 = await provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), dockerfile });
+    handles.push(h3);
+    expect((await docker.getContainer(h3.ref).inspect()).Config.Image).to.equal(info.Config.Image);
+    // An image named by the manifest wins over the Dockerfile.
+    const h4 = await provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), dockerfile, image });
+    handles.push(h4);
+    expect((await docker.getContainer(h4.ref).inspect()).Config.Image).to.equal(image);
+    for (const x of [h!, h2!, h3, h4]) await provider.destroy(x);
+  });
+
+  it("holds the container to the spec's resources (svc.toml cpus, memory_mb): docker inspect shows NanoCpus and Memory", async () => {
+    const h = await provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), resources: { cpus: 0.5, memoryMb: 256 } });
+    handles.push(h);
+    const { HostConfig } = await docker.getContainer(h.ref).inspect();
+    expect(HostConfig.NanoCpus).to.equal(500_000_000);
+    expect(HostConfig.Memory).to.equal(256 * 1024 * 1024);
+    await running(h);
+    // Inside, the cgroup holds the limit (cgroup v2, else v1).
+    const limit = await execIn(h.url, token, ['sh', '-c', 'cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes']);
+    expect(limit.stdout.trim()).to.equal(String(256 * 1024 * 1024));
+    await provider.destroy(h);
   });
 
   it('answers create twice for the same sandbox id with the same container', async () => {
@@ -176,19 +187,21 @@ describe('docker sandbox provider (real engine)', function () {
     await provider.destroy(a);
   });
 
-  it('fails with clear errors: a repo Dockerfile that does not build, a missing image, no engine', async () => {
-    repoDockerfile = 'ARG SVC_SANDBOX_IMAGE\nFROM ${SVC_SANDBOX_IMAGE}\nRUN exit 7\n';
-    try {
-      const err = await provider.create(spec()).then(
-        () => undefined,
-        (e: Error & { code?: string }) => e,
-      );
-      expect(err?.name).to.equal('SandboxError');
-      expect(err?.code).to.equal('create_failed');
-      expect(err?.message).to.match(/\.svc\/Dockerfile did not build: .*non-zero code: 7/);
-    } finally {
-      repoDockerfile = undefined;
-    }
+  it('fails with clear errors: a repo Dockerfile that does not build, an image the manifest names that is not on the engine, a missing default image, no engine', async () => {
+    const err = await provider.create({ ...spec(), dockerfile: 'ARG SVC_SANDBOX_IMAGE\nFROM ${SVC_SANDBOX_IMAGE}\nRUN exit 7\n' }).then(
+      () => undefined,
+      (e: Error & { code?: string }) => e,
+    );
+    expect(err?.name).to.equal('SandboxError');
+    expect(err?.code).to.equal('create_failed');
+    expect(err?.message).to.match(/Dockerfile did not build: .*non-zero code: 7/);
+
+    const noManifestImage = await provider.create({ ...spec(), image: 'svc-sandbox:not-pulled' }).then(
+      () => undefined,
+      (e: Error & { code?: string }) => e,
+    );
+    expect(noManifestImage?.code).to.equal('unavailable');
+    expect(noManifestImage?.message).to.match(/svc-sandbox:not-pulled \(svc\.toml \[sandbox\] image\) not found on the engine: images are never pulled/);
 
     const noImage = await createDockerProvider({ image: 'svc-sandbox:does-not-exist' })
       .create(spec())

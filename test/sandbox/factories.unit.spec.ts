@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../infra/config.js';
-import { bwrapRoot, defaultSandboxProviderName, providerFactories } from '../../infra/sandbox/factories.js';
+import { silentLogger } from '../../infra/logger.js';
+import { createSandboxProvider, defaultProviderName, providerFactories, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { which } from '../../infra/sandbox/provider-util.js';
 
-describe('sandbox provider configuration (bwrap, docker, kubernetes)', () => {
+describe('sandbox provider configuration (the one provider table)', () => {
   it('has defaults for every provider variable and refuses a bad namespace', () => {
     const c = loadConfig({ SVC_DATA_DIR: '/srv/svc' });
     expect(c).to.include({
@@ -19,13 +20,17 @@ describe('sandbox provider configuration (bwrap, docker, kubernetes)', () => {
 
   it('builds each provider from the configuration without contacting anything', () => {
     const c = loadConfig({ SVC_DATA_DIR: '/srv/svc', SVC_K8S_NAMESPACE: 'sandboxes' });
-    expect(providerFactories.bwrap(c, {}).name).to.equal('bwrap');
-    expect(providerFactories.docker(c, {}).name).to.equal('docker');
-    expect(providerFactories.kubernetes(c, {}).name).to.equal('kubernetes');
-    expect(bwrapRoot(c)).to.equal('/srv/svc/sandboxes');
+    const deps = { logger: silentLogger };
+    for (const name of ['process', 'bwrap', 'docker', 'kubernetes'] as const) {
+      expect(providerFactories[name](c, deps).name).to.equal(name);
+      expect(createSandboxProvider({ ...c, SVC_SANDBOX_PROVIDER: name }, deps).name).to.equal(name);
+    }
+    expect(sandboxesRoot(c)).to.equal('/srv/svc/sandboxes');
   });
 
   it('defaults to bwrap where the binary is installed, else process', () => {
-    expect(defaultSandboxProviderName()).to.equal(which('bwrap') ? 'bwrap' : 'process');
+    const expected = which('bwrap') ? 'bwrap' : 'process';
+    expect(defaultProviderName()).to.equal(expected);
+    expect(createSandboxProvider(loadConfig({ SVC_DATA_DIR: '/srv/svc' }), { logger: silentLogger }).name).to.equal(expected);
   });
 });
