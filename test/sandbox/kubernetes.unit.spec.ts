@@ -102,6 +102,7 @@ describe('kubernetes sandbox provider (API shapes through nock)', () => {
     expect(pod.spec.securityContext).to.include({ runAsNonRoot: true, runAsUser: 1000 });
     expect(c.securityContext).to.deep.equal({ allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(c.volumeMounts.map((m: any) => m.mountPath)).to.deep.equal(['/workspace', '/opt/svc/home']);
+    expect(c.resources).to.equal(undefined);
 
     const owner = [{ apiVersion: 'v1', kind: 'Pod', name: NAME, uid: 'pod-uid-1', controller: false, blockOwnerDeletion: false }];
     expect(secret.metadata).to.deep.include({ name: NAME, labels, ownerReferences: owner });
@@ -109,6 +110,20 @@ describe('kubernetes sandbox provider (API shapes through nock)', () => {
     expect(service.metadata).to.deep.include({ name: NAME, labels, ownerReferences: owner });
     expect(service.spec.selector).to.deep.equal({ 'svc.sandbox': SANDBOX, 'svc.managed-by': 'svc' });
     expect(service.spec.ports).to.deep.equal([{ name: 'daemon', port: 8000, targetPort: 8000, protocol: 'TCP' }]);
+  });
+
+  it("runs the spec's image (svc.toml [sandbox] image) held to its resources (cpus, memory_mb) as limits and requests", async () => {
+    let pod: any;
+    nock(API)
+      .post(`/api/v1/namespaces/${NS}/pods`, (b) => ((pod = b), true))
+      .reply(201, (_uri, body) => ({ ...(body as object), metadata: { ...(body as any).metadata, uid: 'pod-uid-1' }, status: { phase: 'Pending' } }));
+    nock(API).post(`/api/v1/namespaces/${NS}/secrets`).reply(201, {});
+    nock(API).post(`/api/v1/namespaces/${NS}/services`).reply(201, {});
+    const own = createKubernetesProvider({ kubeConfig: kubeConfig(), namespace: NS, image: 'registry.example/svc-sandbox:1', resources: { limits: { 'ephemeral-storage': '2Gi' } } });
+    await own.create({ ...spec(), image: 'ghcr.io/acme/dev:1', dockerfile: 'FROM x\n', resources: { cpus: 1.5, memoryMb: 4096 } });
+    const c = pod.spec.containers[0];
+    expect(c.image).to.equal('ghcr.io/acme/dev:1');
+    expect(c.resources).to.deep.equal({ requests: { cpu: '1500m', memory: '4096Mi' }, limits: { 'ephemeral-storage': '2Gi', cpu: '1500m', memory: '4096Mi' } });
   });
 
   it('is idempotent: 409 AlreadyExists on the Pod answers the existing one, and 409 on the Secret and Service is fine', async () => {

@@ -42,6 +42,18 @@ describe('manifest parsing (svc.toml)', () => {
     { name: 'a bad env name', text: '[env]\nrequired = ["lower"]\n', valid: false, errors: /env\.required/ },
     { name: 'an absolute config_dir', text: '[agent]\nconfig_dir = "/etc"\n', valid: false, errors: /agent\.config_dir/ },
     { name: 'unknown keys: warnings only', text: 'colour = "blue"\n[agent]\nflavour = 1\n[[triggers]]\nslug = "a"\nschedule = "* * * * *"\nprompt = "p"\nextra = true\n', valid: true, warnings: [/^colour$/, /^agent\.flavour$/, /^triggers\.0\.extra$/] },
+    { name: '[sandbox]: every key', text: '[sandbox]\nimage = "ghcr.io/acme/dev:1"\ncpus = 0.5\nmemory_mb = 512\nidle_timeout_minutes = 1\n', valid: true },
+    { name: '[sandbox] dockerfile: a relative path', text: '[sandbox]\ndockerfile = "docker/dev.Dockerfile"\n', valid: true },
+    { name: '[sandbox] dockerfile: absolute', text: '[sandbox]\ndockerfile = "/etc/passwd"\n', valid: false, errors: /sandbox\.dockerfile: a relative path inside the repository/ },
+    { name: '[sandbox] dockerfile: leaves the repo', text: '[sandbox]\ndockerfile = "docker/../../x"\n', valid: false, errors: /sandbox\.dockerfile/ },
+    { name: '[sandbox] dockerfile: an option', text: '[sandbox]\ndockerfile = "--output=x"\n', valid: false, errors: /sandbox\.dockerfile/ },
+    { name: '[sandbox] image: not an image reference', text: '[sandbox]\nimage = "--privileged x"\n', valid: false, errors: /sandbox\.image: an image reference/ },
+    { name: '[sandbox] cpus: zero', text: '[sandbox]\ncpus = 0\n', valid: false, errors: /sandbox\.cpus/ },
+    { name: '[sandbox] cpus: more than 64', text: '[sandbox]\ncpus = 65\n', valid: false, errors: /sandbox\.cpus/ },
+    { name: '[sandbox] memory_mb: under 64', text: '[sandbox]\nmemory_mb = 32\n', valid: false, errors: /sandbox\.memory_mb/ },
+    { name: '[sandbox] memory_mb: a fraction', text: '[sandbox]\nmemory_mb = 100.5\n', valid: false, errors: /sandbox\.memory_mb/ },
+    { name: '[sandbox] idle_timeout_minutes: zero', text: '[sandbox]\nidle_timeout_minutes = 0\n', valid: false, errors: /sandbox\.idle_timeout_minutes/ },
+    { name: '[sandbox] image and dockerfile: the image wins, a warning says so', text: '[sandbox]\nimage = "a:1"\ndockerfile = ".svc/Dockerfile"\n', valid: true, warnings: [/^sandbox\.dockerfile$/] },
     { name: 'SVC_ names in [env]: warnings', text: '[env]\nrequired = ["SVC_TOKEN"]\noptional = { SVC_X = "x" }\n', valid: true, warnings: [/^env\.required\.SVC_TOKEN$/, /^env\.optional\.SVC_X$/] },
   ];
   for (const c of cases) {
