@@ -12,12 +12,13 @@ export type SandboxSettings = Pick<SandboxSpec, 'image' | 'dockerfile' | 'resour
 
 /**
  * The manifest in force for the project (what the last valid sync stored). A project never
- * synced yet: the `svc.toml` at its default branch's tip, read and parsed, not stored (the
- * sync, which also moves triggers and apps, stays the manifest feature's).
+ * synced yet (created since the workers started, before its first merge or manifest read):
+ * with `readUnsynced`, the `svc.toml` at its default branch's tip, read and parsed, not
+ * stored (the sync, which also moves triggers and apps, stays the manifest feature's).
  */
-export async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord): Promise<Manifest | null> {
+export async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord, readUnsynced = true): Promise<Manifest | null> {
   const row = await deps.db.one<{ manifest: Manifest | null }>(manifestQueries.get(project.project_id));
-  if (row) return row.manifest;
+  if (row || !readUnsynced) return row?.manifest ?? null;
   const repo = deps.repos.for(project);
   const tip = (await repo.readTips([project.default_branch]))[project.default_branch];
   const bytes = tip ? await repo.readFileAt(tip, MANIFEST_PATH) : null;
@@ -38,7 +39,10 @@ export async function sandboxSettings(
   project: ProjectRecord,
   baseSha: string,
 ): Promise<SandboxSettings> {
-  const sb = (await manifestInForce(deps, project))?.sandbox ?? {};
+  // Only containers apply what the manifest says at creation: process and bwrap read no git
+  // for a project never synced (the provisioning path stays one query longer, no more).
+  const containers = provider === 'docker' || provider === 'kubernetes';
+  const sb = (await manifestInForce(deps, project, containers))?.sandbox ?? {};
   const out: SandboxSettings = {};
   if (sb.cpus !== undefined || sb.memory_mb !== undefined) {
     out.resources = { ...(sb.cpus !== undefined ? { cpus: sb.cpus } : {}), ...(sb.memory_mb !== undefined ? { memoryMb: sb.memory_mb } : {}) };

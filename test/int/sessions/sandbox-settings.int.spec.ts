@@ -154,12 +154,14 @@ describe('sessions: the manifest [sandbox] settings', function () {
     expect(await sandboxSettings(deps, 'docker', img.project, img.sha)).to.deep.equal({ image: 'acme/dev:2' });
   });
 
-  it('a project never synced: the svc.toml at its default branch tip, read, not stored', async () => {
+  it('a project never synced: for docker and kubernetes the svc.toml at its default branch tip, read, not stored', async () => {
     const sha = await repo.commit('main-unsynced', { 'svc.toml': '[sandbox]\nmemory_mb = 128\n' }, { from: 'main' });
     const project = (await db.db.one<ProjectRecord>(
       projectQueries.insert({ projectId: randomUUID(), accountId, name: 'unsynced', slug: 'unsynced', repoUrl: repo.url, repoCredentialsEnc: null, defaultBranch: 'main-unsynced' }),
     ))!;
-    expect(await sandboxSettings(deps, 'process', project, sha)).to.deep.equal({ resources: { memoryMb: 128 } });
+    expect(await sandboxSettings(deps, 'kubernetes', project, sha)).to.deep.equal({ resources: { memoryMb: 128 } });
+    // process and bwrap apply none of it: no git read for them.
+    expect(await sandboxSettings(deps, 'process', project, sha)).to.deep.equal({});
     expect(await db.db.one({ text: 'SELECT 1 FROM project_manifests WHERE project_id = $1', values: [project.project_id] })).to.equal(undefined);
   });
 
