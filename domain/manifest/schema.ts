@@ -57,7 +57,7 @@ export const ManifestSchema = z
         dockerfile: repoPath.optional(),
         cpus: z.number().min(0.01).max(64).optional(),
         memory_mb: z.number().int().min(64).max(262_144).optional(),
-        idle_timeout_minutes: z.number().int().min(1).max(10_080).optional(),
+        idle_timeout_minutes: z.number().int().min(4).max(10_080).optional(),
       })
       .default({}),
     triggers: z.array(TriggerSpec).default([]),

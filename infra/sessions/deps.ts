@@ -29,12 +29,12 @@ export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.
 
 export const idleMs = (config: Config): number => config.SVC_SESSION_IDLE_MINUTES * 60_000;
 
-/** The least idle time a project can set (`[sandbox] idle_timeout_minutes` ≥ 1). */
-export const MIN_PROJECT_IDLE_MS = 60_000;
+/** The least idle time a project can set (`[sandbox] idle_timeout_minutes` ≥ 4). */
+export const MIN_PROJECT_IDLE_MS = 4 * 60_000;
 
 /**
  * Activity is recorded at most this often per session (an event each time): a quarter of
- * the shortest idle time any session may have (the server's, or a project's 1 minute), so
- * a session in use is never older than its timeout by the sweep's clock.
+ * the shortest idle time any session may have (the server's, or a project's 4 minutes), so
+ * a session in use is never older than its timeout by the sweep's clock; at most a minute.
  */
 export const activityIntervalMs = (config: Config): number => Math.min(MIN_PROJECT_IDLE_MS, idleMs(config)) / 4;

@@ -42,7 +42,7 @@ describe('manifest parsing (svc.toml)', () => {
     { name: 'a bad env name', text: '[env]\nrequired = ["lower"]\n', valid: false, errors: /env\.required/ },
     { name: 'an absolute config_dir', text: '[agent]\nconfig_dir = "/etc"\n', valid: false, errors: /agent\.config_dir/ },
     { name: 'unknown keys: warnings only', text: 'colour = "blue"\n[agent]\nflavour = 1\n[[triggers]]\nslug = "a"\nschedule = "* * * * *"\nprompt = "p"\nextra = true\n', valid: true, warnings: [/^colour$/, /^agent\.flavour$/, /^triggers\.0\.extra$/] },
-    { name: '[sandbox]: every key', text: '[sandbox]\nimage = "ghcr.io/acme/dev:1"\ncpus = 0.5\nmemory_mb = 512\nidle_timeout_minutes = 1\n', valid: true },
+    { name: '[sandbox]: every key', text: '[sandbox]\nimage = "ghcr.io/acme/dev:1"\ncpus = 0.5\nmemory_mb = 512\nidle_timeout_minutes = 4\n', valid: true },
     { name: '[sandbox] dockerfile: a relative path', text: '[sandbox]\ndockerfile = "docker/dev.Dockerfile"\n', valid: true },
     { name: '[sandbox] dockerfile: absolute', text: '[sandbox]\ndockerfile = "/etc/passwd"\n', valid: false, errors: /sandbox\.dockerfile: a relative path inside the repository/ },
     { name: '[sandbox] dockerfile: leaves the repo', text: '[sandbox]\ndockerfile = "docker/../../x"\n', valid: false, errors: /sandbox\.dockerfile/ },
