@@ -156,6 +156,22 @@ export const run: BenchSuite = async ({ quick }) => {
         floorRuns,
       )),
     );
+    rows.push(
+      ...(await mergeRows(
+        api,
+        {
+          kind: 'remote',
+          label: 'remote over smart HTTP, push, CR previewed first',
+          repo: remoteRepo,
+          crs: `/v1/projects/${remote.project_id}/change-requests`,
+          floorPushUrl: `${authed}/floor-target-2.git`,
+          floorTarget: 'floor-target-2.git',
+          previewFirst: true,
+        },
+        merges,
+        floorRuns,
+      )),
+    );
 
     if (process.env.SVC_BENCH_API_ONLY === 'merges') return rows; // iterating on merges alone
 
