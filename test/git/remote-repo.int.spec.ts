@@ -15,6 +15,8 @@ import { setFailpoint } from '../../infra/failpoints.js';
 import { repoUnavailable } from '../../infra/git/errors.js';
 
 const engines = await enginesUnderTest();
+/** The user the HTTP test servers accept. */
+const USER = 'svc-bot';
 
 /** main and a diverged feature branch, pushed to origin. */
 async function divergedFixture(): Promise<RepoFixture> {
@@ -191,7 +193,6 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
   });
 
   describe('over smart HTTP with basic auth', () => {
-    const USER = 'svc-bot';
     const PASSWORD = 'pw-Zq8!s3cr3t-never-logged';
     let fx: RepoFixture;
     let server: HttpGitServer;
@@ -272,10 +273,9 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
   });
 
   describe('over smart HTTP: merging on the tips the mirror holds (no fetch, one atomic push with leases)', () => {
-    const USER = 'svc-bot';
     const PASSWORD = 'pw-presumed';
-    let fx: RepoFixture;
     let server: HttpGitServer;
+    let fx: RepoFixture;
     let repo: ProjectRepo;
 
     beforeEach(async () => {
