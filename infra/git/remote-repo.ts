@@ -53,7 +53,8 @@ export interface OpenProjectRepoOptions {
  * of a local bare repository (`file://`, see ./local-refs.ts), otherwise by `ls-remote`,
  * concurrent callers sharing a call that started after they asked (`LsRemoteBatcher`).
  * Objects come into a bare mirror only when an operation needs them, and the remote's
- * base branch moves only by a push with lease.
+ * base branch moves only by a push with lease. A merge first tries the tips the mirror
+ * holds (`mergeOnMirrorTips`): no fetch, the push's leases check that they are live.
  */
 export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
   return new RemoteProjectRepo(opts);

@@ -9,6 +9,8 @@
  * - `remote`: a bare repository behind `git http-backend` (smart HTTP, Basic auth), read
  *   with `ls-remote` and fetched into the mirror, published by a push with lease. Floor:
  *   merge-tree + commit-tree in a clone + push to a copy of the remote over the same HTTP.
+ *   With `previewFirst`, each CR's merge preview is read before its merge: the mirror then
+ *   holds both branches and the merge is made on them with no fetch.
  *
  * Each merge's steps are traced (infra/step-trace.ts); the notes carry the median of each.
  */
