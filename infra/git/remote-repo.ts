@@ -1,7 +1,5 @@
-import { accessSync, constants as fsConstants } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -27,9 +25,10 @@ import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from 
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
-import { repoConfigText } from './config-file.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
 import { atomicPushOutcome, porcelainRef, remoteRejectedReason } from './push-porcelain.js';
+import { LsRemoteBatcher } from './ls-remote-batcher.js';
+import { localDirOf, publishableInPlace } from './in-place.js';
 
 export interface OpenProjectRepoOptions {
   location: RepoLocation;
@@ -595,90 +594,4 @@ class RemoteProjectRepo implements ProjectRepo {
 /** The server refused the update (a hook, a protected branch), with its reason. */
 function pushRejected(branch: string, reason: string): DomainError {
   return new DomainError('unavailable', 'Push rejected', `The repository refused to update ${branch}: ${reason}.`, { reason });
-}
-
-/** The directory of a file:// URL. */
-function localDirOf(url: string): string | null {
-  try {
-    return path.resolve(fileURLToPath(url));
-  } catch {
-    return null;
-  }
-}
-
-const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', 'reference-transaction', 'proc-receive', 'push-to-checkout'];
-
-/**
- * A bare repository with no hook a push would run and no `core.hooksPath`: moving its
- * ref in place is exactly what a push would do. Anything else (a work tree, hooks) is
- * published by push so the repository's own rules apply. Read synchronously, like the ref
- * files (./local-refs.ts): a small config and a few stats cost microseconds, a thread-pool
- * round trip each costs more than all of them.
- */
-function publishableInPlace(dir: string): boolean {
-  try {
-    const config = repoConfigText(dir);
-    if (config === null || !/^\s*bare\s*=\s*true\s*$/m.test(config) || config.includes('hookspath')) return false;
-    for (const h of RECEIVE_HOOKS) {
-      try {
-        accessSync(path.join(dir, 'hooks', h), fsConstants.X_OK);
-        return false;
-      } catch {
-        /* no such hook */
-      }
-    }
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Batches concurrent `ls-remote`s of one repository without ever serving a read that
- * started before its caller asked: a call already running may have listed the refs
- * before the caller's branch moved, so a caller never joins it. Callers that arrive
- * while a call runs wait for the next one, which starts as soon as the running one ends
- * and asks for the union of their branches. So at most one call runs and one waits, and
- * under load each call answers every request that arrived during the previous one.
- * A failure is every waiter's failure, as if each had run its own call.
- */
-export class LsRemoteBatcher {
-  private running: Promise<Map<string, string>> | null = null;
-  private queued: { names: Set<string>; result: Promise<Map<string, string>> } | null = null;
-  /** Calls started, for tests. */
-  calls = 0;
-
-  constructor(private readonly list: (names: string[]) => Promise<Map<string, string>>) {}
-
-  read(names: readonly string[]): Promise<Map<string, string>> {
-    // A queued call has not started yet: joining it is always fresh enough.
-    if (this.queued) {
-      for (const n of names) this.queued.names.add(n);
-      return this.queued.result;
-    }
-    if (!this.running) return this.start([...names]);
-    const batch = { names: new Set(names), result: undefined as unknown as Promise<Map<string, string>> };
-    batch.result = this.running
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .then(() => {
-        if (this.queued === batch) this.queued = null;
-        return this.start([...batch.names]);
-      });
-    this.queued = batch;
-    return batch.result;
-  }
-
-  private start(names: string[]): Promise<Map<string, string>> {
-    this.calls++;
-    const p = this.list(names);
-    this.running = p;
-    const done = () => {
-      if (this.running === p) this.running = null;
-    };
-    p.then(done, done);
-    return p;
-  }
 }
