@@ -115,6 +115,10 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
               recorded = true;
               step('record attempt');
             },
+            notPublished: async () => {
+              await db.run(attempts.remove(cr.cr_id));
+              recorded = false;
+            },
           },
         );
       } catch (err) {

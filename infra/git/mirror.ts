@@ -5,9 +5,11 @@ import { runGit } from './run.js';
 
 /**
  * Bookkeeping for the bare mirrors of one process: which fetch is in flight for a
- * mirror, so concurrent requests share it. A mirror holds only immutable objects (tips
- * are always read live from the remote), so nothing in it goes stale: after a merge the
- * next operation fetches only if it lacks a commit it needs. Pass one registry to every `openProjectRepo` of
+ * mirror, so concurrent requests share it. Reads use a mirror for its immutable objects
+ * (tips are read live from the remote), so nothing they rely on goes stale: after a merge
+ * the next operation fetches only if it lacks a commit it needs. Its branch refs (as the
+ * last fetch or merge push left them) serve merges only as presumed tips, which the push's
+ * leases check. Pass one registry to every `openProjectRepo` of
  * a process; the default one is process-wide because a mirror directory is too.
  */
 export class MirrorRegistry {

@@ -82,6 +82,13 @@ export interface MergeHooks {
    * crash between the ref update and the event append is recognised on retry.
    */
   beforePublish?(result: MergeResult): Promise<void>;
+  /**
+   * Called when a result passed to `beforePublish` was certainly not published (its push
+   * was refused before anything was sent: the tips it was computed on were stale) and the
+   * merge goes on from live tips: what was recorded for it can go. A result computed
+   * after that is passed to `beforePublish` again.
+   */
+  notPublished?(result: MergeResult): Promise<void>;
 }
 
 /** Where a project's repository lives and how to reach it. */

@@ -1,7 +1,5 @@
-import { accessSync, constants as fsConstants } from 'node:fs';
 import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { Logger } from '../logger.js';
 import type {
@@ -27,8 +25,10 @@ import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from 
 import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
-import { repoConfigText } from './config-file.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
+import { atomicPushOutcome, porcelainRef, remoteRejectedReason } from './push-porcelain.js';
+import { LsRemoteBatcher } from './ls-remote-batcher.js';
+import { localDirOf, publishableInPlace } from './in-place.js';
 
 export interface OpenProjectRepoOptions {
   location: RepoLocation;
@@ -52,7 +52,8 @@ export interface OpenProjectRepoOptions {
  * of a local bare repository (`file://`, see ./local-refs.ts), otherwise by `ls-remote`,
  * concurrent callers sharing a call that started after they asked (`LsRemoteBatcher`).
  * Objects come into a bare mirror only when an operation needs them, and the remote's
- * base branch moves only by a push with lease.
+ * base branch moves only by a push with lease. A merge first tries the tips the mirror
+ * holds (`mergeOnMirrorTips`): no fetch, the push's leases check that they are live.
  */
 export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
   return new RemoteProjectRepo(opts);
@@ -153,6 +154,10 @@ class RemoteProjectRepo implements ProjectRepo {
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
     const direct = this.localDir !== null && publishableInPlace(this.localDir);
     step('git: hooks check');
+    if (!direct && this.localRefs === null && Date.now() >= this.presumeTipsAfter) {
+      const merged = await this.mergeOnMirrorTips(baseRef, headRef, req, hooks);
+      if (merged) return merged;
+    }
     // In place: tips from the repository's ref files. A remote over the network: one fetch
     // of both branches brings their tips and whatever commits the mirror lacks (instead of
     // an ls-remote, then a fetch).
@@ -188,10 +193,122 @@ class RemoteProjectRepo implements ProjectRepo {
     if (result.kind !== 'up-to-date') {
       // The merge commit was made in the mirror: it already holds the new base tip.
       await this.pushWithLease(baseRef, result.merge_commit_sha, base);
+      this.notePublished(baseRef, result.merge_commit_sha, base);
       step('git: push');
     }
     this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha }, 'merged');
     return result;
+  }
+
+  /**
+   * A merge with no fetch, when the mirror already holds both tips (its branch refs, as its
+   * last fetch or our last push left them; the head may also be the expected head if the
+   * mirror has that commit): they are presumed live, the merge is made on them, and one
+   * atomic push publishes it with leases on both branches (base: the ref moved; head: must
+   * still be at the head merged, checked by the pushing git against the server's refs).
+   * Null when that cannot be decided here: the presumed tips were stale (the push refused,
+   * nothing moved: `notPublished` is told), the result on them is not one to publish (up
+   * to date, a conflict, an error: decided again on live tips), or the mirror lacks a tip.
+   * The caller then takes the long way (fetch, merge, push) with its errors, and
+   * `beforePublish` sees its result.
+   */
+  private async mergeOnMirrorTips(baseRef: string, headRef: string, req: MergeRequest, hooks: MergeHooks): Promise<MergeResult | null> {
+    const tips = await this.mirrorRefs.readTips([baseRef, headRef]);
+    const base = tips?.[baseRef] ?? null;
+    let head = tips?.[headRef] ?? null;
+    if (base === null) return null;
+    if (req.expected_head_sha !== undefined && head !== req.expected_head_sha) {
+      // The head as the caller last saw it: presumed live if the mirror has the commit.
+      if (!this.inMirror.has(req.expected_head_sha) && !(await this.hasCommits([req.expected_head_sha]))) return null;
+      head = req.expected_head_sha;
+    }
+    if (head === null) return null;
+    step('git: presumed tips');
+    let result: MergeResult;
+    try {
+      result = await this.engine.createMerge(this.mirror.path, { base_sha: base, head_sha: head, message: req.message, author: SYSTEM_IDENTITY });
+    } catch {
+      return null; // a conflict or a failure on tips that may be stale: the live tips decide
+    }
+    if (result.kind === 'up-to-date') return null; // nothing to push, so no lease would check the tips
+    await hooks.beforePublish?.(result);
+    const pushed = await this.pushAtomicWithLeases(baseRef, headRef, result.merge_commit_sha, base, head);
+    step('git: push');
+    if (pushed === 'stale') await hooks.notPublished?.(result);
+    if (pushed !== 'pushed') return null;
+    this.notePublished(baseRef, result.merge_commit_sha, base);
+    // Tests: the remote moved, and then the answer is lost on its way back.
+    await failpointAsync('git.push.after-remote-moved');
+    this.log?.info({ base_ref: baseRef, head_ref: headRef, kind: result.kind, sha: result.merge_commit_sha, presumed_tips: true }, 'merged');
+    return result;
+  }
+
+  /**
+   * The mirror's base branch follows our push (from `old`, what its last fetch wrote), so
+   * the next merge presumes the base as it now is. Best effort, a cache: when the ref is
+   * elsewhere or locked (a fetch running) it is left alone; a wrong presumption costs a
+   * refused lease, never a wrong merge.
+   */
+  private notePublished(branch: string, next: string, old: string): void {
+    try {
+      casBranch(this.mirror.path, branch, next, old, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: pushed' });
+    } catch (err) {
+      this.log?.debug({ err: (err as Error).message }, 'mirror ref not advanced after the push');
+    }
+  }
+
+  /** Until when merges skip `mergeOnMirrorTips` (after a push whose outcome git did not report, e.g. a server without atomic pushes). */
+  private presumeTipsAfter = 0;
+
+  /**
+   * `git push --atomic` moving base from `base` to `next` and "pushing" head at `head`
+   * (already there: a lease only), both leased, the leases checked by the pushing git
+   * against the refs the server advertises and the base's old value again by the server.
+   * - `pushed`: published;
+   * - `stale`: a lease did not hold; refused before anything was sent, nothing moved;
+   * - `unsure`: git reported no outcome (a server that refuses atomic pushes, a lost
+   *   connection) and the base, read afterwards, is not at `next`: not published so far.
+   *   Merges skip this way for a while, and the caller's record stays (a lost connection
+   *   may still land the update: the long way's lease then refuses to overwrite it).
+   * Throws what `pushWithLease` throws for a server's refusal, and `unavailable` when the
+   * outcome cannot be known (the push was killed by its timeout, the base cannot be read).
+   */
+  private async pushAtomicWithLeases(baseRef: string, headRef: string, next: string, base: string, head: string): Promise<'pushed' | 'stale' | 'unsure'> {
+    const refs = [`refs/heads/${baseRef}`, `refs/heads/${headRef}`];
+    let code: number | null = null;
+    let out: Buffer = Buffer.alloc(0);
+    try {
+      const r = await this.git(
+        [
+          'push',
+          '--atomic',
+          '--porcelain',
+          '--no-verify',
+          '--no-recurse-submodules',
+          `--force-with-lease=${refs[0]}:${base}`,
+          `--force-with-lease=${refs[1]}:${head}`,
+          '--end-of-options',
+          this.url,
+          `${next}:${refs[0]}`,
+          `${head}:${refs[1]}`,
+        ],
+        { okCodes: [0, 1] },
+      );
+      code = r.code;
+      out = r.stdout;
+    } catch (e) {
+      if (!isGitCommandError(e) || e.signal !== null) throw this.unavailable(e);
+    }
+    const outcome = code === null ? ({ kind: 'unknown' } as const) : atomicPushOutcome(code, out, refs);
+    if (outcome.kind === 'pushed' || outcome.kind === 'stale') return outcome.kind;
+    if (outcome.kind === 'rejected') throw pushRejected(baseRef, outcome.reason);
+    // git ended without a status for our refs (a server that refuses atomic pushes, a
+    // connection lost): the base itself says whether the update happened.
+    const live = (await this.lsRemoteHeads([baseRef])).get(baseRef) ?? null;
+    if (live === next) return 'pushed';
+    this.presumeTipsAfter = Date.now() + 10 * 60_000;
+    this.log?.warn({ base_ref: baseRef, exit_code: code }, 'atomic push gave no outcome and did not publish; merging the long way for a while');
+    return 'unsure';
   }
 
   async createBranch(branch: string, fromRef: string): Promise<string> {
@@ -398,10 +515,8 @@ class RemoteProjectRepo implements ProjectRepo {
       await failpointAsync('git.push.after-remote-moved');
       return;
     }
-    if (result?.flag === '!' && result.summary.startsWith('[remote rejected]')) {
-      const reason = /^\[remote rejected\] \((.{1,200})\)/.exec(result.summary)?.[1] ?? 'no reason given';
-      throw new DomainError('unavailable', 'Push rejected', `The repository refused to update ${branch}: ${reason}.`, { reason });
-    }
+    const reason = remoteRejectedReason(result);
+    if (reason !== null) throw pushRejected(branch, reason);
     if (result?.flag === '!') throw refMoved(ref);
     throw this.unavailable(new GitCommandError(['push'], code, null, ''));
   }
@@ -476,102 +591,7 @@ class RemoteProjectRepo implements ProjectRepo {
   }
 }
 
-/** The directory of a file:// URL. */
-function localDirOf(url: string): string | null {
-  try {
-    return path.resolve(fileURLToPath(url));
-  } catch {
-    return null;
-  }
-}
-
-const RECEIVE_HOOKS = ['pre-receive', 'update', 'post-receive', 'post-update', 'reference-transaction', 'proc-receive', 'push-to-checkout'];
-
-/**
- * A bare repository with no hook a push would run and no `core.hooksPath`: moving its
- * ref in place is exactly what a push would do. Anything else (a work tree, hooks) is
- * published by push so the repository's own rules apply. Read synchronously, like the ref
- * files (./local-refs.ts): a small config and a few stats cost microseconds, a thread-pool
- * round trip each costs more than all of them.
- */
-function publishableInPlace(dir: string): boolean {
-  try {
-    const config = repoConfigText(dir);
-    if (config === null || !/^\s*bare\s*=\s*true\s*$/m.test(config) || config.includes('hookspath')) return false;
-    for (const h of RECEIVE_HOOKS) {
-      try {
-        accessSync(path.join(dir, 'hooks', h), fsConstants.X_OK);
-        return false;
-      } catch {
-        /* no such hook */
-      }
-    }
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * `git push --porcelain` reports each ref as `<flag>\t<from>:<to>\t<summary>`. The
- * summary of a refused ref starts with `[rejected]` (refused here: with a lease, only a
- * stale one) or `[remote rejected] (<reason>)` (refused by the server: a hook, a
- * protected or checked-out branch).
- */
-function porcelainRef(stdout: Buffer, ref: string): { flag: string; summary: string } | null {
-  for (const line of stdout.toString('utf8').split('\n')) {
-    const parts = line.split('\t');
-    if (parts.length >= 2 && parts[1]!.endsWith(`:${ref}`)) return { flag: parts[0]!, summary: parts[2] ?? '' };
-  }
-  return null;
-}
-
-/**
- * Batches concurrent `ls-remote`s of one repository without ever serving a read that
- * started before its caller asked: a call already running may have listed the refs
- * before the caller's branch moved, so a caller never joins it. Callers that arrive
- * while a call runs wait for the next one, which starts as soon as the running one ends
- * and asks for the union of their branches. So at most one call runs and one waits, and
- * under load each call answers every request that arrived during the previous one.
- * A failure is every waiter's failure, as if each had run its own call.
- */
-export class LsRemoteBatcher {
-  private running: Promise<Map<string, string>> | null = null;
-  private queued: { names: Set<string>; result: Promise<Map<string, string>> } | null = null;
-  /** Calls started, for tests. */
-  calls = 0;
-
-  constructor(private readonly list: (names: string[]) => Promise<Map<string, string>>) {}
-
-  read(names: readonly string[]): Promise<Map<string, string>> {
-    // A queued call has not started yet: joining it is always fresh enough.
-    if (this.queued) {
-      for (const n of names) this.queued.names.add(n);
-      return this.queued.result;
-    }
-    if (!this.running) return this.start([...names]);
-    const batch = { names: new Set(names), result: undefined as unknown as Promise<Map<string, string>> };
-    batch.result = this.running
-      .then(
-        () => undefined,
-        () => undefined,
-      )
-      .then(() => {
-        if (this.queued === batch) this.queued = null;
-        return this.start([...batch.names]);
-      });
-    this.queued = batch;
-    return batch.result;
-  }
-
-  private start(names: string[]): Promise<Map<string, string>> {
-    this.calls++;
-    const p = this.list(names);
-    this.running = p;
-    const done = () => {
-      if (this.running === p) this.running = null;
-    };
-    p.then(done, done);
-    return p;
-  }
+/** The server refused the update (a hook, a protected branch), with its reason. */
+function pushRejected(branch: string, reason: string): DomainError {
+  return new DomainError('unavailable', 'Push rejected', `The repository refused to update ${branch}: ${reason}.`, { reason });
 }

@@ -1,18 +1,22 @@
 import { expect } from 'chai';
-import { readdir, readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { DomainError } from '../../domain/errors.js';
-import type { GitEngine, ProjectRepo } from '../../infra/git/port.js';
+import type { GitEngine, MergeHooks, ProjectRepo } from '../../infra/git/port.js';
 import { openProjectRepo } from '../../infra/git/remote-repo.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { git, parentsOf, RepoFixture } from './support/repo-fixture.js';
 import { startHttpGitServer, type HttpGitServer } from './support/http-git-server.js';
 import { domainError } from '../support/domain-error.js';
+import { setFailpoint } from '../../infra/failpoints.js';
+import { repoUnavailable } from '../../infra/git/errors.js';
 
 const engines = await enginesUnderTest();
+/** The user the HTTP test servers accept. */
+const USER = 'svc-bot';
 
 /** main and a diverged feature branch, pushed to origin. */
 async function divergedFixture(): Promise<RepoFixture> {
@@ -189,7 +193,6 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
   });
 
   describe('over smart HTTP with basic auth', () => {
-    const USER = 'svc-bot';
     const PASSWORD = 'pw-Zq8!s3cr3t-never-logged';
     let fx: RepoFixture;
     let server: HttpGitServer;
@@ -266,6 +269,157 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       expect(() =>
         openProjectRepo({ location: { projectId: 'x', url: `http://${USER}:${PASSWORD}@127.0.0.1/x.git` }, mirrorsDir, engine }),
       ).to.throw(DomainError).with.property('code', 'validation');
+    });
+  });
+
+  describe('over smart HTTP: merging on the tips the mirror holds (no fetch, one atomic push with leases)', () => {
+    const PASSWORD = 'pw-presumed';
+    let server: HttpGitServer;
+    let fx: RepoFixture;
+    let repo: ProjectRepo;
+
+    beforeEach(async () => {
+      fx = await divergedFixture();
+      server = await startHttpGitServer(fx.root, USER, PASSWORD);
+      const location = { projectId: 'p', url: `${server.url}/origin.git`, credentials: { username: USER, password: PASSWORD } };
+      repo = openProjectRepo({ location, mirrorsDir: await fx.dir('mirrors'), engine, mirrors: new MirrorRegistry() });
+      await repo.preview('main', 'feature'); // a reviewed CR: the mirror holds both branches
+    });
+    afterEach(async () => {
+      await server?.close();
+      await fx?.cleanup();
+    });
+
+    /** Hooks that log `before <sha>` / `not-published <sha>` in call order. */
+    const recordingHooks = () => {
+      const calls: string[] = [];
+      const hooks: MergeHooks = {
+        beforePublish: async (x) => void calls.push(`before ${x.merge_commit_sha}`),
+        notPublished: async (x) => void calls.push(`not-published ${x.merge_commit_sha}`),
+      };
+      return { hooks, calls };
+    };
+    /** Requests since `from` that fetch (upload-pack) and that push (receive-pack POSTs). */
+    const traffic = (from: number) => {
+      const reqs = server.requests.slice(from);
+      return { fetches: reqs.filter((r) => r.includes('git-upload-pack')).length, pushes: reqs.filter((r) => r.startsWith('POST') && r.includes('git-receive-pack')).length };
+    };
+    /** Moves `branch` on origin by a commit made elsewhere; returns the new tip. */
+    const moveOnOrigin = async (branch: string, file: string) => {
+      await fx.switch(branch);
+      const sha = await fx.commit(`elsewhere on ${branch}`, { [file]: `${file}\n` });
+      await fx.push(branch);
+      return sha;
+    };
+
+    it('merges with no fetch and one push, and the next merge presumes the base it published', async () => {
+      const base = await fx.originSha('main');
+      const head = await fx.originSha('feature');
+      const from = server.requests.length;
+      const seen: string[] = [];
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm1', expected_head_sha: head! }, { beforePublish: async (x) => void seen.push(x.merge_commit_sha) });
+      expect(traffic(from)).to.deep.equal({ fetches: 0, pushes: 1 });
+      expect(seen).to.deep.equal([r.merge_commit_sha]);
+      expect(r).to.include({ kind: 'merge-commit', base_sha: base, head_sha: head });
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+      expect(await fx.originSha('feature')).to.equal(head, 'the head is leased, never moved');
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([base, head]);
+
+      // A second branch the mirror has seen, onto the base we published: again no fetch.
+      await fx.switch('main');
+      await fx.switch('second', true);
+      const second = await fx.commit('second', { 'c.txt': 'c\n' });
+      await fx.push('second');
+      await repo.preview('main', 'second');
+      const from2 = server.requests.length;
+      const r2 = await repo.merge({ base_ref: 'main', head_ref: 'second', message: 'm2' });
+      expect(traffic(from2)).to.deep.equal({ fetches: 0, pushes: 1 });
+      expect(r2.base_sha).to.equal(r.merge_commit_sha);
+      expect(await parentsOf(fx.origin, r2.merge_commit_sha)).to.deep.equal([r.merge_commit_sha, second]);
+    });
+
+    it('a base moved since the mirror saw it: the lease refuses, nothing stale is published, the merge is made again on the new base', async () => {
+      const head = await fx.originSha('feature');
+      const moved = await moveOnOrigin('main', 'moved.txt');
+      const from = server.requests.length;
+      const { hooks, calls } = recordingHooks();
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }, hooks);
+      expect(traffic(from).fetches).to.be.greaterThan(0, 'the long way fetched');
+      const seen = calls.map((c) => c.split(' ')[1]);
+      expect(calls).to.deep.equal([`before ${seen[0]}`, `not-published ${seen[0]}`, `before ${r.merge_commit_sha}`], 'the stale result is withdrawn, the live one recorded');
+      expect(seen[0]).to.not.equal(r.merge_commit_sha);
+      expect(r.base_sha).to.equal(moved);
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([moved, head]);
+      expect(await fx.originGit('cat-file', '-t', seen[0]!).then(() => 'present', () => 'absent')).to.equal('absent', 'the stale merge never reached the remote');
+    });
+
+    it('a head moved since the mirror saw it: the head lease refuses; the new head is merged, or head_modified when it was expected', async () => {
+      const old = await fx.originSha('feature');
+      const base = await fx.originSha('main');
+      const moved = await moveOnOrigin('feature', 'later.txt');
+      const { hooks, calls } = recordingHooks();
+      const err = await domainError(repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm', expected_head_sha: old! }, hooks));
+      expect(err.code).to.equal('head_modified');
+      const stale = calls[0]!.split(' ')[1];
+      // Withdrawn before the error: a caller sees head_modified, as before, not an unknown outcome.
+      expect(calls).to.deep.equal([`before ${stale}`, `not-published ${stale}`]);
+      expect(err.details).to.deep.equal({ expected_head_sha: old, head_sha: moved });
+      expect(await fx.originSha('main')).to.equal(base, 'nothing published');
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' });
+      expect(r.head_sha).to.equal(moved);
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([base, moved]);
+    });
+
+    it('a hook refuses the update: the same `Push rejected` with the reason as the long way, nothing moved', async () => {
+      const base = await fx.originSha('main');
+      const hook = path.join(fx.origin, 'hooks', 'pre-receive');
+      await writeFile(hook, '#!/bin/sh\necho "main is frozen" >&2\nexit 1\n', { mode: 0o755 });
+      const from = server.requests.length;
+      const err = await domainError(repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
+      expect(traffic(from)).to.deep.equal({ fetches: 0, pushes: 1 }, 'refused on the fast path, as the long way would be');
+      expect(err.code).to.equal('unavailable');
+      expect(err.reason).to.equal('Push rejected');
+      expect(err.message).to.equal('The repository refused to update main: pre-receive hook declined.');
+      expect(err.details).to.deep.equal({ reason: 'pre-receive hook declined' });
+      expect(await fx.originSha('main')).to.equal(base);
+    });
+
+    it('the answer of a push that moved the base is lost: the error reaches the caller, the base holds the recorded merge', async () => {
+      const { hooks, calls } = recordingHooks();
+      let hits = 0;
+      const clear = setFailpoint('git.push.after-remote-moved', () => {
+        hits++;
+        throw repoUnavailable();
+      });
+      try {
+        const err = await domainError(repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }, hooks));
+        expect(err.code).to.equal('unavailable');
+      } finally {
+        clear();
+      }
+      expect(hits).to.equal(1);
+      expect(calls).to.have.length(1);
+      expect(calls[0]).to.equal(`before ${await fx.originSha('main')}`);
+    });
+
+    it('a server without atomic pushes: merged the long way, and the next merges go the long way at once', async () => {
+      await fx.originGit('config', 'receive.advertiseAtomic', 'false');
+      const base = await fx.originSha('main');
+      const head = await fx.originSha('feature');
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' });
+      expect(await parentsOf(fx.origin, r.merge_commit_sha)).to.deep.equal([base, head]);
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+      await fx.switch('main');
+      await fx.switch('next', true);
+      await fx.commit('next', { 'n.txt': 'n\n' });
+      await fx.push('next');
+      await repo.preview('main', 'next');
+      const from = server.requests.length;
+      await repo.merge({ base_ref: 'main', head_ref: 'next', message: 'm2' });
+      const t = traffic(from);
+      expect(t.fetches).to.be.greaterThan(0, 'the long way: a fetch first');
+      expect(t.pushes).to.equal(1);
     });
   });
 });

@@ -6,8 +6,10 @@
  * - merge end to end, on a local file:// repository (published in place), a managed one
  *   and a remote over smart HTTP (pushed to): N sequential `POST .../merge` of distinct
  *   CRs, p50 / p99, each beside the raw plumbing of one merge on the same kind of
- *   repository (../support/merges.ts). Goals: p50 <= 40 ms (local, managed), <= 60 ms
- *   (remote); p99 <= 120 ms.
+ *   repository (../support/merges.ts). The remote twice: CRs on branches never read before
+ *   (the merge fetches them), and CRs whose merge preview was read first (the mirror holds
+ *   both branches: no fetch). Goals: p50 <= 40 ms (local, managed), <= 60 ms (remote);
+ *   p99 <= 120 ms.
  * - GET of an open CR (live refresh: both branch tips re-read on every request), 32
  *   concurrent connections, a fixed number of requests. Goal: >= 1,000 req/s. Floors:
  *   `GET /healthz` at the same concurrency, and `git ls-remote` of the same repo.
@@ -152,6 +154,22 @@ export const run: BenchSuite = async ({ quick }) => {
       ...(await mergeRows(
         api,
         { kind: 'remote', label: 'remote over smart HTTP, push', repo: remoteRepo, crs: `/v1/projects/${remote.project_id}/change-requests`, floorPushUrl: `${authed}/floor-target.git` },
+        merges,
+        floorRuns,
+      )),
+    );
+    rows.push(
+      ...(await mergeRows(
+        api,
+        {
+          kind: 'remote',
+          label: 'remote over smart HTTP, push, CR previewed first',
+          repo: remoteRepo,
+          crs: `/v1/projects/${remote.project_id}/change-requests`,
+          floorPushUrl: `${authed}/floor-target-2.git`,
+          floorTarget: 'floor-target-2.git',
+          previewFirst: true,
+        },
         merges,
         floorRuns,
       )),

@@ -12,6 +12,8 @@ export interface HttpBackend {
   url: string;
   /** Requests that carried an Authorization header (to prove credentials were sent, and how often). */
   readonly authAttempts: number;
+  /** Every request as `<method> <path>[?<query>]`, in arrival order (tests count fetches and pushes by it). */
+  readonly requests: string[];
   close(): Promise<void>;
 }
 
@@ -19,7 +21,9 @@ export async function startHttpBackend(root: string, password: string, opts: { u
   const user = opts.user ?? 'x';
   const expected = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   let authAttempts = 0;
+  const requests: string[] = [];
   const server = http.createServer((req, res) => {
+    requests.push(`${req.method ?? 'GET'} ${req.url ?? '/'}`);
     if (req.headers.authorization) authAttempts++;
     if (req.headers.authorization !== expected) {
       res.writeHead(401, { 'WWW-Authenticate': `Basic realm="${opts.realm ?? 'bench'}"` }).end();
@@ -81,6 +85,7 @@ export async function startHttpBackend(root: string, password: string, opts: { u
     get authAttempts() {
       return authAttempts;
     },
+    requests,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -9,6 +9,8 @@
  * - `remote`: a bare repository behind `git http-backend` (smart HTTP, Basic auth), read
  *   with `ls-remote` and fetched into the mirror, published by a push with lease. Floor:
  *   merge-tree + commit-tree in a clone + push to a copy of the remote over the same HTTP.
+ *   With `previewFirst`, each CR's merge preview is read before its merge: the mirror then
+ *   holds both branches and the merge is made on them with no fetch.
  *
  * Each merge's steps are traced (infra/step-trace.ts); the notes carry the median of each.
  */
@@ -33,8 +35,15 @@ export interface MergeTarget {
   repo: BenchRepo;
   /** The project's base path, `/v1/projects/<id>/change-requests`. */
   crs: string;
-  /** The floor's push target when the kind pushes: a URL serving `<repo.root>/floor-target.git`. */
+  /** The floor's push target when the kind pushes: a URL serving `<repo.root>/<floorTarget>`. */
   floorPushUrl?: string;
+  /** Where in `repo.root` the floor's copies go (distinct per row set on one repository). */
+  floorTarget?: string;
+  /**
+   * Each CR's merge preview is read (untimed) before its merge, as a reviewer or an agent
+   * checking mergeability would: the mirror of a remote then holds both branches.
+   */
+  previewFirst?: boolean;
 }
 
 interface Cr {
@@ -48,8 +57,9 @@ const GOAL_P99 = 120;
 
 /** Sequential merges, fast-forwards and merge commits alternating; then the floor; two rows. */
 export async function mergeRows(api: ApiJson, t: MergeTarget, merges: number, floorRuns: number): Promise<BenchRow[]> {
-  const mcBranches = Array.from({ length: Math.ceil(merges / 2) }, (_, i) => `mc-${i}`);
-  const floorBranches = Array.from({ length: floorRuns + 2 }, (_, i) => `floor-${i}`);
+  const tag = t.previewFirst ? 'pv-' : '';
+  const mcBranches = Array.from({ length: Math.ceil(merges / 2) }, (_, i) => `${tag}mc-${i}`);
+  const floorBranches = Array.from({ length: floorRuns + 2 }, (_, i) => `${tag}floor-${i}`);
   await t.repo.branches([...mcBranches, ...floorBranches], 'main');
   const traces: StepTrace[] = [];
   const stop = onTrace((tr) => {
@@ -63,12 +73,13 @@ export async function mergeRows(api: ApiJson, t: MergeTarget, merges: number, fl
     for (let i = 0; i < merges; i++) {
       let head: string;
       if (i % 2 === 0) {
-        head = `ff-${i}`;
-        await t.repo.commit(head, { [`ff/${i}.txt`]: `fast-forward ${i}\n` }, 'main');
+        head = `${tag}ff-${i}`;
+        await t.repo.commit(head, { [`ff/${tag}${i}.txt`]: `fast-forward ${tag}${i}\n` }, 'main');
       } else {
         head = mcBranches[(i - 1) / 2]!;
       }
       const cr = (await api<{ change_request: Cr }>('POST', t.crs, { title: `Bench ${head}`, head_ref: head, base_ref: 'main' }, 201)).change_request;
+      if (t.previewFirst) await api('GET', `${t.crs}/${cr.number}/merge-preview`, undefined, 200);
       traces.length = 0;
       const t0 = performance.now();
       const merged = (await api<{ change_request: Cr }>('POST', `${t.crs}/${cr.number}/merge`, {}, 200)).change_request;
@@ -109,7 +120,7 @@ export async function mergeRows(api: ApiJson, t: MergeTarget, merges: number, fl
       ratio: p50 / floor,
       goal: `<= ${GOAL_P50[t.kind]} ms`,
       met: p50 <= GOAL_P50[t.kind],
-      notes: `${timed.length} sequential merges timed (${ff} fast-forward, ${mergeCommits} merge commits in all ${merges}); first 2 excluded; floor: ${floorText}, median of ${floorRuns}; median ms per step: ${breakdown}`,
+      notes: `${t.previewFirst ? 'each CR previewed (untimed) before its merge; ' : ''}${timed.length} sequential merges timed (${ff} fast-forward, ${mergeCommits} merge commits in all ${merges}); first 2 excluded; floor: ${floorText}, median of ${floorRuns}; median ms per step: ${breakdown}`,
     },
     {
       suite: 'api',
@@ -136,9 +147,10 @@ async function inPlaceFloor(repo: BenchRepo, branches: string[], runs: number): 
 
 /** merge-tree + commit-tree in a bare clone, then a push to a copy of the remote (served beside it). */
 async function pushFloor(t: MergeTarget, branches: string[], runs: number): Promise<number[]> {
-  const mirror = path.join(t.repo.root, 'floor-mirror.git');
+  const target = t.floorTarget ?? 'floor-target.git';
+  const mirror = path.join(t.repo.root, `mirror-of-${target}`);
   await runGit(['clone', '--bare', '--quiet', '--', t.repo.bare, mirror]);
-  await runGit(['clone', '--bare', '--quiet', '--', t.repo.bare, path.join(t.repo.root, 'floor-target.git')]);
+  await runGit(['clone', '--bare', '--quiet', '--', t.repo.bare, path.join(t.repo.root, target)]);
   return timeFloor(mirror, branches, runs, (commit) =>
     runGit(['push', '--quiet', '--porcelain', '--end-of-options', t.floorPushUrl!, `${commit}:refs/heads/main`], { cwd: mirror }),
   );
