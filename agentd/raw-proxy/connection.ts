@@ -6,6 +6,7 @@ import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js'
 import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
 import { ChunkedTracker } from './chunked.js';
+import { adoptClientSocket, type ClientReader } from './client-socket.js';
 import { headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
 import { downstreamHead, switchingHead, upgradeOf, upstreamHead } from './rewrite.js';
 import type { Upstream, UpstreamOwner, UpstreamPool } from './upstream-pool.js';
@@ -28,6 +29,8 @@ const BAD_REQUEST = Buffer.from('HTTP/1.1 400 Bad Request\r\nconnection: close\r
 const IDLE_TIMEOUT_MS = 65_000;
 /** Up to this many first body bytes are copied behind the response head (one write). */
 const COPY_LIMIT = 16 * 1024;
+/** A client connection's read buffer: a full request head fits. */
+const READ_BUFFER_BYTES = MAX_HEAD_BYTES;
 
 const enum St {
   /** Between requests: reading the next head. */
@@ -48,13 +51,18 @@ const enum St {
  * Bodies stream in both directions as they arrive, with back-pressure each way; a
  * response completes before the next pipelined request is read.
  */
-export class ClientConnection implements UpstreamOwner {
+export class ClientConnection implements UpstreamOwner, ClientReader {
+  readonly socket: net.Socket;
   private state = St.Head;
   /** Client bytes not yet handled: a partial head, or pipelined requests waiting. */
   private buf: Buffer | null = null;
   private paused = false;
   private clientEnded = false;
   private readonly remote: string | undefined;
+  /** Where the client's reads land; replaced once a write still references a chunk of it. */
+  private readBuf: Buffer | null = null;
+  private readBufKept = false;
+  private handedOff = false;
 
   // The exchange in flight.
   private up: Upstream | null = null;
@@ -76,19 +84,20 @@ export class ClientConnection implements UpstreamOwner {
   private resComplete = false;
   private readonly resChunks = new ChunkedTracker();
 
-  private readonly onData = (chunk: Buffer) => this.clientData(chunk);
   private readonly onEnd = () => this.clientEnd();
   private readonly onClose = () => this.clientClose();
   private readonly onTimeout = () => this.clientTimeout();
   private readonly onClientDrain = () => this.up?.socket.resume();
   private readonly onUpstreamDrain = () => this.resumeClient();
 
+  /** `accepted`: a connection accepted paused; it is taken over as `socket`. */
   constructor(
-    private readonly socket: net.Socket,
+    accepted: net.Socket,
     private readonly deps: RawProxyDeps,
   ) {
+    const socket = adoptClientSocket(accepted, this, true);
+    this.socket = socket;
     this.remote = socket.remoteAddress;
-    socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('error', ignore);
@@ -102,12 +111,24 @@ export class ClientConnection implements UpstreamOwner {
 
   // ---- client side ----
 
-  private clientData(chunk: Buffer): void {
+  readBuffer(): Buffer {
+    if (this.readBuf === null || this.readBufKept) {
+      this.readBuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      this.readBufKept = false;
+    }
+    return this.readBuf;
+  }
+
+  /** `chunk` lives in the read buffer: whatever outlives this call is copied (or the buffer let go). */
+  clientRead(chunk: Buffer): void {
     switch (this.state) {
-      case St.Head:
-        this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
-        this.readHeads();
+      case St.Head: {
+        const buf = this.buf;
+        if (buf === null) return this.readHead(chunk);
+        this.buf = null;
+        this.readHead(Buffer.concat([buf, chunk]));
         return;
+      }
       case St.Exchange:
         if (this.reqDone) this.keep(chunk);
         else this.forwardRequestBody(chunk, 0);
@@ -116,6 +137,8 @@ export class ClientConnection implements UpstreamOwner {
         this.toUpstream(chunk);
         return;
       case St.Done:
+        // Handed off: the http server reads the stream as it would any socket's.
+        if (this.handedOff) this.socket.push(Buffer.from(chunk));
         return;
     }
   }
@@ -144,26 +167,23 @@ export class ClientConnection implements UpstreamOwner {
     if (this.state === St.Head || this.state === St.Done) this.socket.destroy();
   }
 
-  private readHeads(): void {
-    while (this.state === St.Head && this.buf !== null) {
-      const buf = this.buf;
-      let head: RequestHead;
-      let end: number;
-      try {
-        end = headEnd(buf, 0);
-        if (end < 0) return;
-        head = parseRequestHead(buf, 0, end);
-      } catch (err) {
-        return this.badRequest(err);
-      }
-      this.buf = null;
-      this.startExchange(head, buf, end);
+  /** Reads the head starting `buf` (nothing else is kept in `this.buf` now). */
+  private readHead(buf: Buffer): void {
+    let head: RequestHead;
+    let end: number;
+    try {
+      end = headEnd(buf, 0);
+      if (end < 0) return this.keep(buf);
+      head = parseRequestHead(buf, 0, end);
+    } catch (err) {
+      return this.badRequest(err);
     }
+    this.startExchange(head, buf, end);
   }
 
-  /** Keeps pipelined bytes for later; stops reading once a full head's worth is waiting. */
+  /** Keeps (a copy of) bytes for later; stops reading once a full head's worth is waiting. */
   private keep(chunk: Buffer): void {
-    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
+    this.buf = this.buf === null ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
     if (this.buf.length > MAX_HEAD_BYTES) this.pauseClient();
   }
 
@@ -188,13 +208,13 @@ export class ClientConnection implements UpstreamOwner {
 
   private handOff(buf: Buffer): void {
     this.state = St.Done;
+    this.handedOff = true;
     const s = this.socket;
-    s.off('data', this.onData);
     s.off('end', this.onEnd);
     s.off('close', this.onClose);
     s.off('timeout', this.onTimeout);
     s.setTimeout(0);
-    s.unshift(buf);
+    s.unshift(Buffer.from(buf));
     this.deps.handOff(s);
     if (this.paused) s.resume();
   }
@@ -309,7 +329,10 @@ export class ClientConnection implements UpstreamOwner {
   private toUpstream(chunk: Buffer): void {
     const up = this.up;
     if (up === null) return;
-    if (!up.socket.write(chunk)) {
+    const full = !up.socket.write(chunk);
+    // Not taken by the kernel at once: the next read must not overwrite those bytes.
+    if (up.socket.writableLength > 0) this.readBufKept = true;
+    if (full) {
       this.pauseClient();
       up.socket.once('drain', this.onUpstreamDrain);
     }
@@ -472,7 +495,11 @@ export class ClientConnection implements UpstreamOwner {
     if (!this.closeAfter) {
       this.state = St.Head;
       this.resumeClient();
-      if (this.buf !== null) this.readHeads();
+      const buf = this.buf;
+      if (buf !== null) {
+        this.buf = null;
+        this.readHead(buf);
+      }
       // A client that sent its requests and then FIN gets every answer, then the close.
       if (!this.clientEnded || this.state !== St.Head) return;
     }
