@@ -1,13 +1,12 @@
 import type net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
-import { USER_CONTEXT_HEADER } from '../auth.js';
 import { HttpError } from '../http-util.js';
-import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js';
 import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
-import { ChunkedTracker } from './chunked.js';
+import { BodyTracker } from './body.js';
 import { adoptClientSocket, type ClientReader } from './client-socket.js';
 import { headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
+import { routeRequest } from './route.js';
 import { downstreamHead, switchingHead, upgradeOf, upstreamHead } from './rewrite.js';
 import type { Upstream, UpstreamOwner, UpstreamPool } from './upstream-pool.js';
 
@@ -72,17 +71,12 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
   private setCookie: string | undefined;
   /** The head as sent, when it may be re-sent on a fresh connection (reused one died first). */
   private retryHead: string | null = null;
-  private reqFraming: Framing = NO_BODY;
-  private reqRemaining = 0;
-  private reqDone = false;
-  private readonly reqChunks = new ChunkedTracker();
+  /** The request body; `req.complete` once all of it is out to the upstream. */
+  private readonly req = new BodyTracker();
   private resBuf: Buffer | null = null;
   private resStarted = false;
-  private resFraming: Framing = NO_BODY;
-  private resRemaining = 0;
+  private readonly res = new BodyTracker();
   private resReusable = true;
-  private resComplete = false;
-  private readonly resChunks = new ChunkedTracker();
 
   private readonly onEnd = () => this.clientEnd();
   private readonly onClose = () => this.clientClose();
@@ -130,7 +124,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
         return;
       }
       case St.Exchange:
-        if (this.reqDone) this.keep(chunk);
+        if (this.req.complete) this.keep(chunk);
         else this.forwardRequestBody(chunk, 0);
         return;
       case St.Tunnel:
@@ -150,7 +144,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
       this.socket.end();
     } else if (this.state === St.Tunnel) {
       this.up?.socket.end();
-    } else if (this.state === St.Exchange && !this.reqDone) {
+    } else if (this.state === St.Exchange && !this.req.complete) {
       // The request can never complete: nothing sensible can come back.
       this.dropUpstream();
       this.socket.destroy();
@@ -223,100 +217,60 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
 
   private startExchange(head: RequestHead, buf: Buffer, end: number): void {
     const deps = this.deps;
-    if (head.minor !== 1 || head.method === 'CONNECT' || deps.isLocal(head.target)) return this.handOff(buf);
-    let context: string | undefined;
-    let cookie: string | undefined;
-    let proto: string | undefined;
-    let contexts = 0;
-    let close = false;
-    for (let i = 0; i < head.names.length; i++) {
-      const n = head.names[i]!;
-      const v = head.values[i]!;
-      if (n === USER_CONTEXT_HEADER) {
-        context = v;
-        contexts++;
-      } else if (n === 'cookie') cookie = cookie === undefined ? v : `${cookie}; ${v}`;
-      else if (n === 'x-forwarded-proto') proto ??= v;
-      else if (n === 'connection' && /(^|,)\s*close\s*(,|$)/i.test(v)) close = true;
-    }
-    // More than one context header: the http server joins them and refuses the result.
-    if (contexts > 1) return this.handOff(buf);
-    let target: ProxyTarget;
-    let setCookie: string | undefined;
-    try {
-      target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
-      const headers = { 'x-svc-user-context': context, cookie, 'x-forwarded-proto': proto };
-      setCookie = authorizeProxy({ url: head.target, headers }, target, deps.token, deps.now()).setCookie;
-    } catch {
-      // Every refusal (and the 503 below) is the http server's to word, as it always has.
-      return this.handOff(buf);
-    }
-    if (target.kind === 'runtime' && deps.agentState() !== 'running') return this.handOff(buf);
-    const { port, path } = target;
+    const route = routeRequest(head, deps);
+    if (route === null) return this.handOff(buf);
     const framing = head.framing;
+    this.req.start(framing);
     if (framing.kind === 'chunked') {
       // Check the body bytes already here before anything reaches the upstream.
-      this.reqChunks.reset();
       try {
-        this.reqChunks.feed(buf, end);
+        this.req.stop(buf, end);
       } catch (err) {
         return this.badRequest(err);
       }
-      this.reqChunks.reset();
+      this.req.start(framing);
     }
     this.upgrade = upgradeOf(head);
-    const text = upstreamHead(head, path, deps.token, this.remote, this.upgrade);
+    const text = upstreamHead(head, route.path, deps.token, this.remote, this.upgrade);
     this.state = St.Exchange;
     this.isHead = head.method === 'HEAD';
-    this.closeAfter = close || this.upgrade !== undefined;
-    this.setCookie = setCookie;
-    this.reqFraming = framing;
-    this.reqRemaining = framing.kind === 'length' ? framing.length : 0;
-    this.reqDone = false;
+    this.closeAfter = route.close || this.upgrade !== undefined;
+    this.setCookie = route.setCookie;
     this.resStarted = false;
     this.resReusable = true;
     this.resBuf = null;
-    const up = deps.pool.acquire(port, this);
+    const up = deps.pool.acquire(route.port, this);
     this.up = up;
     this.retryHead = framing.kind === 'none' && up.uses > 0 ? text : null;
-    // Body bytes already here go out with the head, in one syscall.
-    const more = end < buf.length;
-    if (more) up.socket.cork();
-    up.socket.write(text, 'latin1');
-    this.forwardRequestBody(buf, end);
-    if (more) up.socket.uncork();
+    // Body bytes already here go out with the head, in one write.
+    const stop = this.requestStop(buf, end);
+    if (stop < 0) return;
+    if (stop === end) up.socket.write(text, 'latin1');
+    else if (stop - end <= COPY_LIMIT) this.toUpstream(withHead(text, buf, end, stop));
+    else {
+      up.socket.cork();
+      up.socket.write(text, 'latin1');
+      this.toUpstream(buf.subarray(end, stop));
+      up.socket.uncork();
+    }
+    if (stop < buf.length) this.keep(buf.subarray(stop));
+  }
+
+  /** Where the request body stops in `buf[start..]`; -1 after a malformed chunked body (then answered). */
+  private requestStop(buf: Buffer, start: number): number {
+    try {
+      return this.req.stop(buf, start);
+    } catch (err) {
+      this.failRequest(err);
+      return -1;
+    }
   }
 
   private forwardRequestBody(buf: Buffer, start: number): void {
-    const len = buf.length;
-    let stop = start;
-    switch (this.reqFraming.kind) {
-      case 'none':
-        this.reqDone = true;
-        break;
-      case 'length': {
-        const take = Math.min(this.reqRemaining, len - start);
-        this.reqRemaining -= take;
-        stop = start + take;
-        this.reqDone = this.reqRemaining === 0;
-        break;
-      }
-      case 'chunked': {
-        let e: number;
-        try {
-          e = this.reqChunks.feed(buf, start);
-        } catch (err) {
-          return this.failRequest(err);
-        }
-        stop = e < 0 ? len : e;
-        this.reqDone = e >= 0;
-        break;
-      }
-      case 'close':
-        throw new Error('unreachable: requests are never close-delimited');
-    }
-    if (stop > start) this.toUpstream(start === 0 && stop === len ? buf : buf.subarray(start, stop));
-    if (stop < len) this.keep(stop === 0 ? buf : buf.subarray(stop));
+    const stop = this.requestStop(buf, start);
+    if (stop < 0) return;
+    if (stop > start) this.toUpstream(start === 0 && stop === buf.length ? buf : buf.subarray(start, stop));
+    if (stop < buf.length) this.keep(buf.subarray(stop));
   }
 
   /** A request body went bad after its head left: the upstream connection is spoiled. */
@@ -406,24 +360,16 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
         continue;
       }
       const framing: Framing = this.isHead || status === 204 || status === 304 ? NO_BODY : head.framing;
-      this.resFraming = framing;
-      this.resRemaining = framing.kind === 'length' ? framing.length : 0;
-      if (framing.kind === 'chunked') this.resChunks.reset();
+      this.res.start(framing);
       this.resReusable = !head.close && framing.kind !== 'close';
-      if (framing.kind === 'close' || !this.reqDone) this.closeAfter = true;
+      if (framing.kind === 'close' || !this.req.complete) this.closeAfter = true;
       this.resStarted = true;
-      this.resComplete = false;
       this.retryHead = null;
       const text = downstreamHead(head, this.setCookie, this.closeAfter);
       const stop = this.responseStop(buf, end);
       if (stop < 0) return;
-      if (stop - end <= COPY_LIMIT) {
-        // Head and first body bytes in one buffer: one plain write, no writev of a string and a buffer.
-        const out = Buffer.allocUnsafe(text.length + stop - end);
-        out.write(text, 0, 'latin1');
-        buf.copy(out, text.length, end, stop);
-        this.toClient(out);
-      } else {
+      if (stop - end <= COPY_LIMIT) this.toClient(withHead(text, buf, end, stop));
+      else {
         this.socket.cork();
         this.socket.write(text, 'latin1');
         this.toClient(buf.subarray(end, stop));
@@ -441,42 +387,19 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     this.afterResponseBytes(stop, buf.length);
   }
 
-  /**
-   * Follows the response's framing over `buf[start..]`: where its bytes stop in `buf`
-   * (setting `resComplete` when that is its end), or -1 after a broken chunked body
-   * (both connections are gone then).
-   */
+  /** Where the response's bytes stop in `buf[start..]`; -1 after a broken chunked body (both connections are gone then). */
   private responseStop(buf: Buffer, start: number): number {
-    const len = buf.length;
-    switch (this.resFraming.kind) {
-      case 'none':
-        this.resComplete = true;
-        return start;
-      case 'length': {
-        const take = Math.min(this.resRemaining, len - start);
-        this.resRemaining -= take;
-        this.resComplete = this.resRemaining === 0;
-        return start + take;
-      }
-      case 'chunked': {
-        let e: number;
-        try {
-          e = this.resChunks.feed(buf, start);
-        } catch {
-          this.dropUpstream();
-          this.socket.destroy();
-          return -1;
-        }
-        this.resComplete = e >= 0;
-        return e >= 0 ? e : len;
-      }
-      case 'close':
-        return len;
+    try {
+      return this.res.stop(buf, start);
+    } catch {
+      this.dropUpstream();
+      this.socket.destroy();
+      return -1;
     }
   }
 
   private afterResponseBytes(stop: number, len: number): void {
-    if (!this.resComplete) return;
+    if (!this.res.complete) return;
     if (stop < len) this.resReusable = false; // bytes past the response: out of step
     this.finishResponse();
   }
@@ -486,7 +409,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     this.up = null;
     if (up !== null) {
       up.socket.off('drain', this.onUpstreamDrain);
-      if (this.resReusable && this.reqDone) {
+      if (this.resReusable && this.req.complete) {
         up.socket.resume();
         up.release();
       } else up.destroy();
@@ -511,7 +434,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
   onUpstreamEnd(up: Upstream): void {
     if (up !== this.up) return;
     if (this.state === St.Tunnel) return void this.socket.end();
-    if (this.resStarted && this.resFraming.kind === 'close') return this.finishResponse();
+    if (this.resStarted && this.res.kind === 'close') return this.finishResponse();
     this.upstreamLost(up);
   }
 
@@ -521,7 +444,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
       this.up = null;
       return void this.socket.destroy();
     }
-    if (this.resStarted && this.resFraming.kind === 'close') return this.finishResponse();
+    if (this.resStarted && this.res.kind === 'close') return this.finishResponse();
     this.upstreamLost(up);
   }
 
@@ -552,3 +475,11 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
 }
 
 const ignore = (): undefined => undefined;
+
+/** `head` (latin1) and `buf[start, stop)` in one new buffer: one plain write, not a writev of a string and a buffer. */
+function withHead(head: string, buf: Buffer, start: number, stop: number): Buffer {
+  const out = Buffer.allocUnsafe(head.length + stop - start);
+  out.write(head, 0, 'latin1');
+  buf.copy(out, head.length, start, stop);
+  return out;
+}
