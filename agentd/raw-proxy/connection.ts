@@ -1,14 +1,12 @@
 import type net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
-import { HttpError } from '../http-util.js';
-import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
-import { BodyTracker } from './body.js';
 import { adoptClientSocket, type ClientReader } from './client-socket.js';
-import { headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
+import { headEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from './head.js';
+import { COPY_LIMIT, ResponseRelay, St, withHead } from './relay.js';
 import { routeRequest } from './route.js';
-import { downstreamHead, switchingHead, upgradeOf, upstreamHead } from './rewrite.js';
-import type { Upstream, UpstreamOwner, UpstreamPool } from './upstream-pool.js';
+import { upgradeOf, upstreamHead } from './rewrite.js';
+import type { UpstreamPool } from './upstream-pool.js';
 
 export interface RawProxyDeps {
   token: string;
@@ -26,21 +24,8 @@ export interface RawProxyDeps {
 
 const BAD_REQUEST = Buffer.from('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n', 'latin1');
 const IDLE_TIMEOUT_MS = 65_000;
-/** Up to this many first body bytes are copied behind the response head (one write). */
-const COPY_LIMIT = 16 * 1024;
 /** A client connection's read buffer: a full request head fits. */
 const READ_BUFFER_BYTES = MAX_HEAD_BYTES;
-
-const enum St {
-  /** Between requests: reading the next head. */
-  Head,
-  /** A request is out to the upstream (its body may still be streaming). */
-  Exchange,
-  /** After a 101: bytes flow both ways untouched. */
-  Tunnel,
-  /** Finished or handed off; nothing more is read here. */
-  Done,
-}
 
 /**
  * One client connection on the raw proxy. Request heads are parsed and checked here
@@ -48,13 +33,11 @@ const enum St {
  * surface, HTTP/1.0, a refused context, CONNECT) hands the whole connection to the http
  * server at that request boundary, so the http server answers it exactly as before.
  * Bodies stream in both directions as they arrive, with back-pressure each way; a
- * response completes before the next pipelined request is read.
+ * response completes before the next pipelined request is read. The response side is
+ * `ResponseRelay`'s.
  */
-export class ClientConnection implements UpstreamOwner, ClientReader {
+export class ClientConnection extends ResponseRelay implements ClientReader {
   readonly socket: net.Socket;
-  private state = St.Head;
-  /** Client bytes not yet handled: a partial head, or pipelined requests waiting. */
-  private buf: Buffer | null = null;
   private paused = false;
   private clientEnded = false;
   private readonly remote: string | undefined;
@@ -63,32 +46,17 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
   private readBufKept = false;
   private handedOff = false;
 
-  // The exchange in flight.
-  private up: Upstream | null = null;
-  private isHead = false;
-  private upgrade: string | undefined;
-  private closeAfter = false;
-  private setCookie: string | undefined;
-  /** The head as sent, when it may be re-sent on a fresh connection (reused one died first). */
-  private retryHead: string | null = null;
-  /** The request body; `req.complete` once all of it is out to the upstream. */
-  private readonly req = new BodyTracker();
-  private resBuf: Buffer | null = null;
-  private resStarted = false;
-  private readonly res = new BodyTracker();
-  private resReusable = true;
-
   private readonly onEnd = () => this.clientEnd();
   private readonly onClose = () => this.clientClose();
   private readonly onTimeout = () => this.clientTimeout();
-  private readonly onClientDrain = () => this.up?.socket.resume();
   private readonly onUpstreamDrain = () => this.resumeClient();
 
   /** `accepted`: a connection accepted paused; it is taken over as `socket`. */
   constructor(
     accepted: net.Socket,
-    private readonly deps: RawProxyDeps,
+    protected readonly deps: RawProxyDeps,
   ) {
+    super();
     const socket = adoptClientSocket(accepted, this, true);
     this.socket = socket;
     this.remote = socket.remoteAddress;
@@ -187,7 +155,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     this.socket.pause();
   }
 
-  private resumeClient(): void {
+  protected resumeClient(): void {
     if (!this.paused) return;
     this.paused = false;
     this.socket.resume();
@@ -280,7 +248,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     else this.socket.destroy();
   }
 
-  private toUpstream(chunk: Buffer): void {
+  protected toUpstream(chunk: Buffer): void {
     const up = this.up;
     if (up === null) return;
     const full = !up.socket.write(chunk);
@@ -292,119 +260,7 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     }
   }
 
-  /** Writes upstream bytes (maybe the upstream's reused read buffer) to the client. */
-  private toClient(chunk: Buffer): void {
-    const full = !this.socket.write(chunk);
-    // Not taken by the kernel at once: the bytes are still referenced, so the upstream
-    // must not read into that memory again.
-    if (this.socket.writableLength > 0) this.up?.retain();
-    if (full) {
-      this.up?.socket.pause();
-      this.socket.once('drain', this.onClientDrain);
-    }
-  }
-
-  private dropUpstream(): void {
-    const up = this.up;
-    this.up = null;
-    up?.destroy();
-  }
-
-  // ---- upstream side ----
-
-  onUpstreamData(up: Upstream, chunk: Buffer): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) return this.toClient(chunk);
-    if (this.resStarted) return this.forwardResponseBody(chunk, 0);
-    // `chunk` lives in the upstream's read buffer: a partial head is kept as a copy.
-    const buf = this.resBuf === null ? chunk : Buffer.concat([this.resBuf, chunk]);
-    this.resBuf = null;
-    this.readResponseHead(buf);
-  }
-
-  private readResponseHead(buf: Buffer): void {
-    let start = 0;
-    for (;;) {
-      let end: number;
-      let head: ReturnType<typeof parseResponseHead>;
-      try {
-        end = headEnd(buf, start);
-        if (end < 0) {
-          this.resBuf = Buffer.from(buf.subarray(start));
-          return;
-        }
-        head = parseResponseHead(buf, start, end);
-      } catch (err) {
-        return this.badGateway(err as Error);
-      }
-      const status = head.status;
-      if (status === 101) {
-        if (this.upgrade === undefined) return this.badGateway(new Error('101 without an upgrade request'));
-        this.state = St.Tunnel;
-        this.retryHead = null;
-        this.socket.cork();
-        this.socket.write(switchingHead(head), 'latin1');
-        if (end < buf.length) this.toClient(buf.subarray(end));
-        this.socket.uncork();
-        const early = this.buf;
-        this.buf = null;
-        if (early !== null) this.toUpstream(early);
-        this.resumeClient();
-        return;
-      }
-      if (status < 200) {
-        // Interim (100 Continue, 103 Early Hints): relay and read the final head next.
-        this.retryHead = null;
-        this.socket.write(downstreamHead(head, undefined, false), 'latin1');
-        start = end;
-        continue;
-      }
-      const framing: Framing = this.isHead || status === 204 || status === 304 ? NO_BODY : head.framing;
-      this.res.start(framing);
-      this.resReusable = !head.close && framing.kind !== 'close';
-      if (framing.kind === 'close' || !this.req.complete) this.closeAfter = true;
-      this.resStarted = true;
-      this.retryHead = null;
-      const text = downstreamHead(head, this.setCookie, this.closeAfter);
-      const stop = this.responseStop(buf, end);
-      if (stop < 0) return;
-      if (stop - end <= COPY_LIMIT) this.toClient(withHead(text, buf, end, stop));
-      else {
-        this.socket.cork();
-        this.socket.write(text, 'latin1');
-        this.toClient(buf.subarray(end, stop));
-        this.socket.uncork();
-      }
-      this.afterResponseBytes(stop, buf.length);
-      return;
-    }
-  }
-
-  private forwardResponseBody(buf: Buffer, start: number): void {
-    const stop = this.responseStop(buf, start);
-    if (stop < 0) return;
-    if (stop > start) this.toClient(start === 0 && stop === buf.length ? buf : buf.subarray(start, stop));
-    this.afterResponseBytes(stop, buf.length);
-  }
-
-  /** Where the response's bytes stop in `buf[start..]`; -1 after a broken chunked body (both connections are gone then). */
-  private responseStop(buf: Buffer, start: number): number {
-    try {
-      return this.res.stop(buf, start);
-    } catch {
-      this.dropUpstream();
-      this.socket.destroy();
-      return -1;
-    }
-  }
-
-  private afterResponseBytes(stop: number, len: number): void {
-    if (!this.res.complete) return;
-    if (stop < len) this.resReusable = false; // bytes past the response: out of step
-    this.finishResponse();
-  }
-
-  private finishResponse(): void {
+  protected finishResponse(): void {
     const up = this.up;
     this.up = null;
     if (up !== null) {
@@ -430,56 +286,6 @@ export class ClientConnection implements UpstreamOwner, ClientReader {
     this.buf = null;
     this.socket.end();
   }
-
-  onUpstreamEnd(up: Upstream): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) return void this.socket.end();
-    if (this.resStarted && this.res.kind === 'close') return this.finishResponse();
-    this.upstreamLost(up);
-  }
-
-  onUpstreamClose(up: Upstream): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) {
-      this.up = null;
-      return void this.socket.destroy();
-    }
-    if (this.resStarted && this.res.kind === 'close') return this.finishResponse();
-    this.upstreamLost(up);
-  }
-
-  /** The upstream went away before its response was complete. */
-  private upstreamLost(up: Upstream): void {
-    const retry = this.retryHead;
-    if (retry !== null && up.uses > 0 && !this.resStarted && this.resBuf === null) {
-      // A kept-alive connection the upstream had just closed: say it again on another.
-      up.destroy();
-      const next = this.deps.pool.acquire(up.port, this);
-      this.up = next;
-      this.retryHead = next.uses > 0 ? retry : null;
-      next.socket.write(retry, 'latin1');
-      return;
-    }
-    this.badGateway(new Error('upstream closed'));
-  }
-
-  private badGateway(err: Error): void {
-    const port = this.up?.port;
-    this.dropUpstream();
-    if (this.resStarted) return void this.socket.destroy();
-    this.deps.logger.debug({ port, err: err.message }, 'upstream unreachable');
-    this.state = St.Done;
-    this.buf = null;
-    writeRawError(this.socket, new HttpError(502, 'Bad gateway', `Nothing answered on port ${port}.`));
-  }
 }
 
 const ignore = (): undefined => undefined;
-
-/** `head` (latin1) and `buf[start, stop)` in one new buffer: one plain write, not a writev of a string and a buffer. */
-function withHead(head: string, buf: Buffer, start: number, stop: number): Buffer {
-  const out = Buffer.allocUnsafe(head.length + stop - start);
-  out.write(head, 0, 'latin1');
-  buf.copy(out, head.length, start, stop);
-  return out;
-}
