@@ -19,16 +19,12 @@ interface WithHandle {
  * allocated per read and no readable-stream push / 'data' emit in between (net.Server
  * cannot give accepted sockets `onread`, so the handle moves to a new `net.Socket`, which
  * accepts `{ handle }` as the server itself does). The accepted socket, left without a
- * handle, is destroyed, which closes nothing. Should a Node release not expose the handle,
- * the accepted socket is used with 'data' events instead: same calls, one copy more.
+ * handle, is destroyed, which closes nothing. Null when the handle is not there to take
+ * (a Node release that hides it): the caller reads `accepted` with 'data' events then.
  */
-export function adoptClientSocket(accepted: net.Socket, reader: ClientReader, allowHalfOpen: boolean): net.Socket {
+export function adoptClientSocket(accepted: net.Socket, reader: ClientReader, allowHalfOpen: boolean): net.Socket | null {
   const handle = (accepted as unknown as WithHandle)._handle;
-  if (handle === null || handle === undefined || accepted.destroyed) {
-    accepted.on('data', (chunk: Buffer) => reader.clientRead(chunk));
-    accepted.resume();
-    return accepted;
-  }
+  if (handle === null || handle === undefined || accepted.destroyed) return null;
   (accepted as unknown as WithHandle)._handle = null;
   accepted.destroy();
   const socket = new net.Socket({

@@ -45,7 +45,10 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
   private readBuf: Buffer | null = null;
   private readBufKept = false;
   private handedOff = false;
+  /** Reads arrive through `onread` (else through 'data' events, `onData`). */
+  private readonly byOnread: boolean;
 
+  private readonly onData = (chunk: Buffer) => this.clientRead(chunk);
   private readonly onEnd = () => this.clientEnd();
   private readonly onClose = () => this.clientClose();
   private readonly onTimeout = () => this.clientTimeout();
@@ -57,8 +60,14 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
     protected readonly deps: RawProxyDeps,
   ) {
     super();
-    const socket = adoptClientSocket(accepted, this, true);
+    const adopted = adoptClientSocket(accepted, this, true);
+    const socket = adopted ?? accepted;
     this.socket = socket;
+    this.byOnread = adopted !== null;
+    if (adopted === null) {
+      socket.on('data', this.onData);
+      socket.resume();
+    }
     this.remote = socket.remoteAddress;
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
@@ -100,7 +109,7 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
         return;
       case St.Done:
         // Handed off: the http server reads the stream as it would any socket's.
-        if (this.handedOff) this.socket.push(Buffer.from(chunk));
+        if (this.handedOff && this.byOnread) this.socket.push(Buffer.from(chunk));
         return;
     }
   }
@@ -172,6 +181,7 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
     this.state = St.Done;
     this.handedOff = true;
     const s = this.socket;
+    s.off('data', this.onData);
     s.off('end', this.onEnd);
     s.off('close', this.onClose);
     s.off('timeout', this.onTimeout);
