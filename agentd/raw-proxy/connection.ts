@@ -18,6 +18,12 @@ export interface RawProxyDeps {
   logger: Logger;
   /** Whether a request target belongs to the http server (the control surface). */
   isLocal: (target: string) => boolean;
+  /**
+   * How client connections are read: `onread` (default) takes the accepted socket's handle
+   * over for reads into a reused buffer (./client-socket.ts); `events` reads the accepted
+   * socket with 'data' events, which is also what happens when the handle cannot be taken.
+   */
+  readWith?: 'onread' | 'events';
   /** Gives the connection to the http server; unhandled bytes are already unshifted. */
   handOff: (socket: net.Socket) => void;
 }
@@ -60,7 +66,7 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
     protected readonly deps: RawProxyDeps,
   ) {
     super();
-    const adopted = adoptClientSocket(accepted, this, true);
+    const adopted = deps.readWith === 'events' ? null : adoptClientSocket(accepted, this, true);
     const socket = adopted ?? accepted;
     this.socket = socket;
     this.byOnread = adopted !== null;
