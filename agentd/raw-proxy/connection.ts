@@ -1,14 +1,12 @@
 import type net from 'node:net';
 import type { Logger } from '../../infra/logger.js';
-import { USER_CONTEXT_HEADER } from '../auth.js';
-import { HttpError } from '../http-util.js';
-import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js';
-import { writeRawError } from '../proxy.js';
 import type { AgentState } from '../supervisor.js';
-import { ChunkedTracker } from './chunked.js';
-import { headEnd, MAX_HEAD_BYTES, NO_BODY, parseRequestHead, parseResponseHead, type Framing, type RequestHead } from './head.js';
-import { downstreamHead, switchingHead, upgradeOf, upstreamHead } from './rewrite.js';
-import type { Upstream, UpstreamOwner, UpstreamPool } from './upstream-pool.js';
+import { adoptClientSocket, type ClientReader } from './client-socket.js';
+import { headEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from './head.js';
+import { COPY_LIMIT, ResponseRelay, St, withHead } from './relay.js';
+import { routeRequest } from './route.js';
+import { upgradeOf, upstreamHead } from './rewrite.js';
+import type { UpstreamPool } from './upstream-pool.js';
 
 export interface RawProxyDeps {
   token: string;
@@ -20,25 +18,20 @@ export interface RawProxyDeps {
   logger: Logger;
   /** Whether a request target belongs to the http server (the control surface). */
   isLocal: (target: string) => boolean;
+  /**
+   * How client connections are read: `onread` (default) takes the accepted socket's handle
+   * over for reads into a reused buffer (./client-socket.ts); `events` reads the accepted
+   * socket with 'data' events, which is also what happens when the handle cannot be taken.
+   */
+  readWith?: 'onread' | 'events';
   /** Gives the connection to the http server; unhandled bytes are already unshifted. */
   handOff: (socket: net.Socket) => void;
 }
 
 const BAD_REQUEST = Buffer.from('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n', 'latin1');
 const IDLE_TIMEOUT_MS = 65_000;
-/** Up to this many first body bytes are copied behind the response head (one write). */
-const COPY_LIMIT = 16 * 1024;
-
-const enum St {
-  /** Between requests: reading the next head. */
-  Head,
-  /** A request is out to the upstream (its body may still be streaming). */
-  Exchange,
-  /** After a 101: bytes flow both ways untouched. */
-  Tunnel,
-  /** Finished or handed off; nothing more is read here. */
-  Done,
-}
+/** A client connection's read buffer: a full request head fits. */
+const READ_BUFFER_BYTES = MAX_HEAD_BYTES;
 
 /**
  * One client connection on the raw proxy. Request heads are parsed and checked here
@@ -46,49 +39,42 @@ const enum St {
  * surface, HTTP/1.0, a refused context, CONNECT) hands the whole connection to the http
  * server at that request boundary, so the http server answers it exactly as before.
  * Bodies stream in both directions as they arrive, with back-pressure each way; a
- * response completes before the next pipelined request is read.
+ * response completes before the next pipelined request is read. The response side is
+ * `ResponseRelay`'s.
  */
-export class ClientConnection implements UpstreamOwner {
-  private state = St.Head;
-  /** Client bytes not yet handled: a partial head, or pipelined requests waiting. */
-  private buf: Buffer | null = null;
+export class ClientConnection extends ResponseRelay implements ClientReader {
+  readonly socket: net.Socket;
   private paused = false;
   private clientEnded = false;
   private readonly remote: string | undefined;
+  /** Where the client's reads land; replaced once a write still references a chunk of it. */
+  private readBuf: Buffer | null = null;
+  private readBufKept = false;
+  private handedOff = false;
+  /** Reads arrive through `onread` (else through 'data' events, `onData`). */
+  private readonly byOnread: boolean;
 
-  // The exchange in flight.
-  private up: Upstream | null = null;
-  private isHead = false;
-  private upgrade: string | undefined;
-  private closeAfter = false;
-  private setCookie: string | undefined;
-  /** The head as sent, when it may be re-sent on a fresh connection (reused one died first). */
-  private retryHead: string | null = null;
-  private reqFraming: Framing = NO_BODY;
-  private reqRemaining = 0;
-  private reqDone = false;
-  private readonly reqChunks = new ChunkedTracker();
-  private resBuf: Buffer | null = null;
-  private resStarted = false;
-  private resFraming: Framing = NO_BODY;
-  private resRemaining = 0;
-  private resReusable = true;
-  private resComplete = false;
-  private readonly resChunks = new ChunkedTracker();
-
-  private readonly onData = (chunk: Buffer) => this.clientData(chunk);
+  private readonly onData = (chunk: Buffer) => this.clientRead(chunk);
   private readonly onEnd = () => this.clientEnd();
   private readonly onClose = () => this.clientClose();
   private readonly onTimeout = () => this.clientTimeout();
-  private readonly onClientDrain = () => this.up?.socket.resume();
   private readonly onUpstreamDrain = () => this.resumeClient();
 
+  /** `accepted`: a connection accepted paused; it is taken over as `socket`. */
   constructor(
-    private readonly socket: net.Socket,
-    private readonly deps: RawProxyDeps,
+    accepted: net.Socket,
+    protected readonly deps: RawProxyDeps,
   ) {
+    super();
+    const adopted = deps.readWith === 'events' ? null : adoptClientSocket(accepted, this, true);
+    const socket = adopted ?? accepted;
+    this.socket = socket;
+    this.byOnread = adopted !== null;
+    if (adopted === null) {
+      socket.on('data', this.onData);
+      socket.resume();
+    }
     this.remote = socket.remoteAddress;
-    socket.on('data', this.onData);
     socket.on('end', this.onEnd);
     socket.on('close', this.onClose);
     socket.on('error', ignore);
@@ -102,20 +88,34 @@ export class ClientConnection implements UpstreamOwner {
 
   // ---- client side ----
 
-  private clientData(chunk: Buffer): void {
+  readBuffer(): Buffer {
+    if (this.readBuf === null || this.readBufKept) {
+      this.readBuf = Buffer.allocUnsafe(READ_BUFFER_BYTES);
+      this.readBufKept = false;
+    }
+    return this.readBuf;
+  }
+
+  /** `chunk` lives in the read buffer: whatever outlives this call is copied (or the buffer let go). */
+  clientRead(chunk: Buffer): void {
     switch (this.state) {
-      case St.Head:
-        this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
-        this.readHeads();
+      case St.Head: {
+        const buf = this.buf;
+        if (buf === null) return this.readHead(chunk);
+        this.buf = null;
+        this.readHead(Buffer.concat([buf, chunk]));
         return;
+      }
       case St.Exchange:
-        if (this.reqDone) this.keep(chunk);
+        if (this.req.complete) this.keep(chunk);
         else this.forwardRequestBody(chunk, 0);
         return;
       case St.Tunnel:
         this.toUpstream(chunk);
         return;
       case St.Done:
+        // Handed off: the http server reads the stream as it would any socket's.
+        if (this.handedOff && this.byOnread) this.socket.push(Buffer.from(chunk));
         return;
     }
   }
@@ -127,7 +127,7 @@ export class ClientConnection implements UpstreamOwner {
       this.socket.end();
     } else if (this.state === St.Tunnel) {
       this.up?.socket.end();
-    } else if (this.state === St.Exchange && !this.reqDone) {
+    } else if (this.state === St.Exchange && !this.req.complete) {
       // The request can never complete: nothing sensible can come back.
       this.dropUpstream();
       this.socket.destroy();
@@ -144,26 +144,23 @@ export class ClientConnection implements UpstreamOwner {
     if (this.state === St.Head || this.state === St.Done) this.socket.destroy();
   }
 
-  private readHeads(): void {
-    while (this.state === St.Head && this.buf !== null) {
-      const buf = this.buf;
-      let head: RequestHead;
-      let end: number;
-      try {
-        end = headEnd(buf, 0);
-        if (end < 0) return;
-        head = parseRequestHead(buf, 0, end);
-      } catch (err) {
-        return this.badRequest(err);
-      }
-      this.buf = null;
-      this.startExchange(head, buf, end);
+  /** Reads the head starting `buf` (nothing else is kept in `this.buf` now). */
+  private readHead(buf: Buffer): void {
+    let head: RequestHead;
+    let end: number;
+    try {
+      end = headEnd(buf, 0);
+      if (end < 0) return this.keep(buf);
+      head = parseRequestHead(buf, 0, end);
+    } catch (err) {
+      return this.badRequest(err);
     }
+    this.startExchange(head, buf, end);
   }
 
-  /** Keeps pipelined bytes for later; stops reading once a full head's worth is waiting. */
+  /** Keeps (a copy of) bytes for later; stops reading once a full head's worth is waiting. */
   private keep(chunk: Buffer): void {
-    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
+    this.buf = this.buf === null ? Buffer.from(chunk) : Buffer.concat([this.buf, chunk]);
     if (this.buf.length > MAX_HEAD_BYTES) this.pauseClient();
   }
 
@@ -173,7 +170,7 @@ export class ClientConnection implements UpstreamOwner {
     this.socket.pause();
   }
 
-  private resumeClient(): void {
+  protected resumeClient(): void {
     if (!this.paused) return;
     this.paused = false;
     this.socket.resume();
@@ -188,13 +185,14 @@ export class ClientConnection implements UpstreamOwner {
 
   private handOff(buf: Buffer): void {
     this.state = St.Done;
+    this.handedOff = true;
     const s = this.socket;
     s.off('data', this.onData);
     s.off('end', this.onEnd);
     s.off('close', this.onClose);
     s.off('timeout', this.onTimeout);
     s.setTimeout(0);
-    s.unshift(buf);
+    s.unshift(Buffer.from(buf));
     this.deps.handOff(s);
     if (this.paused) s.resume();
   }
@@ -203,100 +201,60 @@ export class ClientConnection implements UpstreamOwner {
 
   private startExchange(head: RequestHead, buf: Buffer, end: number): void {
     const deps = this.deps;
-    if (head.minor !== 1 || head.method === 'CONNECT' || deps.isLocal(head.target)) return this.handOff(buf);
-    let context: string | undefined;
-    let cookie: string | undefined;
-    let proto: string | undefined;
-    let contexts = 0;
-    let close = false;
-    for (let i = 0; i < head.names.length; i++) {
-      const n = head.names[i]!;
-      const v = head.values[i]!;
-      if (n === USER_CONTEXT_HEADER) {
-        context = v;
-        contexts++;
-      } else if (n === 'cookie') cookie = cookie === undefined ? v : `${cookie}; ${v}`;
-      else if (n === 'x-forwarded-proto') proto ??= v;
-      else if (n === 'connection' && /(^|,)\s*close\s*(,|$)/i.test(v)) close = true;
-    }
-    // More than one context header: the http server joins them and refuses the result.
-    if (contexts > 1) return this.handOff(buf);
-    let target: ProxyTarget;
-    let setCookie: string | undefined;
-    try {
-      target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
-      const headers = { 'x-svc-user-context': context, cookie, 'x-forwarded-proto': proto };
-      setCookie = authorizeProxy({ url: head.target, headers }, target, deps.token, deps.now()).setCookie;
-    } catch {
-      // Every refusal (and the 503 below) is the http server's to word, as it always has.
-      return this.handOff(buf);
-    }
-    if (target.kind === 'runtime' && deps.agentState() !== 'running') return this.handOff(buf);
-    const { port, path } = target;
+    const route = routeRequest(head, deps);
+    if (route === null) return this.handOff(buf);
     const framing = head.framing;
+    this.req.start(framing);
     if (framing.kind === 'chunked') {
       // Check the body bytes already here before anything reaches the upstream.
-      this.reqChunks.reset();
       try {
-        this.reqChunks.feed(buf, end);
+        this.req.stop(buf, end);
       } catch (err) {
         return this.badRequest(err);
       }
-      this.reqChunks.reset();
+      this.req.start(framing);
     }
     this.upgrade = upgradeOf(head);
-    const text = upstreamHead(head, path, deps.token, this.remote, this.upgrade);
+    const text = upstreamHead(head, route.path, deps.token, this.remote, this.upgrade);
     this.state = St.Exchange;
     this.isHead = head.method === 'HEAD';
-    this.closeAfter = close || this.upgrade !== undefined;
-    this.setCookie = setCookie;
-    this.reqFraming = framing;
-    this.reqRemaining = framing.kind === 'length' ? framing.length : 0;
-    this.reqDone = false;
+    this.closeAfter = route.close || this.upgrade !== undefined;
+    this.setCookie = route.setCookie;
     this.resStarted = false;
     this.resReusable = true;
     this.resBuf = null;
-    const up = deps.pool.acquire(port, this);
+    const up = deps.pool.acquire(route.port, this);
     this.up = up;
     this.retryHead = framing.kind === 'none' && up.uses > 0 ? text : null;
-    // Body bytes already here go out with the head, in one syscall.
-    const more = end < buf.length;
-    if (more) up.socket.cork();
-    up.socket.write(text, 'latin1');
-    this.forwardRequestBody(buf, end);
-    if (more) up.socket.uncork();
+    // Body bytes already here go out with the head, in one write.
+    const stop = this.requestStop(buf, end);
+    if (stop < 0) return;
+    if (stop === end) up.socket.write(text, 'latin1');
+    else if (stop - end <= COPY_LIMIT) this.toUpstream(withHead(text, buf, end, stop));
+    else {
+      up.socket.cork();
+      up.socket.write(text, 'latin1');
+      this.toUpstream(buf.subarray(end, stop));
+      up.socket.uncork();
+    }
+    if (stop < buf.length) this.keep(buf.subarray(stop));
+  }
+
+  /** Where the request body stops in `buf[start..]`; -1 after a malformed chunked body (then answered). */
+  private requestStop(buf: Buffer, start: number): number {
+    try {
+      return this.req.stop(buf, start);
+    } catch (err) {
+      this.failRequest(err);
+      return -1;
+    }
   }
 
   private forwardRequestBody(buf: Buffer, start: number): void {
-    const len = buf.length;
-    let stop = start;
-    switch (this.reqFraming.kind) {
-      case 'none':
-        this.reqDone = true;
-        break;
-      case 'length': {
-        const take = Math.min(this.reqRemaining, len - start);
-        this.reqRemaining -= take;
-        stop = start + take;
-        this.reqDone = this.reqRemaining === 0;
-        break;
-      }
-      case 'chunked': {
-        let e: number;
-        try {
-          e = this.reqChunks.feed(buf, start);
-        } catch (err) {
-          return this.failRequest(err);
-        }
-        stop = e < 0 ? len : e;
-        this.reqDone = e >= 0;
-        break;
-      }
-      case 'close':
-        throw new Error('unreachable: requests are never close-delimited');
-    }
-    if (stop > start) this.toUpstream(start === 0 && stop === len ? buf : buf.subarray(start, stop));
-    if (stop < len) this.keep(stop === 0 ? buf : buf.subarray(stop));
+    const stop = this.requestStop(buf, start);
+    if (stop < 0) return;
+    if (stop > start) this.toUpstream(start === 0 && stop === buf.length ? buf : buf.subarray(start, stop));
+    if (stop < buf.length) this.keep(buf.subarray(stop));
   }
 
   /** A request body went bad after its head left: the upstream connection is spoiled. */
@@ -306,164 +264,24 @@ export class ClientConnection implements UpstreamOwner {
     else this.socket.destroy();
   }
 
-  private toUpstream(chunk: Buffer): void {
+  protected toUpstream(chunk: Buffer): void {
     const up = this.up;
     if (up === null) return;
-    if (!up.socket.write(chunk)) {
+    const full = !up.socket.write(chunk);
+    // Not taken by the kernel at once: the next read must not overwrite those bytes.
+    if (up.socket.writableLength > 0) this.readBufKept = true;
+    if (full) {
       this.pauseClient();
       up.socket.once('drain', this.onUpstreamDrain);
     }
   }
 
-  /** Writes upstream bytes (maybe the upstream's reused read buffer) to the client. */
-  private toClient(chunk: Buffer): void {
-    const full = !this.socket.write(chunk);
-    // Not taken by the kernel at once: the bytes are still referenced, so the upstream
-    // must not read into that memory again.
-    if (this.socket.writableLength > 0) this.up?.retain();
-    if (full) {
-      this.up?.socket.pause();
-      this.socket.once('drain', this.onClientDrain);
-    }
-  }
-
-  private dropUpstream(): void {
-    const up = this.up;
-    this.up = null;
-    up?.destroy();
-  }
-
-  // ---- upstream side ----
-
-  onUpstreamData(up: Upstream, chunk: Buffer): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) return this.toClient(chunk);
-    if (this.resStarted) return this.forwardResponseBody(chunk, 0);
-    // `chunk` lives in the upstream's read buffer: a partial head is kept as a copy.
-    const buf = this.resBuf === null ? chunk : Buffer.concat([this.resBuf, chunk]);
-    this.resBuf = null;
-    this.readResponseHead(buf);
-  }
-
-  private readResponseHead(buf: Buffer): void {
-    let start = 0;
-    for (;;) {
-      let end: number;
-      let head: ReturnType<typeof parseResponseHead>;
-      try {
-        end = headEnd(buf, start);
-        if (end < 0) {
-          this.resBuf = Buffer.from(buf.subarray(start));
-          return;
-        }
-        head = parseResponseHead(buf, start, end);
-      } catch (err) {
-        return this.badGateway(err as Error);
-      }
-      const status = head.status;
-      if (status === 101) {
-        if (this.upgrade === undefined) return this.badGateway(new Error('101 without an upgrade request'));
-        this.state = St.Tunnel;
-        this.retryHead = null;
-        this.socket.cork();
-        this.socket.write(switchingHead(head), 'latin1');
-        if (end < buf.length) this.toClient(buf.subarray(end));
-        this.socket.uncork();
-        const early = this.buf;
-        this.buf = null;
-        if (early !== null) this.toUpstream(early);
-        this.resumeClient();
-        return;
-      }
-      if (status < 200) {
-        // Interim (100 Continue, 103 Early Hints): relay and read the final head next.
-        this.retryHead = null;
-        this.socket.write(downstreamHead(head, undefined, false), 'latin1');
-        start = end;
-        continue;
-      }
-      const framing: Framing = this.isHead || status === 204 || status === 304 ? NO_BODY : head.framing;
-      this.resFraming = framing;
-      this.resRemaining = framing.kind === 'length' ? framing.length : 0;
-      if (framing.kind === 'chunked') this.resChunks.reset();
-      this.resReusable = !head.close && framing.kind !== 'close';
-      if (framing.kind === 'close' || !this.reqDone) this.closeAfter = true;
-      this.resStarted = true;
-      this.resComplete = false;
-      this.retryHead = null;
-      const text = downstreamHead(head, this.setCookie, this.closeAfter);
-      const stop = this.responseStop(buf, end);
-      if (stop < 0) return;
-      if (stop - end <= COPY_LIMIT) {
-        // Head and first body bytes in one buffer: one plain write, no writev of a string and a buffer.
-        const out = Buffer.allocUnsafe(text.length + stop - end);
-        out.write(text, 0, 'latin1');
-        buf.copy(out, text.length, end, stop);
-        this.toClient(out);
-      } else {
-        this.socket.cork();
-        this.socket.write(text, 'latin1');
-        this.toClient(buf.subarray(end, stop));
-        this.socket.uncork();
-      }
-      this.afterResponseBytes(stop, buf.length);
-      return;
-    }
-  }
-
-  private forwardResponseBody(buf: Buffer, start: number): void {
-    const stop = this.responseStop(buf, start);
-    if (stop < 0) return;
-    if (stop > start) this.toClient(start === 0 && stop === buf.length ? buf : buf.subarray(start, stop));
-    this.afterResponseBytes(stop, buf.length);
-  }
-
-  /**
-   * Follows the response's framing over `buf[start..]`: where its bytes stop in `buf`
-   * (setting `resComplete` when that is its end), or -1 after a broken chunked body
-   * (both connections are gone then).
-   */
-  private responseStop(buf: Buffer, start: number): number {
-    const len = buf.length;
-    switch (this.resFraming.kind) {
-      case 'none':
-        this.resComplete = true;
-        return start;
-      case 'length': {
-        const take = Math.min(this.resRemaining, len - start);
-        this.resRemaining -= take;
-        this.resComplete = this.resRemaining === 0;
-        return start + take;
-      }
-      case 'chunked': {
-        let e: number;
-        try {
-          e = this.resChunks.feed(buf, start);
-        } catch {
-          this.dropUpstream();
-          this.socket.destroy();
-          return -1;
-        }
-        this.resComplete = e >= 0;
-        return e >= 0 ? e : len;
-      }
-      case 'close':
-        return len;
-    }
-  }
-
-  private afterResponseBytes(stop: number, len: number): void {
-    if (!this.resComplete) return;
-    if (stop < len) this.resReusable = false; // bytes past the response: out of step
-    this.finishResponse();
-  }
-
-  private finishResponse(): void {
+  protected finishResponse(): void {
     const up = this.up;
     this.up = null;
     if (up !== null) {
       up.socket.off('drain', this.onUpstreamDrain);
-      if (this.resReusable && this.reqDone) {
+      if (this.resReusable && this.req.complete) {
         up.socket.resume();
         up.release();
       } else up.destroy();
@@ -472,55 +290,17 @@ export class ClientConnection implements UpstreamOwner {
     if (!this.closeAfter) {
       this.state = St.Head;
       this.resumeClient();
-      if (this.buf !== null) this.readHeads();
+      const buf = this.buf;
+      if (buf !== null) {
+        this.buf = null;
+        this.readHead(buf);
+      }
       // A client that sent its requests and then FIN gets every answer, then the close.
       if (!this.clientEnded || this.state !== St.Head) return;
     }
     this.state = St.Done;
     this.buf = null;
     this.socket.end();
-  }
-
-  onUpstreamEnd(up: Upstream): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) return void this.socket.end();
-    if (this.resStarted && this.resFraming.kind === 'close') return this.finishResponse();
-    this.upstreamLost(up);
-  }
-
-  onUpstreamClose(up: Upstream): void {
-    if (up !== this.up) return;
-    if (this.state === St.Tunnel) {
-      this.up = null;
-      return void this.socket.destroy();
-    }
-    if (this.resStarted && this.resFraming.kind === 'close') return this.finishResponse();
-    this.upstreamLost(up);
-  }
-
-  /** The upstream went away before its response was complete. */
-  private upstreamLost(up: Upstream): void {
-    const retry = this.retryHead;
-    if (retry !== null && up.uses > 0 && !this.resStarted && this.resBuf === null) {
-      // A kept-alive connection the upstream had just closed: say it again on another.
-      up.destroy();
-      const next = this.deps.pool.acquire(up.port, this);
-      this.up = next;
-      this.retryHead = next.uses > 0 ? retry : null;
-      next.socket.write(retry, 'latin1');
-      return;
-    }
-    this.badGateway(new Error('upstream closed'));
-  }
-
-  private badGateway(err: Error): void {
-    const port = this.up?.port;
-    this.dropUpstream();
-    if (this.resStarted) return void this.socket.destroy();
-    this.deps.logger.debug({ port, err: err.message }, 'upstream unreachable');
-    this.state = St.Done;
-    this.buf = null;
-    writeRawError(this.socket, new HttpError(502, 'Bad gateway', `Nothing answered on port ${port}.`));
   }
 }
 

@@ -50,8 +50,13 @@ export interface ResponseHead {
 const CRLFCRLF = Buffer.from('\r\n\r\n');
 const REQUEST_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+) ([\x21-\x7e]+) HTTP\/1\.([01])$/;
 const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9][0-9]{2})(?: [\t\x20-\x7e\x80-\xff]*)?$/;
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** Per latin1 code: 1 a token character (RFC 9110 tchar), 2 allowed in a field value, 3 both. */
+const CHAR_CLASS = new Uint8Array(256);
+for (let c = 0; c < 256; c++) {
+  const tchar = (c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122) || "!#$%&'*+-.^_`|~".includes(String.fromCharCode(c));
+  const vchar = c === 9 || (c >= 0x20 && c <= 0x7e) || c >= 0x80;
+  CHAR_CLASS[c] = (tchar ? 1 : 0) | (vchar ? 2 : 0);
+}
 const DIGITS = /^[0-9]{1,15}$/;
 
 /**
@@ -80,16 +85,23 @@ function parseFields(text: string, from: number, names: string[], values: string
     const first = text.charCodeAt(pos);
     if (first === 32 || first === 9) throw new HeadError('Folded header lines are not accepted.');
     if (colon < 0 || colon > eol) throw new HeadError('A header line is malformed.');
+    // Checked by character class (not regexes), lower-cased only when it has capitals.
+    if (colon === pos) throw new HeadError('A header name is malformed.');
+    let upper = false;
+    for (let i = pos; i < colon; i++) {
+      const c = text.charCodeAt(i);
+      if ((CHAR_CLASS[c]! & 1) === 0) throw new HeadError('A header name is malformed.');
+      if (c <= 90 && c >= 65) upper = true;
+    }
     const name = text.slice(pos, colon);
-    if (!TOKEN.test(name)) throw new HeadError('A header name is malformed.');
     let vs = colon + 1;
     let ve = eol;
     while (vs < ve && isOws(text.charCodeAt(vs))) vs++;
     while (ve > vs && isOws(text.charCodeAt(ve - 1))) ve--;
+    for (let i = vs; i < ve; i++) if ((CHAR_CLASS[text.charCodeAt(i)]! & 2) === 0) throw new HeadError('A header value has characters it may not have.');
     const value = text.slice(vs, ve);
-    if (!FIELD_VALUE.test(value)) throw new HeadError('A header value has characters it may not have.');
     if (names.length === MAX_HEADERS) throw new HeadError('Too many header lines.');
-    names.push(name.toLowerCase());
+    names.push(upper ? name.toLowerCase() : name);
     values.push(value);
     lines?.push(text.slice(pos, eol));
     pos = eol + 2;

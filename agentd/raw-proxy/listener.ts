@@ -15,10 +15,11 @@ export class DaemonListener {
   constructor(httpServer: http.Server, deps: Omit<RawProxyDeps, 'handOff'>) {
     const full: RawProxyDeps = { ...deps, handOff: (socket) => httpServer.emit('connection', socket) };
     // Half-open like the http server: a client may send its request and FIN, then read.
-    this.server = net.createServer({ allowHalfOpen: true, noDelay: true }, (socket) => {
+    // Accepted paused: the connection takes the socket over before anything is read.
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true, pauseOnConnect: true }, (accepted) => {
+      const { socket } = new ClientConnection(accepted, full);
       this.sockets.add(socket);
       socket.once('close', () => this.sockets.delete(socket));
-      new ClientConnection(socket, full);
     });
   }
 

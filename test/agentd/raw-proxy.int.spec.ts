@@ -22,7 +22,10 @@ const tick = () => new Promise((r) => setImmediate(r));
  * refused smuggling attempts, teardown on client disconnect, upstream reuse, and a
  * 100 MB download with bounded memory.
  */
-describe('agentd raw proxy (in process)', function () {
+// Both ways of reading client connections: onread on the taken-over handle, and 'data'
+// events (what a Node release that hides the handle gets).
+for (const readWith of ['onread', 'events'] as const)
+describe(`agentd raw proxy (in process, client reads by ${readWith})`, function () {
   this.timeout(60_000);
   const counts = { connections: 0, requests: 0 };
   const streamClosed: (() => void)[] = [];
@@ -107,6 +110,7 @@ describe('agentd raw proxy (in process)', function () {
       pool,
       logger: silentLogger,
       isLocal: (t) => t.startsWith('/svc'),
+      readWith,
     });
     frontPort = await listen(front.server);
   });

@@ -12,6 +12,11 @@
  *   package, one worker, keep-alive to the upstream) as a reverse proxy on loopback, in
  *   the same run. Goals: the daemon's `/proxy/:port/*` >= 0.8x nginx's req/s and <= 1.2x
  *   nginx's added p50 latency.
+ *
+ * Where the daemon's CPU goes per proxied request (perf, Nov 2026; docs/speed.md has the
+ * table): ~47% kernel (the same one read and one write per side nginx makes), ~25% Node's
+ * event loop and net.Socket glue per read and write, ~27% the proxy's own JavaScript
+ * (no function above 2-3%).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -239,7 +244,7 @@ export const run: BenchSuite = async ({ quick }) => {
           ratio: bestProxy / bestNginx,
           goal: '>= 0.8x nginx',
           met: bestProxy >= 0.8 * bestNginx,
-          notes: `nginx 1 worker, upstream keepalive, proxy_buffering off; nginx runs ${nginxRps.map(Math.round).join('/')}; direct ${Math.round(bestDirect)} req/s (nginx ${(bestNginx / bestDirect).toFixed(2)}x of direct); CPU per request (user+sys): daemon ${cpuPerRequest(cpu.proxy)}, nginx worker ${cpuPerRequest(cpu.nginx)}`,
+          notes: `nginx 1 worker, upstream keepalive, proxy_buffering off; nginx runs ${nginxRps.map(Math.round).join('/')}; direct ${Math.round(bestDirect)} req/s (nginx ${(bestNginx / bestDirect).toFixed(2)}x of direct); CPU per request (user+sys): daemon ${cpuPerRequest(cpu.proxy)}, nginx worker ${cpuPerRequest(cpu.nginx)}; daemon profile: ~47% kernel (same syscalls as nginx), ~25% Node event loop + socket glue, ~27% proxy JS (docs/speed.md)`,
         },
         {
           suite: 'agentd',
