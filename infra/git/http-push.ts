@@ -4,6 +4,7 @@ import net from 'node:net';
 import type { LookupFunction } from 'node:net';
 import { assertSha } from './refs.js';
 import { cleanEnv, runGit } from './run.js';
+import { step } from '../step-trace.js';
 
 /**
  * A push over git's smart HTTP protocol (v0: gitprotocol-http, -pack, -common) from Node,
@@ -76,6 +77,13 @@ export async function httpPush(req: HttpPushRequest): Promise<HttpPushOutcome> {
   const haves = req.haves.map((h) => assertSha(h));
   const base = new URL(req.url.replace(/\/+$/, ''));
   const client = new Client(base, req);
+  // The pack does not depend on the answer (but for a server that takes no thin packs):
+  // it is made while the GET is under way, and dropped if nothing is sent.
+  const stdin = [next, ...haves.map((h) => `^${h}`)].join('\n') + '\n';
+  const packOf = (thin: boolean) =>
+    runGit(['pack-objects', '--stdout', '--revs', '--quiet', ...(thin ? ['--thin'] : [])], { cwd: req.gitDir, input: stdin, timeoutMs: req.timeoutMs, maxStdoutBytes: MAX_PACK });
+  const thinPack = packOf(true);
+  thinPack.catch(() => {}); // awaited below when used
   try {
     let adv: Advertisement;
     try {
@@ -91,11 +99,16 @@ export async function httpPush(req: HttpPushRequest): Promise<HttpPushOutcome> {
     if (!adv.caps.has('report-status')) return { kind: 'fallback', why: 'no report-status' };
     if (req.leases.length > 1 && !adv.caps.has('atomic')) return { kind: 'fallback', why: 'no atomic' };
     for (const l of req.leases) if ((adv.refs.get(l.ref) ?? null) !== l.expected) return { kind: 'stale' };
+    step('git: push: info/refs');
 
-    const stdin = [next, ...haves.map((h) => `^${h}`)].join('\n') + '\n';
-    const packArgs = ['pack-objects', '--stdout', '--revs', '--quiet', ...(adv.caps.has('no-thin') ? [] : ['--thin'])];
-    const pack = await runGit(packArgs, { cwd: req.gitDir, input: stdin, timeoutMs: req.timeoutMs, maxStdoutBytes: MAX_PACK });
+    let pack: Awaited<typeof thinPack>;
+    try {
+      pack = adv.caps.has('no-thin') ? await packOf(false) : await thinPack;
+    } catch (err) {
+      return { kind: 'fallback', why: `pack-objects: ${(err as Error).message}` };
+    }
     if (pack.truncated) return { kind: 'fallback', why: 'pack too large' };
+    step('git: push: pack-objects');
 
     const caps = ['report-status', ...(req.leases.length > 1 ? ['atomic'] : []), ...([...adv.caps].some((c) => c.startsWith('agent=')) ? ['agent=svc'] : [])];
     const command = `${lease.expected ?? ZERO} ${next} ${req.update.ref}\0${caps.join(' ')}\n`;

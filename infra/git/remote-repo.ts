@@ -618,6 +618,7 @@ class RemoteProjectRepo implements ProjectRepo {
     if (Date.now() < this.nodePushAfter || !nodePushApplies(this.url)) return null;
     await this.mirror.ensureCreated();
     const t = this.policy ? await checkRepoUrl(this.url, this.policy, { hasCredentials: this.hasCredentials }) : null;
+    step('git: push: policy');
     const outcome = await httpPush({ url: this.url, credentials: this.credentials, addresses: t?.addresses ?? [], timeoutMs: this.timeoutMs, gitDir: this.mirror.path, leases, update, haves });
     if (outcome.kind !== 'fallback') return outcome;
     this.nodePushAfter = Date.now() + 10 * 60_000;
