@@ -211,6 +211,22 @@ forEachEngine(engines, 'Node smart-HTTP push of a merge', (engine: GitEngine) =>
     expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
   });
 
+  it('connects only to the addresses the URL policy checked: a host name that does not resolve, pinned to 127.0.0.1', async () => {
+    const port = new URL(server.url).port;
+    const policy = { allowLocalNetworks: true, allowFile: false, allowHttpCredentials: true, allowedHosts: [], blockedHosts: [], dataDir: mirrorsDir, resolve: async () => ['127.0.0.1'] };
+    const pinned = openProjectRepo({
+      location: { projectId: 'p', url: `http://svc-pinned.invalid:${port}/origin.git`, credentials: { username: USER, password: PASSWORD } },
+      mirrorsDir,
+      engine,
+      mirrors: new MirrorRegistry(),
+      policy,
+    });
+    const from = server.requests.length;
+    const r = await pinned.merge({ base_ref: 'main', head_ref: 'feature', message: 'pinned' });
+    expect(server.requests.slice(from)).to.deep.equal([ADVERTISE, RECEIVE]);
+    expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+  });
+
   for (const mode of ['before', 'after'] as const) {
     it(`the connection closes during the POST (${mode} the server got it): the merge reported is the one the remote holds`, async () => {
       const front = await startCuttingFront(server.url);
