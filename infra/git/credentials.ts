@@ -28,19 +28,32 @@ export interface GitAuth {
 export function gitAuth(location: RepoLocation, opts: { allowHttp?: boolean } = {}): GitAuth {
   // The empty value first clears any helper git might otherwise consult.
   const configArgs = ['-c', 'credential.helper='];
+  const s = sendableCredentials(location, opts);
+  if (!s) return { configArgs, env: {}, secrets: [] };
+  return {
+    configArgs: [...configArgs, '-c', `credential.${s.protocol}://${s.host}.helper=${HELPER}`],
+    env: { SVC_GIT_USERNAME: s.username, SVC_GIT_PASSWORD: s.password, SVC_GIT_CRED_PROTOCOL: s.protocol, SVC_GIT_CRED_HOST: s.host },
+    secrets: [s.password],
+  };
+}
+
+/**
+ * The location's credentials with the protocol and host (with port) they may be sent to,
+ * or null when none may be sent (none stored, not http(s), plain http not allowed). The
+ * one rule for git's helper above and for the Node push (./http-push.ts).
+ */
+export function sendableCredentials(
+  location: RepoLocation,
+  opts: { allowHttp?: boolean } = {},
+): { protocol: string; host: string; username: string; password: string } | null {
   const c = location.credentials;
-  if (!c) return { configArgs, env: {}, secrets: [] };
+  if (!c) return null;
   let u: URL;
   try {
     u = new URL(location.url);
   } catch {
-    return { configArgs, env: {}, secrets: [] };
+    return null;
   }
-  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && opts.allowHttp !== false)) return { configArgs, env: {}, secrets: [] };
-  const protocol = u.protocol.slice(0, -1);
-  return {
-    configArgs: [...configArgs, '-c', `credential.${protocol}://${u.host}.helper=${HELPER}`],
-    env: { SVC_GIT_USERNAME: c.username, SVC_GIT_PASSWORD: c.password, SVC_GIT_CRED_PROTOCOL: protocol, SVC_GIT_CRED_HOST: u.host },
-    secrets: [c.password],
-  };
+  if (u.protocol !== 'https:' && !(u.protocol === 'http:' && opts.allowHttp !== false)) return null;
+  return { protocol: u.protocol.slice(0, -1), host: u.host, username: c.username, password: c.password };
 }

@@ -16,7 +16,8 @@ import type {
 import { SYSTEM_IDENTITY } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
 import { runGit, type GitRunOptions } from './run.js';
-import { gitAuth, type GitAuth } from './credentials.js';
+import { gitAuth, sendableCredentials, type GitAuth } from './credentials.js';
+import { httpPush, nodePushApplies, type HttpPushOutcome } from './http-push.js';
 import { assertRemoteUrl } from './remote-url.js';
 import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
 import { failpointAsync } from '../failpoints.js';
@@ -26,7 +27,7 @@ import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavail
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
-import { atomicPushOutcome, porcelainRef, remoteRejectedReason } from './push-porcelain.js';
+import { atomicPushOutcome, porcelainRef, remoteRejectedReason, type AtomicPushOutcome } from './push-porcelain.js';
 import { LsRemoteBatcher } from './ls-remote-batcher.js';
 import { localDirOf, publishableInPlace } from './in-place.js';
 
@@ -72,6 +73,8 @@ class RemoteProjectRepo implements ProjectRepo {
   private readonly lsRemote: LsRemoteBatcher;
   private readonly policy: RepoUrlPolicy | undefined;
   private readonly hasCredentials: boolean;
+  /** What the Node push sends as Basic auth (the same rule as git's helper). */
+  private readonly credentials: { username: string; password: string } | null;
   /** The repository's directory when it is a local (file://) one. */
   private readonly localDir: string | null;
 
@@ -82,7 +85,9 @@ class RemoteProjectRepo implements ProjectRepo {
     this.policy = opts.policy;
     this.localDir = this.localRefs ? localDirOf(this.url) : null;
     this.hasCredentials = !!opts.location.credentials;
-    this.auth = gitAuth(opts.location, { allowHttp: opts.policy ? opts.policy.allowHttpCredentials : true });
+    const allowHttp = opts.policy ? opts.policy.allowHttpCredentials : true;
+    this.auth = gitAuth(opts.location, { allowHttp });
+    this.credentials = sendableCredentials(opts.location, { allowHttp });
     this.mirror = (opts.mirrors ?? processMirrors).state(mirrorPathFor(opts.mirrorsDir, opts.location.projectId));
     this.mirrorRefs = localRefReader(pathToFileURL(this.mirror.path).href) ?? { readTips: async () => null, readTipsSync: () => null };
     this.engine = opts.engine;
@@ -192,7 +197,7 @@ class RemoteProjectRepo implements ProjectRepo {
     await hooks.beforePublish?.(result);
     if (result.kind !== 'up-to-date') {
       // The merge commit was made in the mirror: it already holds the new base tip.
-      await this.pushWithLease(baseRef, result.merge_commit_sha, base);
+      await this.pushWithLease(baseRef, result.merge_commit_sha, base, [base, head]);
       this.notePublished(baseRef, result.merge_commit_sha, base);
       step('git: push');
     }
@@ -275,6 +280,22 @@ class RemoteProjectRepo implements ProjectRepo {
    */
   private async pushAtomicWithLeases(baseRef: string, headRef: string, next: string, base: string, head: string): Promise<'pushed' | 'stale' | 'unsure'> {
     const refs = [`refs/heads/${baseRef}`, `refs/heads/${headRef}`];
+    const node = await this.nodePush({ ref: refs[0]!, next }, [{ ref: refs[0]!, expected: base }, { ref: refs[1]!, expected: head }], [base, head]);
+    if (node?.kind === 'denied') throw this.pushFailed(`HTTP ${node.status}`);
+    const outcome = node ?? (await this.gitAtomicPush(refs, next, base, head));
+    if (outcome.kind === 'pushed' || outcome.kind === 'stale') return outcome.kind;
+    if (outcome.kind === 'rejected') throw pushRejected(baseRef, outcome.reason);
+    // No outcome reported (a server that refuses atomic pushes, a connection lost): the
+    // base itself says whether the update happened.
+    const live = (await this.lsRemoteHeads([baseRef])).get(baseRef) ?? null;
+    if (live === next) return 'pushed';
+    this.presumeTipsAfter = Date.now() + 10 * 60_000;
+    this.log?.warn({ base_ref: baseRef }, 'atomic push gave no outcome and did not publish; merging the long way for a while');
+    return 'unsure';
+  }
+
+  /** `git push --atomic --porcelain` with both leases; its outcome from the exit code and porcelain lines. */
+  private async gitAtomicPush(refs: string[], next: string, base: string, head: string): Promise<AtomicPushOutcome> {
     let code: number | null = null;
     let out: Buffer = Buffer.alloc(0);
     try {
@@ -299,16 +320,7 @@ class RemoteProjectRepo implements ProjectRepo {
     } catch (e) {
       if (!isGitCommandError(e) || e.signal !== null) throw this.unavailable(e);
     }
-    const outcome = code === null ? ({ kind: 'unknown' } as const) : atomicPushOutcome(code, out, refs);
-    if (outcome.kind === 'pushed' || outcome.kind === 'stale') return outcome.kind;
-    if (outcome.kind === 'rejected') throw pushRejected(baseRef, outcome.reason);
-    // git ended without a status for our refs (a server that refuses atomic pushes, a
-    // connection lost): the base itself says whether the update happened.
-    const live = (await this.lsRemoteHeads([baseRef])).get(baseRef) ?? null;
-    if (live === next) return 'pushed';
-    this.presumeTipsAfter = Date.now() + 10 * 60_000;
-    this.log?.warn({ base_ref: baseRef, exit_code: code }, 'atomic push gave no outcome and did not publish; merging the long way for a while');
-    return 'unsure';
+    return code === null ? { kind: 'unknown' } : atomicPushOutcome(code, out, refs);
   }
 
   async createBranch(branch: string, fromRef: string): Promise<string> {
@@ -486,8 +498,16 @@ class RemoteProjectRepo implements ProjectRepo {
    * Moves `refs/heads/<branch>` on the remote from `expectedOld` (null: must not exist)
    * to `next`. The outcome comes from the exit code and the porcelain status flag.
    */
-  private async pushWithLease(branch: string, next: string, expectedOld: string | null): Promise<void> {
+  private async pushWithLease(branch: string, next: string, expectedOld: string | null, haves?: string[]): Promise<void> {
     const ref = `refs/heads/${branch}`;
+    const node = expectedOld !== null && haves ? await this.nodePush({ ref, next }, [{ ref, expected: expectedOld }], haves) : null;
+    if (node?.kind === 'pushed') {
+      await failpointAsync('git.push.after-remote-moved');
+      return;
+    }
+    if (node?.kind === 'rejected') throw pushRejected(branch, node.reason);
+    if (node?.kind === 'stale') throw refMoved(ref);
+    if (node) throw this.pushFailed(node.kind === 'denied' ? `HTTP ${node.status}` : node.why);
     let out: Buffer;
     let code: number;
     try {
@@ -582,6 +602,36 @@ class RemoteProjectRepo implements ProjectRepo {
         ...extra,
       }),
     );
+  }
+
+  /**
+   * The Node push (./http-push.ts) where it applies: an http(s) URL, no proxy or git http
+   * variable in the environment, not given up on for this repository. Null when it was not
+   * tried or could not push with nothing sent (then `git push` runs, as before; a Node push
+   * that could not is not tried again for a while).
+   */
+  private async nodePush(
+    update: { ref: string; next: string },
+    leases: Array<{ ref: string; expected: string | null }>,
+    haves: string[],
+  ): Promise<Exclude<HttpPushOutcome, { kind: 'fallback' }> | null> {
+    if (Date.now() < this.nodePushAfter || !nodePushApplies(this.url)) return null;
+    await this.mirror.ensureCreated();
+    const t = this.policy ? await checkRepoUrl(this.url, this.policy, { hasCredentials: this.hasCredentials }) : null;
+    step('git: push: policy');
+    const outcome = await httpPush({ url: this.url, credentials: this.credentials, addresses: t?.addresses ?? [], timeoutMs: this.timeoutMs, gitDir: this.mirror.path, leases, update, haves });
+    if (outcome.kind !== 'fallback') return outcome;
+    this.nodePushAfter = Date.now() + 10 * 60_000;
+    this.log?.info({ why: outcome.why }, 'pushing with git: the Node push cannot here');
+    return null;
+  }
+
+  /** Until when pushes skip the Node push (it could not push here). */
+  private nodePushAfter = 0;
+
+  /** A push that failed without a status from the server: as git's exit 128 (refused, unreachable, cut off) maps today. */
+  private pushFailed(why: string): Error {
+    return this.unavailable(new GitCommandError(['push'], 128, null, why));
   }
 
   private unavailable(e: unknown): Error {
