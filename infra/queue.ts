@@ -221,10 +221,15 @@ export async function startQueue(
    */
   const execute = (name: string, w: WorkerState, job: ClaimedJob): Promise<{ output: JobOutput | undefined; recorded: Promise<void> }> => {
     const finish = (p: Promise<void>) =>
-      p.finally(() => {
-        w.active--;
-        w.pump();
-      });
+      p
+        .then(async () => {
+          await db.run(claims.release(job.id, workerId)).catch(() => {});
+          await notify(DONE_CHANNEL, job.id).catch(() => {});
+        })
+        .finally(() => {
+          w.active--;
+          w.pump();
+        });
     return w.handler(job.data, { id: job.id, retryCount: job.retryCount, ...(job.local !== undefined ? { local: job.local } : {}) }).then(
       (out) => ({
         output: out,
@@ -239,8 +244,6 @@ export async function startQueue(
               // that typed outcome (it never merges twice).
               logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'could not record a job result');
             }
-            await db.run(claims.release(job.id, workerId)).catch(() => {});
-            await notify(DONE_CHANNEL, job.id).catch(() => {});
           })(),
         ),
       }),
@@ -251,8 +254,6 @@ export async function startQueue(
             // Unexpected failures are retried by pg-boss; typed outcomes are results.
             logger.error({ err: (err as Error).message, queue: name, job: job.id }, 'job failed');
             await boss.fail(name, job.id, { message: (err as Error).message }).catch(() => {});
-            await db.run(claims.release(job.id, workerId)).catch(() => {});
-            await notify(DONE_CHANNEL, job.id).catch(() => {});
             // Its retry is due after the retry delay (1 s): look again then, not at the next poll.
             setTimeout(() => w.pump(), 1100).unref();
           })(),

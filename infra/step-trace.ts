@@ -21,7 +21,7 @@ export interface StepTrace {
 const current = new AsyncLocalStorage<StepTrace>();
 const listeners = new Set<(t: StepTrace) => void>();
 
-export const tracing = (): boolean => listeners.size > 0 || process.env.SVC_MERGE_TRACE === '1';
+const tracing = (): boolean => listeners.size > 0 || process.env.SVC_MERGE_TRACE === '1';
 
 /** Marks the end of `name` in the current trace, if any. */
 export function step(name: string): void {

@@ -31,11 +31,14 @@ export interface MintedToken {
   expires_at: string | null;
 }
 
+/** A new personal access token's secret value (only its hash is stored). */
+export const newTokenValue = (): string => TOKEN_PREFIX + randomBytes(32).toString('base64url');
+
 export async function mintToken(
   db: Executor,
   opts: { userId: string; projectId?: string | null; name?: string; expiresAt?: Date | null },
 ): Promise<MintedToken> {
-  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const token = newTokenValue();
   const row = await db.one<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null }>(
     tokenQueries.insert({
       tokenId: randomUUID(),

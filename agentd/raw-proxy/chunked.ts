@@ -68,10 +68,6 @@ export class ChunkedTracker {
     this.trailerBytes = 0;
   }
 
-  get done(): boolean {
-    return this.state === S.Done;
-  }
-
   /** Reads `buf[start..]`; returns the index just past the body's end, or -1 if it goes on. */
   feed(buf: Buffer, start: number): number {
     let i = start;

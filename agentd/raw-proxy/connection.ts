@@ -205,14 +205,12 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
     if (route === null) return this.handOff(buf);
     const framing = head.framing;
     this.req.start(framing);
-    if (framing.kind === 'chunked') {
-      // Check the body bytes already here before anything reaches the upstream.
-      try {
-        this.req.stop(buf, end);
-      } catch (err) {
-        return this.badRequest(err);
-      }
-      this.req.start(framing);
+    // Where the body bytes already here stop, checked before anything reaches the upstream.
+    let stop: number;
+    try {
+      stop = this.req.stop(buf, end);
+    } catch (err) {
+      return this.badRequest(err);
     }
     this.upgrade = upgradeOf(head);
     const text = upstreamHead(head, route.path, deps.token, this.remote, this.upgrade);
@@ -227,8 +225,6 @@ export class ClientConnection extends ResponseRelay implements ClientReader {
     this.up = up;
     this.retryHead = framing.kind === 'none' && up.uses > 0 ? text : null;
     // Body bytes already here go out with the head, in one write.
-    const stop = this.requestStop(buf, end);
-    if (stop < 0) return;
     if (stop === end) up.socket.write(text, 'latin1');
     else if (stop - end <= COPY_LIMIT) this.toUpstream(withHead(text, buf, end, stop));
     else {

@@ -1,6 +1,6 @@
 import { USER_CONTEXT_HEADER } from '../auth.js';
 import { authorizeProxy, parseTarget, type ProxyTarget } from '../proxy-auth.js';
-import type { RequestHead } from './head.js';
+import { hasToken, type RequestHead } from './head.js';
 import type { RawProxyDeps } from './connection.js';
 
 /** Where the raw proxy sends a request it serves itself. */
@@ -13,8 +13,6 @@ export interface Route {
   /** The client said `Connection: close`. */
   close: boolean;
 }
-
-const CLOSE_TOKEN = /(^|,)\s*close\s*(,|$)/i;
 
 /**
  * The raw proxy's decision on one request head: a `Route`, or null when the request is
@@ -36,7 +34,7 @@ export function routeRequest(head: RequestHead, deps: RawProxyDeps): Route | nul
       contexts++;
     } else if (n === 'cookie') cookie = cookie === undefined ? v : `${cookie}; ${v}`;
     else if (n === 'x-forwarded-proto') proto ??= v;
-    else if (n === 'connection' && CLOSE_TOKEN.test(v)) close = true;
+    else if (n === 'connection' && hasToken(v, 'close')) close = true;
   }
   // More than one context header: the http server joins them and refuses the result.
   if (contexts > 1) return null;
@@ -44,7 +42,7 @@ export function routeRequest(head: RequestHead, deps: RawProxyDeps): Route | nul
   let setCookie: string | undefined;
   try {
     target = parseTarget(head.target, deps.runtimePort, deps.ownPort);
-    const headers = { 'x-svc-user-context': context, cookie, 'x-forwarded-proto': proto };
+    const headers = { [USER_CONTEXT_HEADER]: context, cookie, 'x-forwarded-proto': proto };
     setCookie = authorizeProxy({ url: head.target, headers }, target, deps.token, deps.now()).setCookie;
   } catch {
     // Every refusal (and the 503 below) is the http server's to word, as it always has.

@@ -20,7 +20,7 @@ const envSpec = z
 const repoPath = z.string().refine((p) => isRepoPath(p, 500), 'a relative path inside the repository (no leading /, no empty, . or .. part)');
 
 /** A Docker image reference (`registry/name:tag`, `name@sha256:...`): never an option, no spaces. */
-export const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/;
+const IMAGE_REF = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/;
 
 const cron = z.string().superRefine((s, ctx) => {
   try {

@@ -73,7 +73,6 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
   assertMergeable(first, job.actor);
   const repo = deps.repos.for(project);
   step('job: load project, CR');
-  let merged: { project: ProjectRecord; cr: ChangeRequest } | undefined;
   const cr = await withMergeLock(deps, project.project_id, first.base_ref, async (db) => {
     step('lock');
     const locked: CrDeps = { ...deps, db };
@@ -82,10 +81,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
     assertMergeable(cr, job.actor);
     step('re-read CR');
     const recovered = await recoverPublished(locked, project, cr);
-    if (recovered) {
-      merged = { project, cr: recovered };
-      return recovered;
-    }
+    if (recovered) return recovered;
     step('attempt check');
 
     let result: MergeResult | undefined;
@@ -143,10 +139,10 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
       head_commit_sha: result.head_sha,
       merge_commit_sha: result.merge_commit_sha,
     });
-    merged = { project, cr: done };
     return done;
   });
-  if (merged) afterMerge(deps, merged.project, merged.cr);
+  // Every way out of the lock but a throw is a merged CR.
+  afterMerge(deps, project, cr);
   return cr;
 }
 

@@ -16,6 +16,9 @@ import type { Identity } from './port.js';
  * object format, shared permissions or include, and an identity git would store as given
  * (no characters it trims or refuses).
  */
+/** git's identity line (`Name <email> <epoch> +0000`), as commit objects and reflogs carry it. */
+export const identLine = (who: Identity, epochSeconds: number): string => `${who.name} <${who.email}> ${epochSeconds} +0000`;
+
 export function writeMergeCommit(
   repoDir: string,
   c: { tree: string; parents: [string, string]; author: Identity; epochSeconds: number; message: string },
@@ -24,7 +27,7 @@ export function writeMergeCommit(
   if (!SAFE_NAME.test(c.author.name) || !SAFE_EMAIL.test(c.author.email)) return null;
   if (!Number.isSafeInteger(c.epochSeconds) || c.epochSeconds < 0) return null;
   if (!plainConfig(repoDir)) return null;
-  const who = `${c.author.name} <${c.author.email}> ${c.epochSeconds} +0000`;
+  const who = identLine(c.author, c.epochSeconds);
   const message = c.message.endsWith('\n') ? c.message : `${c.message}\n`;
   const body = Buffer.from(`tree ${c.tree}\nparent ${c.parents[0]}\nparent ${c.parents[1]}\nauthor ${who}\ncommitter ${who}\n\n${message}`, 'utf8');
   return writeLooseObject(repoDir, 'commit', body);

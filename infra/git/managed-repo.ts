@@ -159,7 +159,7 @@ class ManagedProjectRepo implements ProjectRepo {
 
   /** Compare-and-swap of the branch, without a git process where ./ref-cas.ts is certain to act as git would. */
   private async moveBranch(branch: string, next: string, expectedOld: string): Promise<void> {
-    const cas = casBranch(this.dir, branch, next, expectedOld, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: merge' });
+    const cas = casBranch(this.refs, this.dir, branch, next, expectedOld, { message: 'svc: update branch' });
     if (cas === 'stale') throw refMoved(`refs/heads/${branch}`);
     if (cas === null) await this.engine.updateBranch(this.dir, branch, next, expectedOld);
   }

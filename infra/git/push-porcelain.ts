@@ -25,7 +25,7 @@ export function remoteRejectedReason(r: PorcelainRef | null): string | null {
 }
 
 /** Refused by the pushing git itself (a stale lease, or the atomic push another ref failed): nothing was sent. */
-export const refusedLocally = (r: PorcelainRef | null): boolean => r?.flag === '!' && r.summary.startsWith('[rejected]');
+const refusedLocally = (r: PorcelainRef | null): boolean => r?.flag === '!' && r.summary.startsWith('[rejected]');
 
 /**
  * How an atomic push of `refs` ended, from its exit code and porcelain lines:

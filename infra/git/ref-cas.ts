@@ -1,10 +1,10 @@
 import { appendFileSync, closeSync, constants, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { repoConfigText } from './config-file.js';
-import type { Identity } from './port.js';
+import { identLine } from './commit-object.js';
+import { SYSTEM_IDENTITY, type Identity } from './port.js';
 import { assertBranchName, assertSha } from './refs.js';
-import { localRefReader, type LocalRefReader } from './local-refs.js';
-import { pathToFileURL } from 'node:url';
+import type { LocalRefReader } from './local-refs.js';
 
 /**
  * `git update-ref refs/heads/<branch> <next> <expectedOld>` without a git process, on a
@@ -23,16 +23,17 @@ import { pathToFileURL } from 'node:url';
 export type CasOutcome = 'moved' | 'stale' | null;
 
 export function casBranch(
+  /** The caller's reader of `gitDir`'s refs (its config and packed-refs caches are reused); null: git decides. */
+  reader: LocalRefReader | null,
   gitDir: string,
   branch: string,
   next: string,
   expectedOld: string,
-  reflog: { identity: Identity; epochSeconds: number; message: string },
+  reflog: { message: string; identity?: Identity; epochSeconds?: number },
 ): CasOutcome {
   assertBranchName(branch);
   assertSha(next, 'next');
   assertSha(expectedOld, 'expected_old');
-  const reader = localRefReader(pathToFileURL(gitDir).href);
   if (!reader || !hookless(gitDir)) return null;
   const ref = path.join(gitDir, 'refs', 'heads', ...branch.split('/'));
   const lockPath = `${ref}.lock`;
@@ -54,7 +55,7 @@ export function casBranch(
     if (keepsReflog(gitDir, branch)) {
       const log = path.join(gitDir, 'logs', 'refs', 'heads', ...branch.split('/'));
       mkdirSync(path.dirname(log), { recursive: true });
-      const who = `${reflog.identity.name} <${reflog.identity.email}> ${reflog.epochSeconds} +0000`;
+      const who = identLine(reflog.identity ?? SYSTEM_IDENTITY, reflog.epochSeconds ?? Math.floor(Date.now() / 1000));
       appendFileSync(log, `${expectedOld} ${next} ${who}\t${reflog.message.replace(/\s+/g, ' ').trim()}\n`);
     }
     renameSync(lockPath, ref);

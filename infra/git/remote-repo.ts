@@ -256,7 +256,7 @@ class RemoteProjectRepo implements ProjectRepo {
    */
   private notePublished(branch: string, next: string, old: string): void {
     try {
-      casBranch(this.mirror.path, branch, next, old, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: pushed' });
+      casBranch(this.mirrorRefs, this.mirror.path, branch, next, old, { message: 'svc: pushed' });
     } catch (err) {
       this.log?.debug({ err: (err as Error).message }, 'mirror ref not advanced after the push');
     }
@@ -547,7 +547,7 @@ class RemoteProjectRepo implements ProjectRepo {
    */
   private async updateRefInPlace(dir: string, branch: string, next: string, expectedOld: string): Promise<void> {
     const ref = `refs/heads/${branch}`;
-    const cas = casBranch(dir, branch, next, expectedOld, { identity: SYSTEM_IDENTITY, epochSeconds: Math.floor(Date.now() / 1000), message: 'svc: merge' });
+    const cas = casBranch(this.localRefs, dir, branch, next, expectedOld, { message: 'svc: merge' });
     if (cas === 'stale') throw refMoved(ref);
     if (cas === 'moved') {
       await failpointAsync('git.push.after-remote-moved');

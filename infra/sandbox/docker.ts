@@ -132,7 +132,7 @@ export async function buildRepoImage(docker: Docker, dockerfile: string, baseIma
 }
 
 /** HostConfig limits: the spec's (the project's manifest) over the provider's defaults. */
-export function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProviderOptions, 'cpus' | 'memoryBytes'>): Pick<Docker.HostConfig, 'Memory' | 'NanoCpus'> {
+function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProviderOptions, 'cpus' | 'memoryBytes'>): Pick<Docker.HostConfig, 'Memory' | 'NanoCpus'> {
   const memory = spec.resources?.memoryMb ? spec.resources.memoryMb * 1024 * 1024 : opts.memoryBytes;
   const cpus = spec.resources?.cpus ?? opts.cpus;
   return { ...(memory ? { Memory: memory } : {}), ...(cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}) };

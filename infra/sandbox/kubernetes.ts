@@ -94,7 +94,7 @@ export interface KubernetesProviderOptions {
  * both limit and request (the pod is scheduled where they fit, and held to them), over the
  * provider's own.
  */
-export function podResources(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<KubernetesProviderOptions, 'resources'>): { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } } {
+function podResources(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<KubernetesProviderOptions, 'resources'>): { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } } {
   const own: Record<string, string> = {};
   if (spec.resources?.cpus) own.cpu = `${Math.max(1, Math.round(spec.resources.cpus * 1000))}m`;
   if (spec.resources?.memoryMb) own.memory = `${spec.resources.memoryMb}Mi`;

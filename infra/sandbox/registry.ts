@@ -9,7 +9,7 @@ import type { Logger } from '../logger.js';
 import { createBwrapProvider } from './bwrap.js';
 import { createDockerProvider } from './docker.js';
 import { createKubernetesProvider } from './kubernetes.js';
-import { SandboxError, type SandboxProvider, type SandboxProviderName } from './port.js';
+import { type SandboxProvider, type SandboxProviderName } from './port.js';
 import { createProcessProvider } from './process.js';
 import { which } from './provider-util.js';
 
@@ -49,7 +49,5 @@ export function defaultProviderName(): SandboxProviderName {
 
 export function createSandboxProvider(config: Config, deps: SandboxRegistryDeps): SandboxProvider {
   const name: SandboxProviderName = config.SVC_SANDBOX_PROVIDER ?? defaultProviderName();
-  const factory = providerFactories[name];
-  if (!factory) throw new SandboxError('unavailable', `sandbox provider '${name}' is not available in this build`);
-  return factory(config, deps);
+  return providerFactories[name](config, deps);
 }

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../db/db.js';
 import type { SecretBox } from '../secrets.js';
-import { TOKEN_PREFIX, hashToken, mintToken } from '../tokens.js';
+import { hashToken, mintToken, newTokenValue } from '../tokens.js';
 import { sandboxCredentialQueries as q } from '../../sql/queries/sessions.js';
 
 /**
@@ -71,7 +71,7 @@ export async function serviceKeyOf(db: Executor, box: SecretBox, sandboxId: stri
  * it at once. Null when the sandbox's key was revoked meanwhile.
  */
 export async function mintCloneCredential(db: Executor, sandboxId: string, expiresAt: Date): Promise<{ token: string; token_id: string } | null> {
-  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  const token = newTokenValue();
   const row = await db.one<{ token_id: string }>(
     q.mintCloneToken({ sandboxId, tokenId: randomUUID(), name: 'clone-credential', hash: hashToken(token), expiresAt }),
   );

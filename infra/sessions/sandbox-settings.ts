@@ -6,7 +6,7 @@ import { SandboxError, type SandboxProviderName, type SandboxSpec } from '../san
 import type { SessionDeps } from './deps.js';
 
 /** The Dockerfile docker sandboxes build when the manifest names none and the repo has one. */
-export const DEFAULT_DOCKERFILE = '.svc/Dockerfile';
+const DEFAULT_DOCKERFILE = '.svc/Dockerfile';
 
 export type SandboxSettings = Pick<SandboxSpec, 'image' | 'dockerfile' | 'resources'>;
 
@@ -16,7 +16,7 @@ export type SandboxSettings = Pick<SandboxSpec, 'image' | 'dockerfile' | 'resour
  * with `readUnsynced`, the `svc.toml` at its default branch's tip, read and parsed, not
  * stored (the sync, which also moves triggers and apps, stays the manifest feature's).
  */
-export async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord, readUnsynced = true): Promise<Manifest | null> {
+async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord, readUnsynced = true): Promise<Manifest | null> {
   const row = await deps.db.one<{ manifest: Manifest | null }>(manifestQueries.get(project.project_id));
   if (row || !readUnsynced) return row?.manifest ?? null;
   const repo = deps.repos.for(project);

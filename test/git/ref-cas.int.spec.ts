@@ -4,6 +4,8 @@ import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { casBranch } from '../../infra/git/ref-cas.js';
+import { localRefReader } from '../../infra/git/local-refs.js';
+import { pathToFileURL } from 'node:url';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
 import { cleanEnv } from '../../infra/git/run.js';
 
@@ -38,9 +40,9 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
 
   it('moves a loose ref from the expected value; refuses (stale) from any other, writing nothing', async () => {
     const { dir, one, two } = await repo();
-    expect(casBranch(dir, 'main', two, two, reflog)).to.equal('stale');
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, two, reflog)).to.equal('stale');
     expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(one);
-    expect(casBranch(dir, 'main', two, one, reflog)).to.equal('moved');
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal('moved');
     expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(two);
     expect((await readdir(path.join(dir, 'refs', 'heads'))).filter((f) => f.endsWith('.lock'))).to.deep.equal([]);
     git(dir, 'fsck', '--no-dangling');
@@ -49,7 +51,7 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
   it('a packed-only ref: compared with its packed value, then overridden by a loose one, as git does', async () => {
     const { dir, one, two } = await repo();
     git(dir, 'pack-refs', '--all');
-    expect(casBranch(dir, 'main', two, one, reflog)).to.equal('moved');
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal('moved');
     expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(two);
     expect(git(dir, 'for-each-ref', '--format=%(objectname)', 'refs/heads/main')).to.equal(two);
   });
@@ -57,7 +59,7 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
   it('keeps the reflog when the repository keeps one', async () => {
     const { dir, one, two } = await repo();
     git(dir, 'config', 'core.logAllRefUpdates', 'true');
-    expect(casBranch(dir, 'main', two, one, reflog)).to.equal('moved');
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal('moved');
     expect(git(dir, 'reflog', 'show', '--format=%H %gs', 'refs/heads/main')).to.equal(`${two} svc: merge`);
   });
 
@@ -65,13 +67,13 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
     const { dir, one, two } = await repo();
     const lock = path.join(dir, 'refs', 'heads', 'main.lock');
     await writeFile(lock, '');
-    expect(casBranch(dir, 'main', two, one, reflog)).to.equal(null);
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal(null);
     expect((await readdir(path.join(dir, 'refs', 'heads'))).includes('main.lock'), 'the other holder keeps its lock').to.equal(true);
     await rm(lock);
     const hook = path.join(dir, 'hooks', 'reference-transaction');
     await writeFile(hook, '#!/bin/sh\nexit 0\n');
     await chmod(hook, 0o755);
-    expect(casBranch(dir, 'main', two, one, reflog)).to.equal(null);
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal(null);
     expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(one);
   });
 });

@@ -140,6 +140,17 @@ export interface TestProject {
   base: string;
 }
 
+/**
+ * A CR that needs a merge commit: `main` moves on (`moved.txt`), `topic` branches from
+ * before that move (`topic.txt`), and a CR of `topic` into `main` is opened.
+ */
+export async function openDivergedCr({ repo, api, base }: TestProject, title: string): Promise<{ cr: { cr_id: string; number: number }; head: string }> {
+  await repo.commit('main', { 'moved.txt': 'base moved\n' });
+  const head = await repo.commit('topic', { 'topic.txt': 'work\n' }, { from: 'main~1' });
+  const cr = (await api.post(base, { title, head_ref: 'topic' })).body.change_request;
+  return { cr, head };
+}
+
 /** A server, a fixture repo and a project on it for the length of `fn`; both cleaned up after. */
 export async function withProject<T>(
   opts: { slug: string; env?: Record<string, string>; poolSize?: number; mergeConcurrency?: number },

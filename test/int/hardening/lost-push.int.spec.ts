@@ -1,16 +1,16 @@
 import { expect } from 'chai';
 import { setFailpoint } from '../../../infra/failpoints.js';
 import { repoUnavailable } from '../../../infra/git/errors.js';
-import { withProject } from '../../support/server.js';
+import { eventTypes } from '../../support/merges.js';
+import { openDivergedCr, withProject } from '../../support/server.js';
 
 describe('a merge whose outcome is unknown keeps its record (issue 15 item 10)', function () {
   this.timeout(60_000);
 
   it('the push moved the remote and its answer was lost: the CR ends merged once, with the merge commit that was pushed', () =>
-    withProject({ slug: 'lost-push' }, async ({ srv, repo, api, base }) => {
-      await repo.commit('main', { 'moved.txt': 'base moved\n' });
-      const head = await repo.commit('topic', { 'topic.txt': 'work\n' }, { from: 'main~1' });
-      const cr = (await api.post(base, { title: 'Lost answer', head_ref: 'topic' })).body.change_request;
+    withProject({ slug: 'lost-push' }, async (p) => {
+      const { srv, repo, api, base } = p;
+      const { cr, head } = await openDivergedCr(p, 'Lost answer');
       let hits = 0;
       let movedTo: string | null = null;
       const clear = setFailpoint('git.push.after-remote-moved', () => {
@@ -28,11 +28,7 @@ describe('a merge whose outcome is unknown keeps its record (issue 15 item 10)',
         expect(now.merge_commit_sha).to.equal(movedTo);
         expect(repo.tip('main')).to.equal(movedTo);
         expect(now.head_commit_sha).to.equal(head);
-        const types = await srv.db.db.rows<{ type: string }>({
-          text: 'SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position',
-          values: [`cr-${cr.cr_id}`],
-        });
-        expect(types.map((t) => t.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
+        expect(await eventTypes(srv.db.db, cr.cr_id)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
         expect(await srv.db.db.rows({ text: 'SELECT cr_id FROM merge_attempts', values: [] })).to.deep.equal([]);
         // The base holds the merge once: its first parent is the old base, nothing on top.
         repo.git('fetch', '-q', 'origin');

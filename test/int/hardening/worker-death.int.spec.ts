@@ -7,6 +7,7 @@ import { projectRoot } from '../../../infra/paths.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
+import { eventTypes } from '../../support/merges.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
 
 const N = 12;
@@ -123,8 +124,7 @@ describe('merges outlive their workers (issue 15 item 9)', function () {
         expect(cr.merge_commit_sha).to.equal(repo.tip(`base-${i}`));
         expect(repo.git('rev-parse', `${cr.merge_commit_sha}^2`)).to.equal(heads[i]);
         expect(repo.git('rev-list', '--count', `origin/base-${i}`, `^origin/main`)).to.equal('3'); // the base commit, the topic commit and one merge
-        const types = await t.db.rows<{ type: string }>({ text: 'SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position', values: [`cr-${cr.cr_id}`] });
-        expect(types.map((x) => x.type)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
+        expect(await eventTypes(t.db, cr.cr_id)).to.deep.equal(['ChangeRequestOpened', 'ChangeRequestMerged']);
       }
       killGroup(w3.proc);
     } finally {

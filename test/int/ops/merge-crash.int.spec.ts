@@ -49,8 +49,7 @@ describe('merge crash recovery (real process, SIGKILL)', function () {
       expect(published).to.not.equal(mainBefore);
       fx.repo.git('fetch', '-q', 'origin');
       fx.repo.git('merge-base', '--is-ancestor', head, published);
-      const types = async () =>
-        (await fx.db.db.rows<{ type: string }>({ text: `SELECT type FROM events WHERE stream_id = $1 ORDER BY stream_position`, values: [`cr-${cr.cr_id}`] })).map((r) => r.type);
+      const types = () => eventTypes(fx.db.db, cr.cr_id);
       expect(await types()).to.deep.equal(['ChangeRequestOpened']);
 
       let unreviewed: string | null = null;

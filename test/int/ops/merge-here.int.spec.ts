@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { eventTypes, mergeJobs } from '../../support/merges.js';
-import { withProject } from '../../support/server.js';
+import { openDivergedCr, withProject } from '../../support/server.js';
 import { until } from '../../support/wait.js';
 
 /**
@@ -12,10 +12,9 @@ describe('merges run in the process that took the request', function () {
   this.timeout(120_000);
 
   it('one durable job, completed once, its claim and attempt gone; a merge of the same CR at the same time merges once', () =>
-    withProject({ slug: 'here' }, async ({ srv, repo, api, base }) => {
-      await repo.commit('main', { 'main.txt': 'moved\n' });
-      const head = await repo.commit('topic', { 'topic.txt': 'work\n' }, { from: 'main~1' });
-      const cr = (await api.post(base, { title: 'Here', head_ref: 'topic' })).body.change_request;
+    withProject({ slug: 'here' }, async (p) => {
+      const { srv, repo, api, base } = p;
+      const { cr, head } = await openDivergedCr(p, 'Here');
       const results = await Promise.all(Array.from({ length: 6 }, () => api.post(`${base}/${cr.number}/merge`, {})));
       const statuses = results.map((r) => r.status).sort();
       expect(statuses).to.deep.equal([200, 409, 409, 409, 409, 409]);
