@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { bearerMatches } from './auth.js';
 import { CredentialError } from './credential.js';
 import type { Health } from './health.js';

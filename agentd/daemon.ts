@@ -2,7 +2,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { DEFAULT_AGENT_CONFIG_DIR, loadAgentConfigDir } from './agent-config-dir.js';
 import { displayRepoUrl, type AgentdConfig } from './config.js';
 import type { ControlDeps } from './control-routes.js';

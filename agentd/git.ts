@@ -1,8 +1,8 @@
-import { runGit as runGitProcess } from '../infra/git/run.js';
-import { isGitCommandError } from '../infra/git/errors.js';
+import { runGit as runGitProcess } from '../lib/git-run.js';
+import { isGitCommandError } from '../lib/git-run.js';
 
 /**
- * The daemon's git calls go through the server's one git runner (infra/git/run.ts): an
+ * The daemon's git calls go through the server's one git runner (lib/git-run.ts): an
  * argument vector, never a shell, and an environment built from scratch (no host git
  * config, no prompts, C locale, nothing of the parent's GIT_* variables). The daemon adds
  * only what a sandbox's network may need to reach the remote (proxies, CA bundles) and
@@ -69,5 +69,5 @@ export async function git(args: string[], opts: GitOptions = {}): Promise<string
   return r.stdout.trim();
 }
 
-/** Branch names that reach git as arguments: the server's one validator (infra/git/refs.ts). */
-export { isValidBranchName as isSafeRefName } from '../infra/git/refs.js';
+/** Branch names that reach git as arguments: the server's one validator (domain/refs.ts). */
+export { isValidBranchName as isSafeRefName } from '../domain/refs.js';

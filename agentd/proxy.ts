@@ -1,6 +1,6 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { HttpError, sendError } from './http-util.js';
 import { downstreamResponseHeaders, upstreamRequestHeaders, type ProxyTarget } from './proxy-auth.js';
 

@@ -1,6 +1,6 @@
 import { mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { credentialEnv, fetchCloneCredential, remoteNeedsCredential, type CredentialSource } from './credential.js';
 import { git, GitError, isSafeRefName, runGit } from './git.js';
 

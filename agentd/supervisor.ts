@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 
 export type AgentState = 'starting' | 'running' | 'exited';
 

@@ -4,7 +4,7 @@
  * runtime, serves the control surface and proxies to the runtime and sandbox ports on
  * SVC_SERVICE_PORT. Reference: docs/agentd.md.
  */
-import { createLogger } from '../infra/logger.js';
+import { createLogger } from '../lib/logger.js';
 import { ConfigError, loadConfig } from './config.js';
 import { startDaemon, type Daemon } from './daemon.js';
 import { runGitCredentialHelper } from './git-credential-helper.js';

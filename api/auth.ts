@@ -1,7 +1,7 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, retryLater } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
-import { authenticate, type Principal } from '../infra/tokens.js';
+import { authenticate, type Principal } from '../services/tokens/service.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -1,12 +1,12 @@
 import type { Config } from '../infra/config.js';
 import type { Db } from '../infra/db/db.js';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import type { Queue } from '../infra/queue.js';
-import type { SecretBox } from '../infra/secrets.js';
-import type { ProjectRepos } from '../infra/change-requests/repos.js';
+import type { SecretBox } from '../infra/secret-box.js';
+import type { ProjectRepos } from '../infra/git/project-repos.js';
 import type { Metrics } from './metrics.js';
-import type { SessionDeps } from '../infra/sessions/deps.js';
-import type { SpawnSession } from '../infra/triggers/service.js';
+import type { SessionDeps } from '../services/sessions/deps.js';
+import type { SpawnSession } from '../services/triggers/service.js';
 
 /** Everything a route module may use, passed in (no module-level singletons). */
 export interface ApiDeps {

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 
 /** The one mapping from typed errors to HTTP statuses. */
 export const statusOf: Record<ErrorCode, number> = {

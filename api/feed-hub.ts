@@ -1,5 +1,5 @@
 import type { Db } from '../infra/db/db.js';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { checkpointAfter, latestPosition, readAll, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
 
 /**

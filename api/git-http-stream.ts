@@ -9,8 +9,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { Request, Response } from 'express';
 import { Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { cleanEnv } from '../infra/git/run.js';
-import type { Logger } from '../infra/logger.js';
+import { cleanEnv } from '../lib/git-run.js';
+import type { Logger } from '../lib/logger.js';
 
 export interface GitServiceRun {
   /** git argv (after `git`), built by the router from constants and validated paths. */

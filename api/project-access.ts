@@ -1,11 +1,11 @@
 import type { Request } from 'express';
 import { DomainError, notFound } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
-import type { ProjectRecord } from '../infra/change-requests/repos.js';
-import { isMember } from '../infra/accounts.js';
-import { projectById, projectByIdOrSlugForUser } from '../infra/projects/service.js';
+import type { ProjectRecord } from '../domain/project.js';
+import { isMember } from '../services/accounts/service.js';
+import { projectById, projectByIdOrSlugForUser } from '../services/projects/service.js';
 import { principalOf } from './auth.js';
-import type { Principal } from '../infra/tokens.js';
+import type { Principal } from '../services/tokens/service.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { branchNameProblem } from '../infra/git/refs.js';
+import { branchNameProblem } from '../domain/refs.js';
 
 /**
  * Request schemas: the routes validate with these and the OpenAPI document is generated

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { branchNameProblem } from '../infra/git/refs.js';
+import { branchNameProblem } from '../domain/refs.js';
 
 /** Request schemas of the session routes (contracts.md "Sessions"). Commands reject unknown fields. */
 // eslint-disable-next-line no-control-regex

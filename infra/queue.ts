@@ -3,9 +3,9 @@ import PgBoss from 'pg-boss';
 import type pg from 'pg';
 import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
 import type { Db, Executor } from './db/db.js';
-import type { Logger } from './logger.js';
-import { step } from './step-trace.js';
-import { failpoint } from './failpoints.js';
+import type { Logger } from '../lib/logger.js';
+import { step } from '../lib/step-trace.js';
+import { failpoint } from '../lib/failpoints.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:

@@ -1,18 +1,18 @@
 import type { Config } from '../infra/config.js';
-import { openDatabase, type Database } from '../infra/database.js';
+import { openDatabase, type Database } from '../infra/db/database.js';
 import { migrate } from '../infra/db/migrate.js';
-import type { Logger } from '../infra/logger.js';
+import type { Logger } from '../lib/logger.js';
 import { startQueue, type Queue } from '../infra/queue.js';
-import { loadKeyring, secretBox } from '../infra/secrets.js';
+import { loadKeyring, secretBox } from '../infra/secret-box.js';
 import { createEngine } from '../infra/git/engine.js';
-import { createProjectRepos } from '../infra/change-requests/repos.js';
+import { createProjectRepos } from '../infra/git/project-repos.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
-import { CR_MERGE } from '../infra/change-requests/merge.js';
-import { APP_DEPLOY } from '../infra/apps/sync.js';
-import type { SessionDeps } from '../infra/sessions/deps.js';
-import type { Scheduler } from '../infra/triggers/scheduler.js';
-import type { SpawnSession } from '../infra/triggers/service.js';
+import { CR_MERGE } from '../services/change-requests/merge.js';
+import { APP_DEPLOY } from '../services/apps/sync.js';
+import type { SessionDeps } from '../services/sessions/deps.js';
+import type { Scheduler } from '../services/triggers/scheduler.js';
+import type { SpawnSession } from '../services/triggers/service.js';
 import { SESSION_QUEUES } from '../workers/sessions.js';
 import { MANIFEST_SYNC } from '../workers/manifest.js';
 import type { Core, Running } from './wiring/core.js';
@@ -32,7 +32,7 @@ export interface ServerOptions {
   mergeConcurrency?: number;
   /** Extra environment for every sandbox this process starts (tests). */
   sandboxEnv?: Record<string, string>;
-  /** The project's secrets for sandboxes (the secrets feature wires infra/secrets/sandbox-env.ts here). */
+  /** The project's secrets for sandboxes (the secrets feature wires services/secrets/sandbox-env.ts here). */
   projectSecrets?: SessionDeps['projectSecrets'];
   /** The sessions capability's spawner (plan decision 4); absent: trigger fires record 'sessions unavailable'. */
   spawnSession?: SpawnSession;

@@ -7,15 +7,15 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, loadConfig, type Config } from '../infra/config.js';
-import { createLogger, type Logger } from '../infra/logger.js';
-import { openDatabase } from '../infra/database.js';
+import { createLogger, type Logger } from '../lib/logger.js';
+import { openDatabase } from '../infra/db/database.js';
 import { migrate } from '../infra/db/migrate.js';
-import { bootstrapUser } from '../infra/accounts.js';
+import { bootstrapUser } from '../services/accounts/service.js';
 import { rebuildProjections } from '../projections/rebuild.js';
 import { startServer } from './server.js';
-import { addKeyToFile, loadKeyring, secretBox } from '../infra/secrets.js';
-import { rotateSecrets } from '../infra/secrets/rotate.js';
-import { setPassword } from '../infra/dashboard/passwords.js';
+import { addKeyToFile, loadKeyring, secretBox } from '../infra/secret-box.js';
+import { rotateSecrets } from '../services/secrets/rotate.js';
+import { setPassword } from '../services/dashboard/passwords.js';
 
 /** Every `admin` action with its usage; the command's summary line lists them all. */
 const ADMIN_ACTIONS = {

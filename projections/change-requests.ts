@@ -1,10 +1,10 @@
 import type { StoredEvent } from '../infra/event-store.js';
 import { evolve, parseChangeRequestEvent, STREAM_TYPE, type CrState } from '../domain/change-request/index.js';
-import { toRow, type CrRow } from '../infra/change-requests/projection.js';
+import { toRow, type CrRow } from './change-request-row.js';
 
 /**
  * The `change_requests` projection, replayed. The inline projector lives with the command
- * path (infra/change-requests/projection.ts); both go through `toRow`.
+ * path (projections/change-request-row.ts); both go through `toRow`.
  */
 
 /** Folds CR events in log order, keeping one state per stream (rebuilds). */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isDomainError } from '../domain/errors.js';
-import { MergeOutcomeUnknown, runMerge, type MergeContext } from '../infra/change-requests/merge.js';
-import type { CrDeps } from '../infra/change-requests/service.js';
+import { MergeOutcomeUnknown, runMerge, type MergeContext } from '../services/change-requests/merge.js';
+import type { CrDeps } from '../services/change-requests/service.js';
 import type { JobOutput } from '../infra/queue.js';
 
 const jobSchema = z.object({

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { ProjectRecord } from '../infra/change-requests/repos.js';
+import type { ProjectRecord } from '../domain/project.js';
 import type { ChangeRequest } from '../domain/change-request/index.js';
 import type { Queue, JobOutput } from '../infra/queue.js';
-import { syncProjectById, type ManifestDeps } from '../infra/manifest/sync.js';
-import { runAppJob, type AppDeps } from '../infra/apps/deploy.js';
-import type { AppJob } from '../infra/apps/sync.js';
+import { syncProjectById, type ManifestDeps } from '../services/manifest/sync.js';
+import { runAppJob, type AppDeps } from '../services/apps/deploy.js';
+import type { AppJob } from '../services/apps/sync.js';
 
 export const MANIFEST_SYNC = 'manifest.sync';
 

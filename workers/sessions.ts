@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import type { JobOutput, Queue } from '../infra/queue.js';
-import type { SessionDeps } from '../infra/sessions/deps.js';
-import { idleMs } from '../infra/sessions/deps.js';
-import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../infra/sessions/jobs.js';
-import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../infra/sessions/provision.js';
+import type { SessionDeps } from '../services/sessions/deps.js';
+import { idleMs } from '../services/sessions/deps.js';
+import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../services/sessions/jobs.js';
+import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../services/sessions/provision.js';
 
-export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../infra/sessions/jobs.js';
+export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
 
 const provisionJob = z.object({ session_id: z.uuid() });
 const stopJob = z.object({

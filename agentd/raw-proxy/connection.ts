@@ -1,5 +1,5 @@
 import type net from 'node:net';
-import type { Logger } from '../../infra/logger.js';
+import type { Logger } from '../../lib/logger.js';
 import type { AgentState } from '../supervisor.js';
 import { adoptClientSocket, type ClientReader } from './client-socket.js';
 import { headEnd, MAX_HEAD_BYTES, parseRequestHead, type RequestHead } from './head.js';

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
-import { registerCliLogin, useCliLogin } from '../../infra/dashboard/cli-logins.js';
+import { registerCliLogin, useCliLogin } from '../../services/dashboard/cli-logins.js';
 import { csrfOf, requireCsrf, requireSession, userOf } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';

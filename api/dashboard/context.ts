@@ -4,8 +4,8 @@ import { ApiClient } from '../../cli/api-client.js';
 import { ApiError } from '../../cli/errors.js';
 import { nodeFetch } from '../../cli/http.js';
 import { DomainError } from '../../domain/errors.js';
-import type { DashboardSession, SessionStore } from '../../infra/dashboard/sessions.js';
-import { SESSION_COOKIE } from '../../infra/dashboard/sessions.js';
+import type { DashboardSession, SessionStore } from '../../services/dashboard/sessions.js';
+import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 
 /** Per-request state of the dashboard, on `res.locals`. */
 export interface DashLocals {

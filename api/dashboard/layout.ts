@@ -1,5 +1,5 @@
 import { html, type Html } from './html.js';
-import type { DashboardUser } from '../../infra/dashboard/sessions.js';
+import type { DashboardUser } from '../../services/dashboard/sessions.js';
 
 export interface PageOptions {
   title: string;

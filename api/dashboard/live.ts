@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { WebSocket } from 'ws';
 import type { Db } from '../../infra/db/db.js';
-import { lastProjectPosition } from '../../infra/dashboard/live.js';
+import { lastProjectPosition } from '../../services/dashboard/live.js';
 import { apiOf, locals } from './context.js';
 
 /**

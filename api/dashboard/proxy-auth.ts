@@ -2,7 +2,7 @@ import type { RequestHandler } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiDeps } from '../deps.js';
 import { parseCookies } from './context.js';
-import { SESSION_COOKIE } from '../../infra/dashboard/sessions.js';
+import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 import { sessionStoreOf } from './store.js';
 
 /**

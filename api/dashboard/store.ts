@@ -1,5 +1,5 @@
-import { loadSecretKey } from '../../infra/secrets.js';
-import { cookieKey, sessionStore, type SessionStore } from '../../infra/dashboard/sessions.js';
+import { loadSecretKey } from '../../infra/secret-box.js';
+import { cookieKey, sessionStore, type SessionStore } from '../../services/dashboard/sessions.js';
 import type { ApiDeps } from '../deps.js';
 
 const stores = new WeakMap<ApiDeps['db'], Promise<SessionStore>>();

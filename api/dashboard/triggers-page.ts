@@ -5,7 +5,7 @@ import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { apiRefusal, crumbsOf, projectNav, statusBadge, when } from './shared.js';
-import type { serializeTrigger } from '../../infra/triggers/service.js';
+import type { serializeTrigger } from '../../services/triggers/service.js';
 
 /**
  * A project's triggers (docs/manifest.md "Triggers"): schedule, enabled, last and next

@@ -2,8 +2,8 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf, requireUserToken } from '../auth.js';
 import { CreateTokenBody } from '../schemas.js';
-import { accountsOfUser } from '../../infra/accounts.js';
-import { listTokens, mintToken, revokeToken } from '../../infra/tokens.js';
+import { accountsOfUser } from '../../services/accounts/service.js';
+import { listTokens, mintToken, revokeToken } from '../../services/tokens/service.js';
 import { notFound } from '../../domain/errors.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -2,8 +2,8 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { notFound } from '../../domain/errors.js';
-import { appDeploys, getApp, listApps } from '../../infra/apps/service.js';
-import { serializeApp } from '../../infra/apps/deploy.js';
+import { appDeploys, getApp, listApps } from '../../services/apps/service.js';
+import { serializeApp } from '../../services/apps/deploy.js';
 
 /** `/v1/projects/:projectId/apps` (read-only: apps follow `[[apps]]` on the default branch). */
 export function appRoutes(deps: ApiDeps): Router {

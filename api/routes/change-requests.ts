@@ -13,9 +13,9 @@ import {
   ListChangeRequestsQuery,
   MergeChangeRequestBody,
 } from '../schemas.js';
-import * as crs from '../../infra/change-requests/service.js';
-import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../infra/change-requests/merge.js';
-import { formatSteps, step, traced } from '../../infra/step-trace.js';
+import * as crs from '../../services/change-requests/service.js';
+import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../services/change-requests/merge.js';
+import { formatSteps, step, traced } from '../../lib/step-trace.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest) {

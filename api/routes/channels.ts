@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { addChannel, CHANNEL_KINDS, listChannels, removeChannel } from '../../infra/channels/service.js';
+import { addChannel, CHANNEL_KINDS, listChannels, removeChannel } from '../../services/channels/service.js';
 
 const AddChannelBody = z.strictObject({
   kind: z.enum(CHANNEL_KINDS),

@@ -1,5 +1,5 @@
 import { Router } from 'express';
-import { redeemCliLogin } from '../../infra/dashboard/cli-logins.js';
+import { redeemCliLogin } from '../../services/dashboard/cli-logins.js';
 import type { ApiDeps } from '../deps.js';
 import { RedeemCliLoginBody } from '../schemas.js';
 

@@ -2,10 +2,10 @@ import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
-import type { ProjectRecord } from '../../infra/change-requests/repos.js';
-import { projectById } from '../../infra/projects/service.js';
-import { authenticateSandboxKey, mintCloneCredential } from '../../infra/sessions/credentials.js';
-import { repoUrlOf } from '../../infra/sessions/provision.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { projectById } from '../../services/projects/service.js';
+import { authenticateSandboxKey, mintCloneCredential } from '../../services/sessions/credentials.js';
+import { repoUrlOf } from '../../services/sessions/provision.js';
 import { sessionDepsOf } from './sessions.js';
 
 export const CLONE_CREDENTIAL_MINUTES = 15;

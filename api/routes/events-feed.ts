@@ -5,12 +5,12 @@ import { Router, type Express, type RequestHandler } from 'express';
 import { WebSocket, WebSocketServer } from 'ws';
 import { validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
-import type { Logger } from '../../infra/logger.js';
+import type { Logger } from '../../lib/logger.js';
 import { checkpointOf, type Checkpoint, type StoredEvent } from '../../infra/event-store.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { principalOf } from '../auth.js';
-import { deadTokens } from '../../infra/tokens.js';
+import { deadTokens } from '../../services/tokens/service.js';
 import { EventsFeedQuery } from '../schemas.js';
 import { createFeedHub, type FeedHub, type FeedSink } from '../feed-hub.js';
 

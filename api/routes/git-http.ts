@@ -18,11 +18,11 @@ import { DomainError, notFound } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { bodyOf, statusOf } from '../errors.js';
-import { authenticate, type Principal } from '../../infra/tokens.js';
+import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
-import { assertBranchName } from '../../infra/git/refs.js';
-import type { ProjectRecord } from '../../infra/change-requests/repos.js';
+import { assertBranchName } from '../../domain/refs.js';
+import type { ProjectRecord } from '../../domain/project.js';
 import { runGitService } from '../git-http-stream.js';
 
 const SERVICES = ['git-upload-pack', 'git-receive-pack'] as const;

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { getManifest, type ManifestDeps } from '../../infra/manifest/sync.js';
-import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps } from '../../infra/secrets/service.js';
-import { APP_DEPLOY } from '../../infra/apps/sync.js';
+import { getManifest, type ManifestDeps } from '../../services/manifest/sync.js';
+import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps } from '../../services/secrets/service.js';
+import { APP_DEPLOY } from '../../services/apps/sync.js';
 
 const PutSecretBody = z.strictObject({ value: z.string() });
 const PatchSecretsBody = z.strictObject({

@@ -6,9 +6,9 @@ import { principalOf } from '../auth.js';
 import { CreateProjectBody, ListProjectsQuery } from '../schemas.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
-import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../infra/projects/service.js';
+import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../services/projects/service.js';
 import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
-import { mintToken } from '../../infra/tokens.js';
+import { mintToken } from '../../services/tokens/service.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
 import type { Request } from 'express';
 

@@ -7,9 +7,9 @@ import type { ApiDeps } from '../deps.js';
 import { requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { resolveProject } from '../project-access.js';
-import { authenticate, type Principal } from '../../infra/tokens.js';
-import { liveTarget, touchSession, type LiveTarget } from '../../infra/sessions/service.js';
-import { freshContext } from '../../infra/sessions/user-context.js';
+import { authenticate, type Principal } from '../../services/tokens/service.js';
+import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
+import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
 
 /**

@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../schemas.js';
-import { liveTarget } from '../../infra/sessions/service.js';
+import { liveTarget } from '../../services/sessions/service.js';
 import { sessionDepsOf } from './sessions.js';
 
 /**

@@ -4,8 +4,8 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../session-schemas.js';
-import * as sessions from '../../infra/sessions/service.js';
-import type { SessionDeps } from '../../infra/sessions/deps.js';
+import * as sessions from '../../services/sessions/service.js';
+import type { SessionDeps } from '../../services/sessions/deps.js';
 
 export const sessionsUnavailable = () =>
   new DomainError('unavailable', 'Sessions unavailable', 'This server runs no session service.');

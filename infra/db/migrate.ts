@@ -1,9 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inTransaction, type Db } from './db.js';
-import { migrationsDir } from '../paths.js';
+import { migrationsDir } from '../../lib/paths.js';
 import { migrationQueries as q } from '../../sql/queries/migrations.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../lib/logger.js';
 
 export interface Migration {
   version: number;

@@ -1,5 +1,5 @@
 import type { DiffFile, DiffResult, FileStatus, GitEngine, MergeCommitRequest, MergePreview, MergeResult } from './port.js';
-import { assertBranchName, assertSha } from './refs.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
 import { mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { classify, previewFor } from './engine-ort.js';
 import { ngErrno, type NgRepository, type NodeGit } from './nodegit-types.js';

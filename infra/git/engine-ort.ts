@@ -1,10 +1,11 @@
 import type { DiffFile, DiffResult, FileStatus, GitEngine, MergeCommitRequest, MergePreview, MergeResult } from './port.js';
-import { assertBranchName, assertSha } from './refs.js';
-import { runGit, type GitResult } from './run.js';
-import { isGitCommandError, mergeFailed, refMoved, unrelatedHistories } from './errors.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
+import { runGit, type GitResult } from '../../lib/git-run.js';
+import { isGitCommandError } from '../../lib/git-run.js';
+import { mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { diffResult } from './diff-result.js';
 import { writeMergeCommit } from './commit-object.js';
-import { step } from '../step-trace.js';
+import { step } from '../../lib/step-trace.js';
 
 /**
  * The default engine: git's own merge-ort through plumbing (merge-tree --write-tree,

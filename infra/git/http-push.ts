@@ -2,9 +2,9 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { assertSha } from './refs.js';
-import { cleanEnv, runGit } from './run.js';
-import { step } from '../step-trace.js';
+import { assertSha } from '../../domain/refs.js';
+import { cleanEnv, runGit } from '../../lib/git-run.js';
+import { step } from '../../lib/step-trace.js';
 
 /**
  * A push over git's smart HTTP protocol (v0: gitprotocol-http, -pack, -common) from Node,

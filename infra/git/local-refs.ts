@@ -1,7 +1,7 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { assertBranchName, isSha } from './refs.js';
+import { assertBranchName, isSha } from '../../domain/refs.js';
 
 /**
  * Branch tips of a repository on this machine, read from its ref files the way git's

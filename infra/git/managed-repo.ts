@@ -1,12 +1,12 @@
 import { mkdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError, notFound } from '../../domain/errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../lib/logger.js';
 import type { CommitFileRequest, DiffResult, GitEngine, MergeHooks, MergePreview, MergeRequest, MergeResult, ProjectRepo } from './port.js';
 import { SYSTEM_IDENTITY } from './port.js';
-import { assertBranchName, assertSha } from './refs.js';
-import { runGit } from './run.js';
-import { step } from '../step-trace.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
+import { runGit } from '../../lib/git-run.js';
+import { step } from '../../lib/step-trace.js';
 import { headModified, refMoved } from './errors.js';
 import { casBranch } from './ref-cas.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';

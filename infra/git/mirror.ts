@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError } from '../../domain/errors.js';
-import { runGit } from './run.js';
+import { runGit } from '../../lib/git-run.js';
 
 /**
  * Bookkeeping for the bare mirrors of one process: which fetch is in flight for a

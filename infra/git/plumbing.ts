@@ -5,8 +5,8 @@ import path from 'node:path';
 import { validationError } from '../../domain/errors.js';
 import { isRepoPath } from '../../domain/repo-path.js';
 import type { CommitFileRequest } from './port.js';
-import { assertSha } from './refs.js';
-import { runGit } from './run.js';
+import { assertSha } from '../../domain/refs.js';
+import { runGit } from '../../lib/git-run.js';
 
 /**
  * Reading a file at a commit, writing a one-file commit and exporting a tree, on a bare

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { repoConfigText } from './config-file.js';
 import { identLine } from './commit-object.js';
 import { SYSTEM_IDENTITY, type Identity } from './port.js';
-import { assertBranchName, assertSha } from './refs.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
 import type { LocalRefReader } from './local-refs.js';
 
 /**

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../lib/logger.js';
 import type {
   CommitFileRequest,
   DiffResult,
@@ -14,16 +14,17 @@ import type {
   RepoLocation,
 } from './port.js';
 import { SYSTEM_IDENTITY } from './port.js';
-import { assertBranchName, assertSha } from './refs.js';
-import { runGit, type GitRunOptions } from './run.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
+import { runGit, type GitRunOptions } from '../../lib/git-run.js';
 import { gitAuth, sendableCredentials, type GitAuth } from './credentials.js';
 import { httpPush, nodePushApplies, type HttpPushOutcome } from './http-push.js';
 import { assertRemoteUrl } from './remote-url.js';
 import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
-import { failpointAsync } from '../failpoints.js';
-import { step } from '../step-trace.js';
+import { failpointAsync } from '../../lib/failpoints.js';
+import { step } from '../../lib/step-trace.js';
 import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from './mirror.js';
-import { GitCommandError, headModified, isGitCommandError, refMoved, repoUnavailable } from './errors.js';
+import { GitCommandError, isGitCommandError } from '../../lib/git-run.js';
+import { headModified, refMoved, repoUnavailable } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
 import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';

@@ -10,7 +10,9 @@
  * sandbox). Chosen by `SVC_SANDBOX_PROVIDER`.
  */
 
-export type SandboxProviderName = 'process' | 'bwrap' | 'docker' | 'kubernetes';
+import type { SandboxHandle, SandboxProviderName } from '../../domain/sandbox.js';
+
+export type { SandboxHandle, SandboxProviderName };
 
 export interface SandboxSpec {
   /** One sandbox incarnation (a restart makes a new one). */
@@ -55,15 +57,6 @@ export interface SandboxResources {
   memoryMb?: number;
 }
 
-/** What the server keeps about a running sandbox, enough to reach it and to find it again. */
-export interface SandboxHandle {
-  sandboxId: string;
-  provider: SandboxProviderName;
-  /** Base URL of the daemon (`svc-agent`) as the server reaches it, e.g. `http://127.0.0.1:41234`. */
-  url: string;
-  /** Provider-specific identity: a pid, a container id, a pod name. Persisted; given back to `inspect`/`stop`. */
-  ref: string;
-}
 
 export type SandboxLiveness = 'running' | 'exited' | 'unknown';
 

@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { freePort } from '../net.js';
-import { projectRoot } from '../paths.js';
-import type { Logger } from '../logger.js';
+import { freePort } from '../../lib/net.js';
+import { projectRoot } from '../../lib/paths.js';
+import type { Logger } from '../../lib/logger.js';
 import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**

@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { Config } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../../lib/logger.js';
 import { createBwrapProvider } from './bwrap.js';
 import { createDockerProvider } from './docker.js';
 import { createKubernetesProvider } from './kubernetes.js';

@@ -1,4 +1,4 @@
-import { startChannelDispatcher } from '../../infra/channels/dispatcher.js';
+import { startChannelDispatcher } from '../../services/channels/dispatcher.js';
 import type { Core, Running } from './core.js';
 
 /** Chat channels (issue 14): the notifications subscriber runs with the workers (SVC_CHANNELS_DISPATCH). */

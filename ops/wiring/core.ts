@@ -1,9 +1,9 @@
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db/db.js';
-import type { Logger } from '../../infra/logger.js';
+import type { Logger } from '../../lib/logger.js';
 import type { Queue } from '../../infra/queue.js';
-import type { SecretBox } from '../../infra/secrets.js';
-import type { ProjectRepos } from '../../infra/change-requests/repos.js';
+import type { SecretBox } from '../../infra/secret-box.js';
+import type { ProjectRepos } from '../../infra/git/project-repos.js';
 
 /** What every feature's wiring is handed: the process's database, queue, repositories and roles. */
 export interface Core {

@@ -7,9 +7,9 @@ import { createMetrics } from '../../api/metrics.js';
 import { healthRoutes } from '../../api/routes/health.js';
 import { createEventsFeed } from '../../api/routes/events-feed.js';
 import { sessionUpgradeHandler } from '../../api/routes/session-proxy.js';
-import type { SessionDeps } from '../../infra/sessions/deps.js';
-import { pushSecretsToSandboxes } from '../../infra/sessions/secrets-push.js';
-import type { SpawnSession } from '../../infra/triggers/service.js';
+import type { SessionDeps } from '../../services/sessions/deps.js';
+import { pushSecretsToSandboxes } from '../../services/sessions/secrets-push.js';
+import type { SpawnSession } from '../../services/triggers/service.js';
 import type { Core } from './core.js';
 
 export interface HttpWiring {

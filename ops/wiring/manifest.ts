@@ -1,12 +1,12 @@
-import { resumeApps } from '../../infra/apps/resume.js';
-import { stopOwnedApps } from '../../infra/apps/runner.js';
-import { APP_DEPLOY } from '../../infra/apps/sync.js';
-import { enqueueAllManifestSyncs, type ManifestDeps } from '../../infra/manifest/sync.js';
+import { resumeApps } from '../../services/apps/resume.js';
+import { stopOwnedApps } from '../../services/apps/runner.js';
+import { APP_DEPLOY } from '../../services/apps/sync.js';
+import { enqueueAllManifestSyncs, type ManifestDeps } from '../../services/manifest/sync.js';
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
-import type { SessionDeps } from '../../infra/sessions/deps.js';
-import { createSession } from '../../infra/sessions/service.js';
-import { createScheduler, type Scheduler } from '../../infra/triggers/scheduler.js';
-import type { SpawnSession } from '../../infra/triggers/service.js';
+import type { SessionDeps } from '../../services/sessions/deps.js';
+import { createSession } from '../../services/sessions/service.js';
+import { createScheduler, type Scheduler } from '../../services/triggers/scheduler.js';
+import type { SpawnSession } from '../../services/triggers/service.js';
 import { MANIFEST_SYNC, appDeployHandler, manifestSyncHandler } from '../../workers/manifest.js';
 import type { Core, Running } from './core.js';
 

@@ -1,4 +1,4 @@
-import { CR_MERGE, reconcileMergeAttempts } from '../../infra/change-requests/merge.js';
+import { CR_MERGE, reconcileMergeAttempts } from '../../services/change-requests/merge.js';
 import { crMergeHandler } from '../../workers/cr-merge.js';
 import { onMergedResync } from '../../workers/manifest.js';
 import type { Core } from './core.js';

@@ -1,7 +1,7 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import { createSandboxProvider } from '../../infra/sandbox/registry.js';
-import type { SessionDeps } from '../../infra/sessions/deps.js';
-import { sandboxSecrets } from '../../infra/secrets/sandbox-env.js';
+import type { SessionDeps } from '../../services/sessions/deps.js';
+import { sandboxSecrets } from '../../services/secrets/sandbox-env.js';
 import { startSessionWorkers } from '../../workers/sessions.js';
 import type { Core, Running } from './core.js';
 

@@ -1,5 +1,5 @@
-import type { Query } from '../../infra/db/db.js';
-import type { SandboxHandle } from '../../infra/sandbox/port.js';
+import type { Query } from '../query.js';
+import type { SandboxHandle } from '../../domain/sandbox.js';
 
 export interface AppRow {
   project_id: string;

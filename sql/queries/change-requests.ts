@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 import { APPEND_ONE_CTES, EVENT_COLUMNS } from './events.js';
 
 /** Every column of `change_requests`, in table order. */

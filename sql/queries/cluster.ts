@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** The embedded cluster as its owner sees it, on a maintenance connection. */
 export const clusterQueries = {

@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** Browser sign-in: passwords, dashboard sessions, failed sign-ins, CLI login requests. */
 export const dashboardQueries = {

@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /**
  * Columns every read returns, in the shape of `StoredEvent`. The xid8 goes out as text

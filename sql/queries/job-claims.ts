@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** The advisory lock a worker process holds for its whole life (see sql/021_job_claims.sql). */
 const workerLockKey = (workerId: string) => `svc-worker:${workerId}`;

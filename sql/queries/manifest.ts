@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** Project manifests, secrets and the per-stream lock of the feature's event log. */
 export const manifestQueries = {

@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** An arbitrary constant: the advisory lock every migrating process takes. */
 const MIGRATION_LOCK = 7_301_447_112;

@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at, repo_managed';
 

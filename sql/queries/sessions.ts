@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 /** Columns of `project_sessions` in table order after migration 007. */
 export const SESSION_COLUMNS = [

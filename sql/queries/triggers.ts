@@ -1,4 +1,4 @@
-import type { Query } from '../../infra/db/db.js';
+import type { Query } from '../query.js';
 
 const cols = 'project_id, slug, schedule, prompt, agent, model, enabled, last_fired_at, next_fire_at';
 

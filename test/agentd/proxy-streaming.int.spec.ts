@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LoopbackProxy } from '../../agentd/proxy.js';
-import { silentLogger } from '../../infra/logger.js';
+import { silentLogger } from '../../lib/logger.js';
 import { measuredDownload } from './support/download.js';
 
 /**

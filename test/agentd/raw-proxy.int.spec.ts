@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { signUserContext } from '../../agentd/auth.js';
 import { DaemonListener } from '../../agentd/raw-proxy/listener.js';
 import { UpstreamPool } from '../../agentd/raw-proxy/upstream-pool.js';
-import { silentLogger } from '../../infra/logger.js';
+import { silentLogger } from '../../lib/logger.js';
 import { measuredDownload } from './support/download.js';
 
 const TOKEN = 't'.repeat(32);

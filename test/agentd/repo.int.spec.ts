@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
-import { silentLogger } from '../../infra/logger.js';
+import { silentLogger } from '../../lib/logger.js';
 import { cloneRepo, pullSessionBranch, RepoError, repoStatus, type RepoSettings } from '../../agentd/repo.js';
 import { gitSync, makeRemote, tempDir } from './support/harness.js';
 

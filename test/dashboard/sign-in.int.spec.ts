@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { projectRoot } from '../../infra/paths.js';
+import { projectRoot } from '../../lib/paths.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 import { PASSWORD, withPassword } from './support.js';
 

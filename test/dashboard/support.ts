@@ -2,8 +2,8 @@
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { projectRoot } from '../../infra/paths.js';
-import { setPassword } from '../../infra/dashboard/passwords.js';
+import { projectRoot } from '../../lib/paths.js';
+import { setPassword } from '../../services/dashboard/passwords.js';
 import type { TestServer } from '../support/server.js';
 
 export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';

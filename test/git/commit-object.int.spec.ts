@@ -6,7 +6,7 @@ import path from 'node:path';
 import { writeMergeCommit } from '../../infra/git/commit-object.js';
 import { identityEnv } from '../../infra/git/engine-ort.js';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
-import { cleanEnv } from '../../infra/git/run.js';
+import { cleanEnv } from '../../lib/git-run.js';
 
 describe('merge commits written without git (infra/git/commit-object.ts)', function () {
   this.timeout(30_000);

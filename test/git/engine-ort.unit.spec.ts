@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { parseCombinedDiff, classify, parseMergeTree, previewFor } from '../../infra/git/engine-ort.js';
 import { gitAuth } from '../../infra/git/credentials.js';
-import { cleanEnv, redact, splitNul } from '../../infra/git/run.js';
+import { cleanEnv, redact, splitNul } from '../../lib/git-run.js';
 import { assertRemoteUrl } from '../../infra/git/remote-url.js';
 import { mirrorPathFor } from '../../infra/git/mirror.js';
 

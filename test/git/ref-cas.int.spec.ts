@@ -7,7 +7,7 @@ import { casBranch } from '../../infra/git/ref-cas.js';
 import { localRefReader } from '../../infra/git/local-refs.js';
 import { pathToFileURL } from 'node:url';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
-import { cleanEnv } from '../../infra/git/run.js';
+import { cleanEnv } from '../../lib/git-run.js';
 
 describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function () {
   this.timeout(30_000);

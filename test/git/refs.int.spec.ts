@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isValidBranchName } from '../../infra/git/refs.js';
+import { isValidBranchName } from '../../domain/refs.js';
 import { generatedNames, HANDPICKED } from './support/ref-names.js';
 
 /**

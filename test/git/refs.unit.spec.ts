@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { DomainError } from '../../domain/errors.js';
-import { assertBranchName, assertSha, branchNameProblem, isValidBranchName, MAX_BRANCH_NAME } from '../../infra/git/refs.js';
+import { assertBranchName, assertSha, branchNameProblem, isValidBranchName, MAX_BRANCH_NAME } from '../../domain/refs.js';
 
 describe('branch name rules (git check-ref-format --branch)', () => {
   const table: Array<[string, boolean]> = [

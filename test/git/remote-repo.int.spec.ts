@@ -11,7 +11,7 @@ import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { git, parentsOf, RepoFixture } from './support/repo-fixture.js';
 import { startHttpGitServer, type HttpGitServer } from './support/http-git-server.js';
 import { domainError } from '../support/domain-error.js';
-import { setFailpoint } from '../../infra/failpoints.js';
+import { setFailpoint } from '../../lib/failpoints.js';
 import { repoUnavailable } from '../../infra/git/errors.js';
 
 const engines = await enginesUnderTest();

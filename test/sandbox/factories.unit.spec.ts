@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../infra/config.js';
-import { silentLogger } from '../../infra/logger.js';
+import { silentLogger } from '../../lib/logger.js';
 import { createSandboxProvider, defaultProviderName, providerFactories, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { which } from '../../infra/sandbox/provider-util.js';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../../infra/paths.js';
+import { projectRoot } from '../../lib/paths.js';
 import { runSvc, sandbox, type Sandbox } from '../cli/helpers.js';
 import { withSessionProject } from '../support/sessions.js';
 import { skipUnlessCi } from '../support/skip.js';

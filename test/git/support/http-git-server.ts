@@ -1,4 +1,4 @@
-import { startHttpBackend, type HttpBackend } from '../../../ops/bench/support/http-backend.js';
+import { startHttpBackend, type HttpBackend } from '../../../bench/support/http-backend.js';
 
 /**
  * Serves the repositories under `root` over git's smart HTTP protocol on 127.0.0.1 (a

@@ -7,13 +7,13 @@ import { WebSocket } from 'ws';
 import { append } from '../../../infra/event-store.js';
 import { executor, type Db, type Query } from '../../../infra/db/db.js';
 import { createFeedHub } from '../../../api/feed-hub.js';
-import { mintToken } from '../../../infra/tokens.js';
+import { mintToken } from '../../../services/tokens/service.js';
 import { serverAndRepo } from '../../support/suite.js';
 import { startTestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { createEventsFeed } from '../../../api/routes/events-feed.js';
 import type { ApiDeps } from '../../../api/deps.js';
-import { silentLogger } from '../../../infra/logger.js';
+import { silentLogger } from '../../../lib/logger.js';
 
 interface FeedMessage {
   global_position: number;

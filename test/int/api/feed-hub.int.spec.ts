@@ -3,7 +3,7 @@ import { mock } from 'node:test';
 import { createFeedHub } from '../../../api/feed-hub.js';
 import type { Db, Query } from '../../../infra/db/db.js';
 import { START, type StoredEvent } from '../../../infra/event-store.js';
-import { silentLogger } from '../../../infra/logger.js';
+import { silentLogger } from '../../../lib/logger.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 
 /**

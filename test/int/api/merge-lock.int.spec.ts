@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withProject } from '../../support/server.js';
-import { setFailpoint } from '../../../infra/failpoints.js';
+import { setFailpoint } from '../../../lib/failpoints.js';
 
 describe('merges, closes and the per-base lock', function () {
   this.timeout(90_000);

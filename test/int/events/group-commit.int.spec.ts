@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type ProjectedAppend } from '../../../infra/change-requests/handle.js';
+import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type ProjectedAppend } from '../../../services/change-requests/handle.js';
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
 import { crQueries } from '../../../sql/queries/change-requests.js';
-import { insertProjects, type BenchProject } from '../../../ops/bench/support/cr-events.js';
+import { insertProjects, type BenchProject } from '../../../bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { createDb, type Db } from '../../../infra/db/db.js';
-import { fromRow } from '../../../infra/change-requests/projection.js';
+import { fromRow } from '../../../projections/change-request-row.js';
 
 /** Group commit of concurrent CR commands: batched, each with its own optimistic check. */
 describe('group-committed CR appends', function () {

@@ -3,7 +3,7 @@ import { gzipSync } from 'node:zlib';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { authedUrl, gitOk, workDir, type WorkDir } from '../../support/git-client.js';
-import { mintToken } from '../../../infra/tokens.js';
+import { mintToken } from '../../../services/tokens/service.js';
 
 const pkt = (s: string) => `${(s.length + 4).toString(16).padStart(4, '0')}${s}`;
 const basic = (token: string) => `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;

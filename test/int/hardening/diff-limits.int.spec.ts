@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
 import { truncationNote } from '../../../cli/commands/cr/diff.js';
-import { limitDiff } from '../../../infra/change-requests/diff-limits.js';
+import { limitDiff } from '../../../services/change-requests/diff-limits.js';
 
 describe('diff limits (issue 15 item 5)', function () {
   this.timeout(120_000);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { setFailpoint } from '../../../infra/failpoints.js';
+import { setFailpoint } from '../../../lib/failpoints.js';
 import { repoUnavailable } from '../../../infra/git/errors.js';
 import { eventTypes } from '../../support/merges.js';
 import { openDivergedCr, withProject } from '../../support/server.js';

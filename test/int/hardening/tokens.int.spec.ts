@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import http from 'node:http';
 import { WebSocket } from 'ws';
-import { mintToken } from '../../../infra/tokens.js';
+import { mintToken } from '../../../services/tokens/service.js';
 import { startTestServer, withProject, type TestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 

@@ -6,8 +6,8 @@ import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
-import { bootstrapUser } from '../../../infra/accounts.js';
-import { projectRoot } from '../../../infra/paths.js';
+import { bootstrapUser } from '../../../services/accounts/service.js';
+import { projectRoot } from '../../../lib/paths.js';
 import { projectQueries } from '../../../sql/queries/projects.js';
 import { eventually } from './support.js';
 

@@ -6,10 +6,10 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { spawnTestServer, type SpawnedServer } from '../../support/server.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
-import { bootstrapUser } from '../../../infra/accounts.js';
-import { addKeyToFile, fileKeyring, loadKeyring, secretBox } from '../../../infra/secrets.js';
-import { sandboxSecrets } from '../../../infra/secrets/sandbox-env.js';
-import { rotateSecrets } from '../../../infra/secrets/rotate.js';
+import { bootstrapUser } from '../../../services/accounts/service.js';
+import { addKeyToFile, fileKeyring, loadKeyring, secretBox } from '../../../infra/secret-box.js';
+import { sandboxSecrets } from '../../../services/secrets/sandbox-env.js';
+import { rotateSecrets } from '../../../services/secrets/rotate.js';
 import { eventually } from './support.js';
 
 /** Values no response, log line or event may ever contain. */

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
 import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
-import { createScheduler } from '../../../infra/triggers/scheduler.js';
-import { silentLogger } from '../../../infra/logger.js';
-import type { SpawnSessionInput } from '../../../infra/triggers/service.js';
+import { createScheduler } from '../../../services/triggers/scheduler.js';
+import { silentLogger } from '../../../lib/logger.js';
+import type { SpawnSessionInput } from '../../../services/triggers/service.js';
 import { eventually, mergeChange, projectPath } from './support.js';
 
 const MANIFEST = `# triggers of this project

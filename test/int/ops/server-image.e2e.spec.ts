@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 import { freePort } from '../../support/server.js';
 import { skipUnlessCi } from '../../support/skip.js';
 

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer, traversableTempDir } from '../../support/server.js';
 

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import { projectRoot } from '../../../infra/paths.js';
-import { freePort } from '../../../infra/net.js';
+import { projectRoot } from '../../../lib/paths.js';
+import { freePort } from '../../../lib/net.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
 
 /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
 import { serverAndRepo } from '../../support/suite.js';
 import { client } from '../../support/http.js';

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 import { client } from '../../support/http.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';

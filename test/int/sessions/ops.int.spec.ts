@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { bootstrapUser } from '../../../infra/accounts.js';
+import { bootstrapUser } from '../../../services/accounts/service.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer } from '../../support/server.js';
 import { processFixture } from '../../support/suite.js';

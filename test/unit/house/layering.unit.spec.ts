@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 
 /**
  * The house rules (docs: /work/shared/design/style.md), checked on the source tree so they

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createCipheriv, randomBytes } from 'node:crypto';
-import { secretBox, staticKeyring } from '../../../infra/secrets.js';
+import { secretBox, staticKeyring } from '../../../infra/secret-box.js';
 
 describe('SecretBox (AES-256-GCM, AAD, key ids)', () => {
   const k1 = randomBytes(32);

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
-import { projectRoot } from '../../../infra/paths.js';
+import { projectRoot } from '../../../lib/paths.js';
 
 /**
  * The Helm chart ops/helm/svc, checked WITHOUT helm (not on npm or Debian) and WITHOUT a

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { loadConfig } from '../../../infra/config.js';
-import { activityIntervalMs, MIN_PROJECT_IDLE_MS } from '../../../infra/sessions/deps.js';
+import { activityIntervalMs, MIN_PROJECT_IDLE_MS } from '../../../services/sessions/deps.js';
 import { parseManifest } from '../../../domain/manifest/parse.js';
 
 describe('session activity and the shortest idle time a project may set', () => {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { fold, type SessionEvent } from '../../../domain/session/index.js';
-import { sandboxEnv } from '../../../infra/sessions/sandbox-env.js';
-import type { ProjectRecord } from '../../../infra/change-requests/repos.js';
+import { sandboxEnv } from '../../../services/sessions/sandbox-env.js';
+import type { ProjectRecord } from '../../../domain/project.js';
 
 /** The spec's "Injected sandbox environment" table, exactly (no LLM gateway here). */
 const ALWAYS = [

@@ -1,0 +1,157 @@
+import { spawn } from 'node:child_process';
+
+
+/**
+ * A git process that ended with an exit code the caller did not expect. Carries the
+ * evidence (argv, exit code, stderr) with credentials already removed, so it can be
+ * logged as is. Callers branch on `exitCode`, never on `stderr`.
+ */
+export class GitCommandError extends Error {
+  readonly exitCode: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly args: readonly string[];
+  readonly stderr: string;
+
+  constructor(args: readonly string[], exitCode: number | null, signal: NodeJS.Signals | null, stderr: string) {
+    const what = signal ? `signal ${signal}` : `exit code ${exitCode}`;
+    const firstLine = stderr.trim().split('\n')[0] ?? '';
+    super(`git ${args[0] ?? ''} failed with ${what}${firstLine ? `: ${firstLine}` : ''}`);
+    this.name = 'GitCommandError';
+    this.exitCode = exitCode;
+    this.signal = signal;
+    this.args = args;
+    this.stderr = stderr;
+  }
+}
+
+export const isGitCommandError = (e: unknown): e is GitCommandError => e instanceof GitCommandError;
+
+/**
+ * The one place that starts git. Arguments are always an array (no shell), the
+ * environment is built from scratch so the host's git config, prompts, locale and any
+ * GIT_DIR-style variables of the parent cannot change an outcome, and results are read
+ * from the exit code and stdout bytes only.
+ */
+export interface GitRunOptions {
+  /** Working directory; for a bare repository pass its path (git finds it by cwd). */
+  cwd?: string;
+  /** Extra environment for this call (identity, credentials for a helper). */
+  env?: Record<string, string>;
+  /** Bytes for stdin. */
+  input?: string | Buffer;
+  /** Exit codes that are outcomes rather than failures. Default [0]. */
+  okCodes?: readonly number[];
+  /** Kill git after this many ms (then it fails with signal SIGKILL). */
+  timeoutMs?: number;
+  /** Values removed from argv and stderr before they can reach an error or a log. */
+  secrets?: readonly string[];
+  /**
+   * Stop reading stdout past this many bytes: git is killed and the call resolves with
+   * what was read and `truncated: true` (bounded memory for outputs like a huge patch).
+   */
+  maxStdoutBytes?: number;
+}
+
+export interface GitResult {
+  code: number;
+  stdout: Buffer;
+  stderr: string;
+  /** Set when `maxStdoutBytes` cut the output. */
+  truncated?: boolean;
+}
+
+/** Variables taken from the parent: enough to find git and ssh, nothing that steers git. */
+const INHERITED = ['PATH', 'HOME', 'TMPDIR', 'SSH_AUTH_SOCK', 'GIT_SSH_COMMAND', 'GIT_EXEC_PATH'] as const;
+
+export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const key of INHERITED) {
+    const value = process.env[key];
+    if (value !== undefined) env[key] = value;
+  }
+  return {
+    ...env,
+    LC_ALL: 'C',
+    LANG: 'C',
+    GIT_TERMINAL_PROMPT: '0',
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ASKPASS: '',
+    SSH_ASKPASS: '',
+    GIT_NO_REPLACE_OBJECTS: '1',
+    GIT_OPTIONAL_LOCKS: '0',
+    ...extra,
+  };
+}
+
+const URL_USERINFO = /([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi;
+
+export function redact(text: string, secrets: readonly string[] = []): string {
+  let out = text.replace(URL_USERINFO, '$1[redacted]@');
+  for (const s of secrets) {
+    if (s.length > 0) out = out.split(s).join('[redacted]');
+  }
+  return out;
+}
+
+export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promise<GitResult> {
+  const okCodes = opts.okCodes ?? [0];
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args as string[], {
+      cwd: opts.cwd,
+      env: cleanEnv(opts.env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+      shell: false,
+      windowsHide: true,
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let timer: NodeJS.Timeout | undefined;
+    if (opts.timeoutMs) timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    let outBytes = 0;
+    let cut = false;
+    child.stdout.on('data', (b: Buffer) => {
+      if (cut) return;
+      if (opts.maxStdoutBytes !== undefined && outBytes + b.length > opts.maxStdoutBytes) {
+        out.push(b.subarray(0, opts.maxStdoutBytes - outBytes));
+        outBytes = opts.maxStdoutBytes;
+        cut = true;
+        child.kill('SIGKILL');
+        return;
+      }
+      outBytes += b.length;
+      out.push(b);
+    });
+    child.stderr.on('data', (b: Buffer) => err.push(b));
+    // git may exit before reading all of stdin (EPIPE); its exit code tells the outcome.
+    child.stdin.on('error', () => {});
+    child.on('error', (e) => {
+      if (timer) clearTimeout(timer);
+      reject(new GitCommandError(redactArgs(args, opts.secrets), null, null, redact(String(e.message), opts.secrets)));
+    });
+    child.on('close', (code, signal) => {
+      if (timer) clearTimeout(timer);
+      const stderr = redact(Buffer.concat(err).toString('utf8'), opts.secrets);
+      if (cut) {
+        resolve({ code: 0, stdout: Buffer.concat(out), stderr, truncated: true });
+        return;
+      }
+      if (code !== null && okCodes.includes(code)) {
+        resolve({ code, stdout: Buffer.concat(out), stderr });
+      } else {
+        reject(new GitCommandError(redactArgs(args, opts.secrets), code, signal, stderr));
+      }
+    });
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+const redactArgs = (args: readonly string[], secrets?: readonly string[]): string[] => args.map((a) => redact(a, secrets));
+
+/** Splits `-z` output into fields; a trailing NUL does not make an empty last field. */
+export function splitNul(buf: Buffer): string[] {
+  const text = buf.toString('utf8');
+  const parts = text.split('\0');
+  if (parts.length > 0 && parts[parts.length - 1] === '') parts.pop();
+  return parts;
+}

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { Db } from '../../infra/db/db.js';
+import type { Logger } from '../../lib/logger.js';
+import type { SecretBox } from '../../infra/secret-box.js';
+import type { ProjectRepos } from '../../infra/git/project-repos.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { freePort } from '../../lib/net.js';
+import { appQueries, type AppRow } from '../../sql/queries/apps.js';
+import { projectQueries } from '../../sql/queries/projects.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { sandboxSecrets } from '../secrets/sandbox-env.js';
+import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
+import { stopAppSandbox, stopLegacyPid, trackApp, waitHealthy } from './runner.js';
+import type { AppJob } from './sync.js';
+
+export interface AppDeps {
+  db: Db;
+  repos: ProjectRepos;
+  logger: Logger;
+  box: SecretBox;
+  dataDir: string;
+  /** The sandbox provider app versions run on (the sessions' one: process or bwrap). */
+  provider?: SandboxProvider;
+  /** Host in app URLs (default 127.0.0.1). */
+  publicHost?: string;
+  healthTimeoutMs?: number;
+  /** False: deploys are refused (recorded as failed), SVC_APPS=0. */
+  enabled?: boolean;
+}
+
+const log = (deps: AppDeps, projectId: string, type: string, data: Record<string, unknown>) =>
+  deps.db.transaction((tx) => appendLog(tx, 'apps', projectId, [{ type, data }], SYSTEM_ACTOR));
+
+/**
+ * `app.deploy`: runs the app from the merged commit in a sandbox of the provider (its tree
+ * exported with `git archive` becomes the sandbox's workspace, its command runs there with
+ * PORT set), waits for its health path, switches the app's URL to it and destroys the
+ * previous version's sandbox. A failed deploy leaves the previous one serving.
+ */
+export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
+  const app = await deps.db.one<AppRow>(appQueries.get(job.project_id, job.name));
+  if (!app) return;
+  if (job.action === 'stop') {
+    if (!app.removed) return; // re-added since
+    await stopPrevious(deps, app);
+    await deps.db.run(appQueries.setStopped(job.project_id, job.name));
+    await log(deps, job.project_id, 'AppStopped', { name: job.name });
+    return;
+  }
+  if (app.removed || app.manifest_hash !== job.manifest_hash) return; // superseded by a later sync
+  const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
+  if (!project) return;
+  const deployId = randomUUID();
+  await deps.db.run(appQueries.deployStarted({ deployId, projectId: job.project_id, name: job.name, commit: job.commit_sha, hash: job.manifest_hash }));
+  await deps.db.run(appQueries.setStatus(job.project_id, job.name, 'deploying', null));
+  await log(deps, job.project_id, 'AppDeployStarted', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, manifest_hash: job.manifest_hash });
+
+  const root = path.join(deps.dataDir, 'apps', job.project_id, job.name);
+  const dir = path.join(root, deployId);
+  let handle: SandboxHandle | undefined;
+  try {
+    await mkdir(dir, { recursive: true });
+    await deps.repos.for(project).exportTree(job.commit_sha, dir);
+    const port = await freePort();
+    const secrets = await sandboxSecrets(deps.db, deps.box, job.project_id);
+    // PATH, HOME and the like come from the provider; never the server's own environment.
+    const env: Record<string, string> = {
+      ...secrets.env,
+      ...(app.spec.env ?? {}),
+      PORT: String(port),
+      SVC_APP_NAME: job.name,
+      SVC_COMMIT_SHA: job.commit_sha,
+    };
+    if (deps.enabled === false) throw new Error('apps are disabled on this server (SVC_APPS=0)');
+    const provider = deps.provider;
+    if (!provider) throw new Error('no sandbox provider on this worker');
+    handle = await provider.create({
+      sandboxId: deployId,
+      sessionId: deployId,
+      projectId: job.project_id,
+      accountId: project.account_id,
+      env,
+      labels: { 'svc.app': job.name },
+      app: { command: app.spec.command, workspaceDir: dir },
+    });
+    trackApp(provider, handle);
+    const h = handle;
+    const host = deps.publicHost ?? '127.0.0.1';
+    const url = `http://${host}:${port}`;
+    // process and bwrap share the host's network: the app listens on the server's loopback.
+    const gone = async () => (await provider.inspect(h).catch(() => 'unknown')) === 'exited';
+    const problem = await waitHealthy(`http://127.0.0.1:${port}${app.spec.health_path ?? '/'}`, gone, deps.healthTimeoutMs ?? 60_000);
+    if (problem) throw new Error(problem);
+    // The app's URL and its deploy record switch together: a reader never sees one without the other.
+    const switched = await deps.db.transaction(async (tx) => {
+      const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h }));
+      await tx.run(appQueries.deployFinished(deployId, n ? 'live' : 'superseded', n ? url : null, null));
+      return n > 0;
+    });
+    if (!switched) {
+      // A newer manifest (or a removal) arrived while this one started: it is not the one to serve.
+      await stopAppSandbox(provider, h);
+      await rm(dir, { recursive: true, force: true }).catch(() => {});
+      return;
+    }
+    if (app.sandbox?.sandboxId !== h.sandboxId) await stopPrevious(deps, app);
+    await log(deps, job.project_id, 'AppDeployed', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, url });
+    deps.logger.info({ project_id: job.project_id, app: job.name, url, commit: job.commit_sha }, 'app live');
+  } catch (err) {
+    const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    if (handle && deps.provider) await stopAppSandbox(deps.provider, handle).catch(() => {});
+    await rm(dir, { recursive: true, force: true }).catch(() => {});
+    await deps.db.transaction(async (tx) => {
+      await tx.run(appQueries.setStatus(job.project_id, job.name, app.sandbox || app.pid ? 'live' : 'failed', message));
+      await tx.run(appQueries.deployFinished(deployId, 'failed', null, message));
+    });
+    await log(deps, job.project_id, 'AppDeployFailed', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, error: message });
+    deps.logger.warn({ project_id: job.project_id, app: job.name, err: message }, 'app deploy failed');
+  }
+}
+
+/** Destroys the sandbox (and the exported tree) of the version `app` recorded as serving. */
+async function stopPrevious(deps: AppDeps, app: AppRow): Promise<void> {
+  if (app.sandbox) {
+    if (deps.provider && app.sandbox.provider === deps.provider.name) await stopAppSandbox(deps.provider, app.sandbox);
+    else deps.logger.warn({ project_id: app.project_id, app: app.name, provider: app.sandbox.provider }, 'previous app sandbox is of another provider: not stopped');
+    await rm(path.join(deps.dataDir, 'apps', app.project_id, app.name, app.sandbox.sandboxId), { recursive: true, force: true }).catch(() => {});
+  } else if (app.pid) stopLegacyPid(app.pid);
+}
+
+export function serializeApp(a: AppRow) {
+  return {
+    name: a.name,
+    status: a.removed ? 'removed' : a.status,
+    commit_sha: a.commit_sha,
+    url: a.url,
+    manifest_hash: a.manifest_hash,
+    deployed_at: a.deployed_at ? new Date(a.deployed_at).toISOString() : null,
+    last_error: a.last_error,
+  };
+}

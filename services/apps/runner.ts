@@ -1,0 +1,53 @@
+import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
+
+/**
+ * App versions run in sandboxes of the server's provider (`SandboxSpec.app`). The ones
+ * this worker started are destroyed when it stops (and redeployed by the next worker's
+ * `resumeApps`), as app processes were before they were sandboxed.
+ */
+const owned = new Map<string, { provider: SandboxProvider; handle: SandboxHandle }>();
+
+export function trackApp(provider: SandboxProvider, handle: SandboxHandle): void {
+  owned.set(handle.sandboxId, { provider, handle });
+}
+
+/** Stops one app version's sandbox (idempotent). */
+export async function stopAppSandbox(provider: SandboxProvider, handle: SandboxHandle): Promise<void> {
+  owned.delete(handle.sandboxId);
+  await provider.destroy(handle);
+}
+
+/** An app row from before sandboxes (a host process group by pid): stopped the old way. */
+export function stopLegacyPid(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Every app sandbox this worker started (shutdown). */
+export async function stopOwnedApps(): Promise<string[]> {
+  const all = [...owned.values()];
+  await Promise.all(all.map(({ provider, handle }) => stopAppSandbox(provider, handle).catch(() => undefined)));
+  return all.map((a) => a.handle.sandboxId);
+}
+
+/** Waits until `url` answers below 500, the sandbox is gone, or the time is up. */
+export async function waitHealthy(url: string, gone: () => Promise<boolean>, timeoutMs: number): Promise<string | null> {
+  const deadline = Date.now() + timeoutMs;
+  let last = 'no answer';
+  while (Date.now() < deadline) {
+    if (await gone()) return 'the app exited before it became healthy';
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(2000), redirect: 'manual' });
+      await res.arrayBuffer().catch(() => undefined);
+      if (res.status < 500) return null;
+      last = `health check answered ${res.status}`;
+    } catch {
+      last = 'no answer on its port';
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return `not healthy after ${Math.round(timeoutMs / 1000)} s (${last})`;
+}

@@ -1,0 +1,59 @@
+import { singleConnection, type Db } from '../../infra/db/db.js';
+import { retryLater } from '../../domain/errors.js';
+import { failpointAsync } from '../../lib/failpoints.js';
+import { step as traceStep } from '../../lib/step-trace.js';
+import { mergeAttemptQueries as attempts } from '../../sql/queries/merge-attempts.js';
+
+/**
+ * Runs `fn` holding the lock that serialises everything that changes a CR's fate against
+ * one base branch (merges, closes, reopens), across processes. `fn` gets a `Db` bound to
+ * the locking connection, so the holder never waits for a second pool connection.
+ *
+ * The wait is bounded and holds no connection: `pg_try_advisory_lock`, and between tries
+ * (backing off with jitter, 10 ms up to 250 ms) the connection goes back to the pool, so
+ * requests queued behind a slow push never starve the pool. Past `lockWaitMs` (default
+ * 10 s): 503 with `Retry-After`.
+ */
+export async function withMergeLock<T>(
+  deps: { db: Db; lockWaitMs?: number },
+  projectId: string,
+  baseRef: string,
+  fn: (db: Db) => Promise<T>,
+): Promise<T> {
+  const key = `merge:${projectId}:${baseRef}`;
+  const budget = deps.lockWaitMs ?? 10_000;
+  const deadline = Date.now() + budget;
+  for (let i = 0; ; i++) {
+    const conn = await deps.db.connect();
+    let broken = false;
+    let locked = false;
+    try {
+      const db = singleConnection(conn, deps.db);
+      locked = (await db.one<{ locked: boolean }>(attempts.tryLock(key)))?.locked === true;
+      if (locked) {
+        try {
+          return await fn(db);
+        } finally {
+          await db.run(attempts.unlock(key)).catch(() => {
+            broken = true; // never hand a connection that may still hold the lock back to the pool
+          });
+          traceStep('unlock');
+        }
+      }
+    } finally {
+      conn.release(broken);
+    }
+    await failpointAsync('merge-lock.busy'); // tests: another holder has the lock, this caller waits
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw retryLater(
+        'unavailable',
+        'Merge in progress',
+        `Another merge, close or reopen into '${baseRef}' is running and did not finish within ${budget} ms; retry shortly.`,
+        2,
+      );
+    }
+    const step = Math.min(250, 10 * 2 ** Math.min(i, 5));
+    await new Promise((r) => setTimeout(r, Math.min(left, step / 2 + Math.random() * step)));
+  }
+}

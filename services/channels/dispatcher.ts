@@ -1,0 +1,198 @@
+import pg from 'pg';
+import type { Db } from '../../infra/db/db.js';
+import type { Logger } from '../../lib/logger.js';
+import type { SecretBox } from '../../infra/secret-box.js';
+import { checkpointAfter, readAll, type Checkpoint, type StoredEvent } from '../../infra/event-store.js';
+import { eventQueries } from '../../sql/queries/events.js';
+import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
+import { CHANNEL_EVENT_TYPES, formatEvent } from './messages.js';
+
+/**
+ * The channels subscriber: an asynchronous reader of the event log that posts CR
+ * opened/merged/closed and session running/failed to each channel's webhook. Commands
+ * never wait for it. Delivery is at-least-once: a channel's checkpoint moves past an event
+ * only once the webhook accepted it, and every delivery is recorded by event id, so a
+ * re-read after a crash does not post it twice. A failing webhook is retried with
+ * exponential backoff (capped) and holds back only its own channel, in order.
+ *
+ * One process delivers at a time (the holder of an advisory lock on its own connection);
+ * the others stand by and take over when it dies.
+ */
+export interface ChannelDispatcherOptions {
+  db: Db;
+  secrets: SecretBox;
+  logger: Logger;
+  publicUrl?: string;
+  /** How often the dispatcher looks for new events (ms). */
+  pollMs?: number;
+  /** First retry delay (ms); doubles per failure up to `maxBackoffMs`. */
+  baseBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Per-request timeout (ms). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface ChannelDispatcher {
+  /** Runs one pass now (tests, and the timer). */
+  tick(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Retry {
+  failures: number;
+  nextAt: number;
+}
+
+export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelDispatcher {
+  const { db, logger, secrets } = opts;
+  const pollMs = opts.pollMs ?? 1000;
+  const baseBackoff = opts.baseBackoffMs ?? 500;
+  const maxBackoff = opts.maxBackoffMs ?? 5 * 60_000;
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const doFetch = opts.fetch ?? fetch;
+  const retries = new Map<string, Retry>();
+  // The leader's lock lives on its own connection, outside the pool: holding it never
+  // takes a connection from the API or the merges.
+  let leaderConn: pg.Client | undefined;
+  let lastSeen = '';
+  let caughtUp = false;
+  let running: Promise<void> | undefined;
+  let stopped = false;
+  let lastPrune = 0;
+
+  const lead = async (): Promise<boolean> => {
+    if (leaderConn) return true;
+    // Followers ask with a pooled connection; only a leader keeps one of its own.
+    const free = await db.one<{ free: boolean }>(q.lockFree());
+    if (!free?.free) return false;
+    const conn = new pg.Client({ connectionString: db.url, application_name: 'svc-channels' });
+    conn.on('error', (err) => {
+      logger.warn({ err: err.message }, 'channels: lost the leader connection');
+      if (leaderConn === conn) leaderConn = undefined;
+      conn.end().catch(() => {});
+    });
+    try {
+      await conn.connect();
+      const r = await conn.query<{ leader: boolean }>(q.tryLead().text, q.tryLead().values);
+      if (r.rows[0]?.leader) {
+        leaderConn = conn;
+        logger.info('channels: this process delivers chat notifications');
+        return true;
+      }
+    } catch (err) {
+      await conn.end().catch(() => {});
+      throw err;
+    }
+    await conn.end().catch(() => {});
+    return false;
+  };
+
+  const post = async (url: string, eventId: string, body: object): Promise<void> => {
+    const res = await doFetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-svc-event-id': eventId, 'user-agent': 'svc-channels' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(timeoutMs),
+      redirect: 'error',
+    });
+    await res.arrayBuffer().catch(() => undefined);
+    if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+  };
+
+  /** Delivers one channel's pending events in order; stops at the first failure. */
+  const pump = async (c: ChannelRow): Promise<void> => {
+    const retry = retries.get(c.channel_id);
+    if (retry && Date.now() < retry.nextAt) return;
+    let at: Checkpoint = { txid: c.checkpoint_txid, position: Number(c.checkpoint_position) };
+    let url: string | undefined;
+    for (;;) {
+      const page: StoredEvent[] = await readAll(db, at, { projectId: c.project_id, limit: 100 });
+      if (page.length === 0) return;
+      let skipped: Checkpoint | undefined;
+      for (const e of page) {
+        if (stopped) break;
+        const next = checkpointAfter(e);
+        if (!CHANNEL_EVENT_TYPES.has(e.type) || (await db.one(q.delivered(c.channel_id, e.event_id)))) {
+          skipped = at = next;
+          continue;
+        }
+        const message = await formatEvent(db, e, opts.publicUrl);
+        if (!message) {
+          skipped = at = next;
+          continue;
+        }
+        url ??= secrets.open(c.webhook_url_enc);
+        try {
+          await post(url, e.event_id, message);
+        } catch (err) {
+          if (skipped) await db.run(q.advance(c.channel_id, skipped.txid, skipped.position));
+          const failures = (retry?.failures ?? 0) + 1;
+          const delay = Math.min(maxBackoff, baseBackoff * 2 ** (failures - 1));
+          retries.set(c.channel_id, { failures, nextAt: Date.now() + delay });
+          const reason = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs} ms` : (err as Error).message;
+          await db.run(q.failed(c.channel_id, reason));
+          logger.warn({ channel_id: c.channel_id, event_id: e.event_id, failures, retry_in_ms: delay, err: reason }, 'channels: delivery failed; will retry');
+          return;
+        }
+        retries.delete(c.channel_id);
+        await db.run(q.recordDelivery(c.channel_id, e.event_id, next.txid, next.position));
+        skipped = undefined;
+        at = next;
+      }
+      if (skipped) await db.run(q.advance(c.channel_id, skipped.txid, skipped.position));
+      if (stopped || page.length < 100) return;
+    }
+  };
+
+  const pass = async () => {
+    if (!(await lead())) return;
+    // Nothing appended, no horizon move, no retry due: no reads at all.
+    const row = await db.one<{ position: number; horizon: string }>(eventQueries.latestPosition());
+    const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
+    const retryDue = [...retries.values()].some((r) => Date.now() >= r.nextAt);
+    if (latest === lastSeen && caughtUp && !retryDue) return;
+    lastSeen = latest;
+    const channels = await db.rows<ChannelRow>(q.all());
+    for (const id of retries.keys()) if (!channels.some((c) => c.channel_id === id)) retries.delete(id);
+    for (const c of channels) {
+      if (stopped) return;
+      try {
+        await pump(c);
+      } catch (err) {
+        logger.warn({ channel_id: c.channel_id, err: (err as Error).message }, 'channels: could not read for a channel');
+      }
+    }
+    // A channel added since the last pass starts at "now", so no event is missed by skipping a quiet pass.
+    caughtUp = retries.size === 0;
+    if (Date.now() - lastPrune > 3600_000) {
+      lastPrune = Date.now();
+      await db.run(q.pruneDeliveries(7)).catch(() => {});
+    }
+  };
+
+  const tick = () => {
+    running ??= pass()
+      .catch((err: Error) => logger.warn({ err: err.message }, 'channels: pass failed'))
+      .finally(() => (running = undefined));
+    return running;
+  };
+  const timer = setInterval(() => void tick(), pollMs);
+  timer.unref();
+  void tick();
+
+  return {
+    tick,
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      await running;
+      if (leaderConn) {
+        const conn = leaderConn;
+        leaderConn = undefined;
+        await conn.query(q.resign().text, q.resign().values).catch(() => {});
+        await conn.end().catch(() => {});
+      }
+    },
+  };
+}

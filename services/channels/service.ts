@@ -1,0 +1,94 @@
+import { randomUUID } from 'node:crypto';
+import { notFound, validationError } from '../../domain/errors.js';
+import type { Db } from '../../infra/db/db.js';
+import type { SecretBox } from '../../infra/secret-box.js';
+import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
+
+/**
+ * `svc channels`: a project's chat channels. A channel is an incoming-webhook URL (Slack,
+ * or anything that accepts Slack's `{"text"}` payload); the URL is a credential, so it is
+ * sealed at rest and shown only as its origin.
+ */
+export const CHANNEL_KINDS = ['slack'] as const;
+export type ChannelKind = (typeof CHANNEL_KINDS)[number];
+
+export interface ChannelJson {
+  channel_id: string;
+  project_id: string;
+  kind: ChannelKind;
+  webhook: string;
+  created_by: string;
+  created_at: string;
+  delivered_count: number;
+  last_delivered_at: string | null;
+  last_error: string | null;
+  last_error_at: string | null;
+}
+
+const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
+
+export function serializeChannel(c: ChannelRow): ChannelJson {
+  return {
+    channel_id: c.channel_id,
+    project_id: c.project_id,
+    kind: c.kind,
+    webhook: c.webhook_hint,
+    created_by: c.created_by,
+    created_at: new Date(c.created_at).toISOString(),
+    delivered_count: Number(c.delivered_count),
+    last_delivered_at: iso(c.last_delivered_at),
+    last_error: c.last_error,
+    last_error_at: iso(c.last_error_at),
+  };
+}
+
+/** https only; http when the operator allows it (tests, a receiver on the same host). */
+export function checkWebhookUrl(raw: string, allowHttp: boolean): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw validationError('webhook_url is not a URL.', [{ path: 'webhook_url', message: 'invalid URL' }]);
+  }
+  const schemeOk = u.protocol === 'https:' || (allowHttp && u.protocol === 'http:');
+  if (!schemeOk) {
+    throw validationError(
+      allowHttp ? 'webhook_url must be an http(s) URL.' : 'webhook_url must be an https URL (an operator can allow http with SVC_CHANNELS_ALLOW_HTTP=1).',
+      [{ path: 'webhook_url', message: 'scheme not allowed' }],
+    );
+  }
+  if (u.username || u.password) throw validationError('webhook_url must not carry credentials.', [{ path: 'webhook_url', message: 'credentials in URL' }]);
+  return u;
+}
+
+export interface ChannelDeps {
+  db: Db;
+  secrets: SecretBox;
+  allowHttp: boolean;
+}
+
+export async function addChannel(deps: ChannelDeps, projectId: string, actor: string, input: { kind: ChannelKind; webhook_url: string }): Promise<ChannelJson> {
+  const u = checkWebhookUrl(input.webhook_url, deps.allowHttp);
+  const row = await deps.db.one<ChannelRow>(
+    q.insert({
+      channelId: randomUUID(),
+      projectId,
+      kind: input.kind,
+      webhookUrlEnc: deps.secrets.seal(u.toString()),
+      webhookHint: `${u.origin}/…`,
+      createdBy: actor,
+    }),
+  );
+  return serializeChannel(row!);
+}
+
+export async function listChannels(db: Db, projectId: string): Promise<ChannelJson[]> {
+  return (await db.rows<ChannelRow>(q.listForProject(projectId))).map(serializeChannel);
+}
+
+export async function removeChannel(db: Db, projectId: string, channelId: string): Promise<void> {
+  const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  if (!UUID.test(channelId)) throw notFound('Channel');
+  const gone = await db.rows(q.remove(projectId, channelId.toLowerCase()));
+  if (gone.length === 0) throw notFound('Channel');
+}

@@ -1,0 +1,40 @@
+import type { Config } from '../../infra/config.js';
+import type { Db } from '../../infra/db/db.js';
+import type { Logger } from '../../lib/logger.js';
+import type { Queue } from '../../infra/queue.js';
+import type { SecretBox } from '../../infra/secret-box.js';
+import type { ProjectRepos } from '../../infra/git/project-repos.js';
+import type { SandboxProvider } from '../../infra/sandbox/port.js';
+import type { ProjectSecrets } from './sandbox-env.js';
+
+/** What the session service, its workers and its routes need; passed in. */
+export interface SessionDeps {
+  config: Config;
+  db: Db;
+  logger: Logger;
+  secrets: SecretBox;
+  repos: ProjectRepos;
+  /** Absent: jobs run in this process, in the background. */
+  queue?: Queue;
+  /** Absent in an API-only process: provisioning and stopping happen in the workers. */
+  provider?: SandboxProvider;
+  /** The API base (ending in /v1) as a sandbox reaches it; known once the server listens. */
+  apiUrl: () => string;
+  /** The project's secrets for a sandbox's environment (the secrets feature); absent: none. */
+  projectSecrets?: (projectId: string) => Promise<ProjectSecrets>;
+  now?: () => Date;
+}
+
+export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.now() : new Date());
+
+export const idleMs = (config: Config): number => config.SVC_SESSION_IDLE_MINUTES * 60_000;
+
+/** The least idle time a project can set (`[sandbox] idle_timeout_minutes` ≥ 4). */
+export const MIN_PROJECT_IDLE_MS = 4 * 60_000;
+
+/**
+ * Activity is recorded at most this often per session (an event each time): a quarter of
+ * the shortest idle time any session may have (the server's, or a project's 4 minutes), so
+ * a session in use is never older than its timeout by the sweep's clock; at most a minute.
+ */
+export const activityIntervalMs = (config: Config): number => Math.min(MIN_PROJECT_IDLE_MS, idleMs(config)) / 4;

@@ -1,0 +1,237 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError, isDomainError } from '../../domain/errors.js';
+import { currentSandbox, liveSandbox, type Session } from '../../domain/session/index.js';
+import { projectQueries } from '../../sql/queries/projects.js';
+import { sessionQueries } from '../../sql/queries/sessions.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { SandboxError, type SandboxHandle } from '../../infra/sandbox/port.js';
+import { processSandboxLog } from '../../infra/sandbox/process.js';
+import { failpoint } from '../../lib/failpoints.js';
+import { cutSessionBranch } from './branch-cut.js';
+import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials } from './credentials.js';
+import { nowOf, type SessionDeps } from './deps.js';
+import { handleSessionCommand, loadSession } from './handle.js';
+import { type StopJob } from './jobs.js';
+import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
+import { sandboxSettings } from './sandbox-settings.js';
+import { stopSession } from './service.js';
+
+/**
+ * `session.provision`, resumable after a crash at any step: each step is recorded in the
+ * session stream before the next starts, and a retry folds the stream and continues from
+ * there. One worker at a time per session (a session-level advisory lock, which a
+ * crashed process's connection releases).
+ *
+ *   branch cut → credentials + sandbox requested → provider started (active)
+ *   → daemon healthy on the session branch → running; any failure → failed (sandbox gone).
+ */
+export async function provisionSession(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped'> {
+  const client = await deps.db.connect();
+  let locked = false;
+  try {
+    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [`session:${sessionId}`]);
+    locked = got.rows[0]?.ok === true;
+    if (!locked) return 'skipped';
+    return await provisionLocked(deps, sessionId);
+  } finally {
+    if (locked) await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`session:${sessionId}`]).catch(() => {});
+    client.release();
+  }
+}
+
+const sys = (s: Session) => ({ actor: s.created_by, now: new Date() });
+
+async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped'> {
+  const log = deps.logger.child({ session_id: sessionId });
+  let { state } = await loadSession(deps.db, sessionId);
+  if (!state || state.removed || state.status !== 'provisioning') return 'skipped';
+  const provider = deps.provider;
+  if (!provider) throw new Error('no sandbox provider in this process');
+  const project = await deps.db.one<ProjectRecord>(projectQueries.byId(state.project_id));
+  if (!project) return 'skipped';
+  const deadline = Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
+  const started = Date.now();
+  let handle: SandboxHandle | null = null;
+  try {
+    if (!state.base_commit_sha) {
+      const sha = await cutSessionBranch(
+        { repos: deps.repos, secrets: deps.secrets, logger: deps.logger, githubApiUrl: deps.config.SVC_GITHUB_API_URL },
+        project,
+        state.branch,
+        state.base_ref,
+      ).catch((err: Error) => {
+        throw new DomainError('unavailable', 'branch_failed', `The session branch could not be cut from '${state!.base_ref}': ${err.message}`);
+      });
+      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordBranchCut', data: { base_commit_sha: sha }, meta: sys(s!) }))).session;
+      log.debug({ ms: Date.now() - started }, 'branch cut');
+      failpoint('session.after-branch-cut');
+    }
+    let sb = liveSandbox(state);
+    if (sb?.state === 'active') {
+      const h = { sandboxId: sb.sandbox_id, provider: provider.name, url: sb.url ?? '', ref: sb.ref ?? '' };
+      if ((await provider.inspect(h)) === 'running') handle = h;
+      else {
+        // Started before a crash and gone since: start another.
+        await provider.destroy(h);
+        await revokeSandboxCredentials(deps.db, h.sandboxId);
+        state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxStopped', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }))).session;
+        sb = null;
+      }
+    }
+    if (!handle) {
+      if (sb) await provider.destroy({ sandboxId: sb.sandbox_id, provider: provider.name, url: '', ref: sb.ref ?? '' });
+      const sandboxId = randomUUID();
+      let creds: { serviceKey: string; cliToken: string } | undefined;
+      state = (
+        await handleSessionCommand(
+          deps.db,
+          sessionId,
+          (s) => ({ type: 'RequestSandbox', data: { sandbox_id: sandboxId, provider: provider.name }, meta: sys(s!) }),
+          {
+            inTx: async (tx, s) => {
+              await revokeSessionCredentials(tx, sessionId); // an interrupted attempt's keys
+              creds = await mintSandboxCredentials(tx, deps.secrets, { sandboxId, sessionId, projectId: s.project_id, userId: s.created_by });
+            },
+          },
+        )
+      ).session;
+      const secrets = deps.projectSecrets ? await deps.projectSecrets(project.project_id) : NO_SECRETS;
+      const env = sandboxEnv({
+        session: state,
+        project,
+        repoUrl: repoUrlOf(deps, project),
+        apiUrl: deps.apiUrl(),
+        serviceKey: creds!.serviceKey,
+        cliToken: creds!.cliToken,
+        secrets,
+        withPrompt: state.sandboxes.filter((x) => x.state !== 'error').length === 1,
+      });
+      const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
+      handle = await provider.create({
+        sandboxId,
+        sessionId,
+        projectId: project.project_id,
+        accountId: project.account_id,
+        env,
+        ...settings,
+        labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId },
+      });
+      const h = handle;
+      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
+      log.debug({ ms: Date.now() - started }, 'sandbox started');
+      failpoint('session.after-sandbox-start');
+    }
+    await waitHealthy(deps, handle, state.branch, deadline);
+    const h = handle;
+    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'MarkRunning', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }));
+    log.info({ ms: Date.now() - started }, 'session running');
+    return 'running';
+  } catch (err) {
+    const now = await loadSession(deps.db, sessionId);
+    const stillOurs = now.state && !now.state.removed && now.state.status === 'provisioning' && (!handle || currentSandbox(now.state)?.sandbox_id === handle.sandboxId);
+    if (handle) await provider.destroy(handle).catch(() => {});
+    if (!stillOurs) {
+      // Stopped, restarted or removed meanwhile: whoever did that owns the session now.
+      log.info({ err: (err as Error).message }, 'provisioning abandoned');
+      return 'skipped';
+    }
+    const code = isDomainError(err) && err.reason === 'branch_failed' ? 'branch_failed' : err instanceof SandboxError ? err.code : (err as { code?: string }).code === 'timeout' ? 'timeout' : 'sandbox_failed';
+    let message = (err as Error).message;
+    if (handle && provider.name === 'process') {
+      const tail = (await processSandboxLog(deps.config.dataDir, handle.sandboxId, 300)).trim();
+      if (tail) message += ` Last output: ${tail}`;
+    }
+    log.warn({ err: (err as Error).message, code }, 'provisioning failed');
+    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'FailSession', data: { error: { code, message } }, meta: sys(s!) }), {
+      inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined),
+    });
+    return 'failed';
+  }
+}
+
+/** The repo URL a sandbox clones: the project's, or this server's git endpoint for a managed repo. */
+export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
+  if (project.repo_url) return project.repo_url;
+  return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
+}
+
+class TimeoutError extends Error {
+  readonly code = 'timeout';
+}
+
+/** `running` = the daemon answers and the workspace is on the session branch. */
+async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, deadline: number): Promise<void> {
+  let lastInspect = 0;
+  let last: unknown;
+  for (;;) {
+    if (Date.now() > deadline) throw new TimeoutError(`The sandbox did not become healthy in time (last health: ${JSON.stringify(last ?? null)}).`);
+    const body = await fetch(`${h.url}/svc/health`, { signal: AbortSignal.timeout(2000) })
+      .then((r) => (r.ok ? (r.json() as Promise<{ branch?: string; commit?: string }>) : null))
+      .catch(() => null);
+    if (body) last = body;
+    if (body?.branch === branch && body.commit) return;
+    if (Date.now() - lastInspect > 500) {
+      lastInspect = Date.now();
+      if ((await deps.provider!.inspect(h)) === 'exited') throw new SandboxError('create_failed', 'The sandbox exited while starting.');
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** `session.stop`: tears the sandbox down and records it. Idempotent. */
+export async function stopSandbox(deps: SessionDeps, job: StopJob): Promise<void> {
+  if (!deps.provider) throw new Error('no sandbox provider in this process');
+  await deps.provider.destroy(job.sandbox);
+  await revokeSandboxCredentials(deps.db, job.sandbox.sandboxId);
+  await handleSessionCommand(deps.db, job.session_id, (s) =>
+    s && !s.removed ? { type: 'RecordSandboxStopped', data: { sandbox_id: job.sandbox.sandboxId }, meta: sys(s) } : null,
+  ).catch((err) => {
+    if (!(isDomainError(err) && err.code === 'not_found')) throw err;
+  });
+}
+
+/**
+ * `session.idle-sweep`: stops running sessions idle longer than their project's
+ * `[sandbox] idle_timeout_minutes` (the manifest in force), else SVC_SESSION_IDLE_MINUTES.
+ */
+export async function sweepIdle(deps: SessionDeps): Promise<number> {
+  const idle = await deps.db.rows<{ session_id: string; project_id: string }>(sessionQueries.idle(nowOf(deps), deps.config.SVC_SESSION_IDLE_MINUTES, 100));
+  let n = 0;
+  for (const s of idle) {
+    const { state } = await loadSession(deps.db, s.session_id);
+    if (!state) continue;
+    const v = await stopSession(deps, s.project_id, s.session_id, state.created_by, 'idle').catch(() => null);
+    if (v?.status === 'stopped') n++;
+  }
+  if (n) deps.logger.info({ stopped: n }, 'idle sessions stopped');
+  return n;
+}
+
+/**
+ * At worker start, and then on every sweep: provisioning sessions get their job again
+ * (a crashed worker's job would otherwise wait out its expiry), and running sessions
+ * whose sandbox is gone are marked stopped. Sandboxes that still run are re-attached:
+ * nothing to do, the row already points at them.
+ */
+export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessionId: string) => Promise<void> }): Promise<{ provisioning: number; attached: number; lost: number }> {
+  const rows = await deps.db.rows<{ session_id: string; project_id: string; status: string }>(sessionQueries.unsettled());
+  const out = { provisioning: 0, attached: 0, lost: 0 };
+  for (const r of rows) {
+    if (r.status === 'provisioning') {
+      out.provisioning++;
+      await opts.enqueue(r.session_id);
+      continue;
+    }
+    const { state } = await loadSession(deps.db, r.session_id);
+    const sb = state ? liveSandbox(state) : null;
+    const h = sb ? { sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: sb.url ?? '', ref: sb.ref ?? '' } : null;
+    if (h && deps.provider && h.provider === deps.provider.name && (await deps.provider.inspect(h)) === 'running') {
+      out.attached++;
+      continue;
+    }
+    if (h && deps.provider && h.provider !== deps.provider.name) continue; // another provider's: not ours to judge
+    out.lost++;
+    await stopSession(deps, r.project_id, r.session_id, state!.created_by, 'lost').catch(() => {});
+  }
+  return out;
+}

@@ -1,0 +1,264 @@
+import { randomUUID } from 'node:crypto';
+import { DomainError, notFound } from '../../domain/errors.js';
+import { liveSandbox, LIVE_STATUSES, type Session, type SessionState } from '../../domain/session/index.js';
+import type { Executor } from '../../infra/db/db.js';
+import { readStream } from '../../infra/event-store.js';
+import { assertBranchName } from '../../domain/refs.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import type { SandboxHandle } from '../../infra/sandbox/port.js';
+import { sessionQueries } from '../../sql/queries/sessions.js';
+import { sessionStreamId } from '../../domain/session/index.js';
+import { assertKnownAgent } from './agents.js';
+import { revokeSessionCredentials, serviceKeyOf } from './credentials.js';
+import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
+import { handleSessionCommand } from './handle.js';
+import { dispatchProvision, dispatchStop } from './jobs.js';
+import { viewOfRow, viewOfState, type SessionView } from './view.js';
+
+export type { SessionDeps } from './deps.js';
+export type { SessionView } from './view.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const DEFAULT_AGENT = 'build';
+
+export interface CreateSessionInput {
+  project: ProjectRecord;
+  userId: string;
+  agent?: string | undefined;
+  model?: string | undefined;
+  baseRef?: string | undefined;
+  prompt?: string | undefined;
+  /** What spawned it (a trigger's slug, an app); null for an interactive create. */
+  trigger?: string | undefined;
+}
+
+const publicUrl = (deps: SessionDeps) => (deps.config.SVC_PUBLIC_URL ?? '').replace(/\/+$/, '');
+
+export const tooManySessions = (limit: number) =>
+  new DomainError('rate_limited', 'Too many sessions', `This account already runs its limit of ${limit} live sessions; stop one first.`, { limit });
+
+/**
+ * Holds the account row until the transaction ends, so creates (and restarts) of one
+ * account are decided one after another and the cap can never be overshot.
+ */
+async function admitLive(tx: Executor, deps: SessionDeps, accountId: string, alreadyLive: boolean): Promise<void> {
+  const acct = await tx.one<{ session_cap: number | null }>(sessionQueries.lockAccountCap(accountId));
+  if (!acct) throw notFound('Account');
+  const cap = acct.session_cap ?? deps.config.SVC_SESSION_CAP;
+  const { n } = (await tx.one<{ n: number }>(sessionQueries.liveCount(accountId)))!;
+  if (n - (alreadyLive ? 1 : 0) >= cap) throw tooManySessions(cap);
+}
+
+/**
+ * Creates a session: admitted against the account's cap and recorded `provisioning` in
+ * one transaction, then handed to the `session.provision` worker. Used by the REST route
+ * and by anything else that spawns sessions (triggers, apps).
+ */
+export async function createSession(deps: SessionDeps, input: CreateSessionInput): Promise<SessionView> {
+  const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
+  if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
+  const sessionId = randomUUID();
+  const { session } = await handleSessionCommand(
+    deps.db,
+    sessionId,
+    () => ({
+      type: 'CreateSession',
+      data: {
+        session_id: sessionId,
+        account_id: input.project.account_id,
+        project_id: input.project.project_id,
+        base_ref: baseRef,
+        agent: input.agent ?? DEFAULT_AGENT,
+        model: input.model ?? null,
+        prompt: input.prompt ?? null,
+        trigger: input.trigger ?? null,
+      },
+      meta: { actor: input.userId, now: nowOf(deps) },
+    }),
+    { before: (tx) => admitLive(tx, deps, input.project.account_id, false) },
+  );
+  await dispatchProvision(deps, sessionId);
+  return viewOfState(session, publicUrl(deps));
+}
+
+export async function findSession(deps: SessionDeps, projectId: string, sessionId: string): Promise<SessionView> {
+  const row = UUID.test(sessionId) ? await deps.db.one(sessionQueries.byId(projectId, sessionId.toLowerCase())) : undefined;
+  if (!row) throw notFound('Session');
+  return viewOfRow(row, publicUrl(deps));
+}
+
+export async function listSessions(deps: SessionDeps, projectId: string, status: string | null, limit = 1000): Promise<SessionView[]> {
+  const rows = await deps.db.rows(sessionQueries.list(projectId, status, limit));
+  return rows.map((r) => viewOfRow(r, publicUrl(deps)));
+}
+
+export async function sessionHistory(deps: SessionDeps, projectId: string, sessionId: string) {
+  const s = await findSession(deps, projectId, sessionId);
+  const events = await readStream(deps.db, sessionStreamId(s.session_id));
+  return events.map((e) => ({
+    stream_position: e.stream_position,
+    global_position: e.global_position,
+    type: e.type,
+    data: redactEventData(e.type, e.data),
+    actor: e.metadata.actor,
+    recorded_at: new Date(e.recorded_at).toISOString(),
+  }));
+}
+
+/** The daemon's internal address and provider identity are the server's business only. */
+function redactEventData(type: string, data: unknown): unknown {
+  if (type !== 'SandboxActive' || typeof data !== 'object' || data === null) return data;
+  const { url: _u, ref: _r, ...rest } = data as Record<string, unknown>;
+  return rest;
+}
+
+const handleOf = (s: Session): SandboxHandle | null => {
+  const sb = liveSandbox(s);
+  return sb ? { sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: sb.url ?? '', ref: sb.ref ?? '' } : null;
+};
+
+/** Scoped to the project: another project's session id is a 404. */
+function inProject(projectId: string) {
+  return (s: SessionState): Session => {
+    if (!s || s.removed || s.project_id !== projectId) throw notFound('Session');
+    return s;
+  };
+}
+
+/**
+ * Stops a session: its credentials are revoked and `stopped` recorded in one transaction
+ * (the old tokens answer 401 from then on); the sandbox is torn down by `session.stop`.
+ */
+export async function stopSession(
+  deps: SessionDeps,
+  projectId: string,
+  sessionId: string,
+  actor: string,
+  reason: 'user' | 'idle' | 'lost' = 'user',
+): Promise<SessionView> {
+  const scoped = inProject(projectId);
+  let before: Session | null = null;
+  const { session, appended } = await handleSessionCommand(
+    deps.db,
+    sessionId,
+    (s) => {
+      before = scoped(s);
+      return { type: 'StopSession', data: { reason }, meta: { actor, now: nowOf(deps) } };
+    },
+    { inTx: async (tx, _s, appended) => void (appended.length && (await revokeSessionCredentials(tx, sessionId))) },
+  );
+  const handle = before ? handleOf(before) : null;
+  if (appended.length && handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
+  return viewOfState(session, publicUrl(deps));
+}
+
+/** A new sandbox with new credentials; the old ones are revoked at once. */
+export async function restartSession(deps: SessionDeps, projectId: string, sessionId: string, actor: string): Promise<SessionView> {
+  const scoped = inProject(projectId);
+  let before: Session | null = null;
+  const { session } = await handleSessionCommand(
+    deps.db,
+    sessionId,
+    (s) => {
+      before = scoped(s);
+      return { type: 'RestartSession', meta: { actor, now: nowOf(deps) } };
+    },
+    {
+      before: async (tx, s) => {
+        const own = scoped(s);
+        if (own.status !== 'provisioning') await admitLive(tx, deps, own.account_id, LIVE_STATUSES.includes(own.status));
+      },
+      inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined),
+    },
+  );
+  const handle = before ? handleOf(before) : null;
+  if (handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
+  await dispatchProvision(deps, sessionId);
+  return viewOfState(session, publicUrl(deps));
+}
+
+/** Stops and forgets the session (its row goes; CRs keep no origin). The branch stays. */
+export async function removeSession(deps: SessionDeps, projectId: string, sessionId: string, actor: string): Promise<void> {
+  const scoped = inProject(projectId);
+  let before: Session | null = null;
+  await handleSessionCommand(
+    deps.db,
+    sessionId,
+    (s) => {
+      before = scoped(s);
+      return { type: 'RemoveSession', meta: { actor, now: nowOf(deps) } };
+    },
+    { inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined) },
+  );
+  const handle = before ? handleOf(before) : null;
+  if (handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
+}
+
+export interface LiveTarget {
+  session: SessionView;
+  /** The daemon's base URL (internal). */
+  url: string;
+  /** The sandbox's SVC_TOKEN (never leaves the server). */
+  key: string;
+}
+
+/** A running session's daemon, or 409 when it is not running. */
+export async function liveTarget(deps: SessionDeps, projectId: string, sessionId: string): Promise<LiveTarget> {
+  const row = UUID.test(sessionId) ? await deps.db.one<Record<string, unknown>>(sessionQueries.byId(projectId, sessionId.toLowerCase())) : undefined;
+  if (!row) throw notFound('Session');
+  const session = viewOfRow(row, publicUrl(deps));
+  const key = row.sb_state === 'active' && row.status === 'running' ? await serviceKeyOf(deps.db, deps.secrets, row.sb_id as string) : null;
+  if (!key || !row.sb_url) {
+    throw new DomainError('conflict', 'Session not running', `The session is ${session.status}; it must be running.`, { status: session.status });
+  }
+  return { session, url: row.sb_url as string, key };
+}
+
+/** When each session last recorded activity, per service instance (a cache; the event is the truth). */
+const touchedBy = new WeakMap<SessionDeps, Map<string, number>>();
+
+/** Records activity (proxied requests, prompts) at most once per interval per session. */
+export async function touchSession(deps: SessionDeps, sessionId: string): Promise<void> {
+  let touched = touchedBy.get(deps);
+  if (!touched) touchedBy.set(deps, (touched = new Map()));
+  const interval = activityIntervalMs(deps.config);
+  const now = nowOf(deps);
+  const last = touched.get(sessionId) ?? 0;
+  if (now.getTime() - last < interval) return;
+  touched.set(sessionId, now.getTime());
+  if (touched.size > 10_000) touched.clear();
+  await handleSessionCommand(deps.db, sessionId, (s) => (s ? { type: 'RecordActivity', data: { min_interval_ms: interval }, meta: { actor: s.created_by, now } } : null)).catch(
+    (err: Error) => deps.logger.debug({ err: err.message, session_id: sessionId }, 'activity not recorded'),
+  );
+}
+
+/** `POST /svc/prompt|abort|env|refresh` on the daemon, with the sandbox's key. */
+export async function controlCall(deps: SessionDeps, projectId: string, sessionId: string, path: '/svc/prompt' | '/svc/abort' | '/svc/env' | '/svc/refresh', body: unknown) {
+  const t = await liveTarget(deps, projectId, sessionId);
+  let res: Response;
+  try {
+    res = await fetch(`${t.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+  } catch (err) {
+    throw new DomainError('unavailable', 'Sandbox unavailable', `The sandbox did not answer: ${(err as Error).message}`);
+  }
+  const text = await res.text();
+  let json: unknown = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (path === '/svc/prompt' && res.ok) await touchSession(deps, t.session.session_id);
+  if (res.status >= 500) {
+    throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
+  }
+  if (!res.ok) {
+    throw new DomainError(res.status === 409 ? 'conflict' : 'validation', (json as { error?: string } | null)?.error ?? 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
+  }
+  return json;
+}

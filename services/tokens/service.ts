@@ -1,0 +1,97 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Executor } from '../../infra/db/db.js';
+import { tokenQueries } from '../../sql/queries/accounts.js';
+
+/**
+ * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
+ * Lookup is by hash (an index probe), and the stored hash is compared again in constant
+ * time, so neither step leaks how much of a guess was right.
+ */
+export const TOKEN_PREFIX = 'svc_pat_';
+
+export interface Principal {
+  token_id: string;
+  user_id: string;
+  email: string;
+  user_name: string;
+  /** Set for project tokens: the one project this token may touch. */
+  project_id: string | null;
+}
+
+export const hashToken = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
+
+export const looksLikeToken = (value: string): boolean => /^svc_pat_[A-Za-z0-9_-]{20,200}$/.test(value);
+
+export interface MintedToken {
+  token: string;
+  token_id: string;
+  name: string;
+  project_id: string | null;
+  created_at: string;
+  expires_at: string | null;
+}
+
+/** A new personal access token's secret value (only its hash is stored). */
+export const newTokenValue = (): string => TOKEN_PREFIX + randomBytes(32).toString('base64url');
+
+export async function mintToken(
+  db: Executor,
+  opts: { userId: string; projectId?: string | null; name?: string; expiresAt?: Date | null },
+): Promise<MintedToken> {
+  const token = newTokenValue();
+  const row = await db.one<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null }>(
+    tokenQueries.insert({
+      tokenId: randomUUID(),
+      userId: opts.userId,
+      projectId: opts.projectId ?? null,
+      name: opts.name ?? '',
+      hash: hashToken(token),
+      expiresAt: opts.expiresAt ?? null,
+    }),
+  );
+  return {
+    token,
+    token_id: row!.token_id,
+    name: row!.name,
+    project_id: row!.project_id,
+    created_at: row!.created_at.toISOString(),
+    expires_at: row!.expires_at?.toISOString() ?? null,
+  };
+}
+
+/** The principal behind a bearer value, or null for anything unknown, revoked or expired. */
+export async function authenticate(db: Executor, value: string): Promise<Principal | null> {
+  if (!looksLikeToken(value)) return null;
+  const hash = hashToken(value);
+  const row = await db.one<Principal & { token_hash: Buffer; last_used_at: Date | null }>(tokenQueries.byHash(hash));
+  if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
+  const { token_hash: _h, last_used_at: used, ...principal } = row;
+  // last_used_at: written at most once a minute, off the request's path.
+  if (!used || Date.now() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
+  return principal;
+}
+
+/** Of `tokenIds`, those no longer live (revoked, expired, deleted). */
+export async function deadTokens(db: Executor, tokenIds: string[]): Promise<Set<string>> {
+  if (tokenIds.length === 0) return new Set();
+  return new Set((await db.rows<{ token_id: string }>(tokenQueries.deadAmong(tokenIds))).map((r) => r.token_id));
+}
+
+export interface TokenListing {
+  token_id: string;
+  name: string;
+  project_id: string | null;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+/** The user's live tokens (user and project tokens), newest first; never their values. */
+export async function listTokens(db: Executor, userId: string): Promise<TokenListing[]> {
+  return db.rows<TokenListing>(tokenQueries.listForUser(userId));
+}
+
+/** Revokes one of the user's live tokens; false for another user's, an unknown or a revoked one. */
+export async function revokeToken(db: Executor, userId: string, tokenId: string): Promise<boolean> {
+  return (await db.one(tokenQueries.revokeForUser(userId, tokenId))) !== undefined;
+}
