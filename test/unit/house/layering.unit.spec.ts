@@ -1,84 +1,91 @@
 import { expect } from 'chai';
-import { readdirSync, readFileSync } from 'node:fs';
-import { builtinModules } from 'node:module';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
+import { LAYERS, specifiersOf, violations } from './layers.js';
 
 /**
- * The house rules (docs: /work/shared/design/style.md), checked on the source tree so they
- * cannot regress:
- * - `api/` (routes, dashboard, feed hub, project access, auth) calls services in `infra/`;
- *   it never imports `sql/queries/*` (SQL lives behind services) nor `workers/*` (job
- *   handlers; their queue names live in `infra/`).
- * - `domain/` is pure: it imports only `domain/`, node builtins and zod.
+ * The house rules (shared/design/architecture.md; the arrows are data in ./layers.ts),
+ * checked on the source tree so they cannot regress. `npm run lint:house` runs this file
+ * alone.
  */
 
 /**
- * api files still allowed to break the api rule, each with why. Empty: every api module
- * goes through services. An entry that no longer breaks the rule fails the test, so the
- * list only shrinks.
+ * Imports still allowed to break an arrow, each with why. An entry that no longer breaks
+ * it fails the test, so the list only shrinks.
  */
-const API_ALLOWED: Record<string, string> = {};
-
-/**
- * Packages a domain file may import beyond node builtins and zod, each with why. An entry
- * that is no longer used fails the test.
- */
-const DOMAIN_ALLOWED: Record<string, string[]> = {
-  // svc.toml is parsed and edited in the domain (pure string in, value out); smol-toml is a
-  // pure TOML parser without I/O. Moving the TOML step to infra is a separate change.
-  'domain/manifest/parse.ts': ['smol-toml'],
-  'domain/manifest/edit.ts': ['smol-toml'],
+const DASHBOARD_VIA_HTTP = "the dashboard still calls the REST API through the CLI's client; page loaders move to services (issue 24 item 3)";
+const ALLOWED: Record<string, { specs: string[]; why: string }> = {
+  'api/dashboard/apps-page.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/context.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js', '../../cli/http.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/cr-page.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/diff-view.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/projects-pages.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/secrets-page.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/sessions-pages.ts': { specs: ['../../cli/errors.js', '../../cli/sessions-api.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/shared.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js'], why: DASHBOARD_VIA_HTTP },
+  'api/dashboard/triggers-page.ts': { specs: ['../../cli/api-client.js', '../../cli/sessions-api.js'], why: DASHBOARD_VIA_HTTP },
+  'bench/suites/agentd.ts': { specs: ['../../test/agentd/support/harness.js'], why: 'the daemon bench starts the daemon the way its tests do' },
+  'bench/suites/dashboard.ts': { specs: ['../../test/dashboard/support.js'], why: 'the dashboard bench signs in the way its tests do' },
 };
-
-/** Every module specifier of a TypeScript source: static and type imports, re-exports, side-effect and dynamic imports. */
-export function specifiersOf(source: string): string[] {
-  const out: string[] = [];
-  const patterns = [
-    /^\s*(?:import|export)\s[^'"`;]*?\sfrom\s*['"]([^'"]+)['"]/gms,
-    /^\s*import\s*['"]([^'"]+)['"]/gm,
-    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
-  for (const re of patterns) for (const m of source.matchAll(re)) out.push(m[1]!);
-  return out;
-}
 
 function tsFilesUnder(dir: string): string[] {
   const abs = path.join(projectRoot, dir);
+  if (!existsSync(abs)) return [];
   return readdirSync(abs, { recursive: true, withFileTypes: true })
     .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
     .map((e) => path.relative(projectRoot, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
     .sort();
 }
 
-/** A relative specifier as a path from the project root (`../../sql/queries/x.js` -> `sql/queries/x.js`); null for a package. */
-function resolved(file: string, spec: string): string | null {
-  if (!spec.startsWith('.')) return null;
-  return path.posix.normalize(path.posix.join(path.posix.dirname(file), spec));
+/** The arrows broken by a set of files, as `file: [specifiers]`. */
+function broken(files: Record<string, string>): Record<string, string[]> {
+  const found: Record<string, string[]> = {};
+  for (const [file, source] of Object.entries(files)) {
+    const bad = violations(file, source);
+    if (bad.length > 0) found[file] = bad;
+  }
+  return found;
 }
 
-const builtins = new Set(builtinModules);
-const isBuiltin = (spec: string) => spec.startsWith('node:') || builtins.has(spec) || builtins.has(spec.split('/')[0]!);
-const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+/**
+ * The negative fixture: one file per forbidden arrow, each of which the checker must
+ * report, beside files that keep the rules and must pass.
+ */
+const FORBIDDEN: Record<string, string> = {
+  'lib/x.ts': "import { a } from '../domain/errors.js';",
+  'domain/x.ts': "import type { Db } from '../infra/db/db.js';\nimport pg from 'pg';",
+  'sql/queries/x.ts': "import type { Query } from '../../infra/db/db.js';",
+  'infra/x.ts': "import { s } from '../services/projects/service.js';",
+  'infra/y.ts': "import { p } from '../projections/sessions.js';",
+  'projections/x.ts': "import { s } from '../services/sessions/handle.js';",
+  'services/x.ts': "import { r } from '../api/errors.js';",
+  'services/y.ts': "const w = await import('../workers/cr-merge.js');",
+  'api/x.ts': "import { q } from '../sql/queries/projects.js';",
+  'api/routes/y.ts': "export * from '../../workers/cr-merge.js';",
+  'api/dashboard/z.ts': "import { c } from '../../cli/api-client.js';",
+  'workers/x.ts': "import { a } from '../api/app.js';",
+  'cli/x.ts': "import {\n  s,\n} from '../services/sessions/service.js';",
+  'agentd/x.ts': "import { l } from '../infra/git/errors.js';",
+  'agentd/raw-proxy/y.ts': "import '../../sql/queries/sessions.js';",
+  'contracts/x.ts': "import { s } from '../services/sessions/view.js';",
+};
+const KEPT: Record<string, string> = {
+  'lib/x.ts': "import { pino } from 'pino';\nimport fs from 'node:fs';",
+  'domain/x.ts': "import { z } from 'zod';\nimport path from 'path';\nimport { E } from './errors.js';\nimport { now } from '../lib/time.js';",
+  'sql/queries/x.ts': "import type { Query } from '../query.js';\nimport type { H } from '../../domain/sandbox.js';",
+  'infra/x.ts': "import { q } from '../sql/queries/events.js';\nimport pg from 'pg';",
+  'projections/x.ts': "import { s } from '../infra/event-store.js';",
+  'services/x.ts': "import { p } from '../projections/sessions.js';\nimport { q } from '../sql/queries/sessions.js';",
+  'api/routes/x.ts': "import { s } from '../../services/projects/service.js';\nimport { c } from '../../contracts/session.js';",
+  'workers/x.ts': "import { s } from '../services/change-requests/merge.js';",
+  'ops/x.ts': "import { a } from '../api/app.js';\nimport { w } from '../workers/cr-merge.js';",
+  'cli/x.ts': "import { c } from '../contracts/session.js';\nimport { l } from '../lib/logger.js';",
+  'agentd/x.ts': "import { r } from '../domain/refs.js';\nimport { g } from '../lib/git-run.js';",
+  'test/x.ts': "import { anything } from '../infra/db/db.js';",
+};
 
-export function apiViolations(file: string, source: string): string[] {
-  return specifiersOf(source).filter((spec) => {
-    const target = resolved(file, spec);
-    return target !== null && (target.startsWith('sql/queries/') || target.startsWith('workers/'));
-  });
-}
-
-export function domainViolations(file: string, source: string, allowed: string[] = []): string[] {
-  return specifiersOf(source).filter((spec) => {
-    const target = resolved(file, spec);
-    if (target !== null) return !target.startsWith('domain/');
-    if (isBuiltin(spec)) return false;
-    const pkg = packageOf(spec);
-    return pkg !== 'zod' && !allowed.includes(pkg);
-  });
-}
-
-describe('house layering (issue 16 item 6)', () => {
+describe('house layering (issue 24 item 2)', () => {
   const read = (file: string) => readFileSync(path.join(projectRoot, file), 'utf8');
 
   it('finds the imports it must judge (the scanner is not blind)', () => {
@@ -91,55 +98,49 @@ describe('house layering (issue 16 item 6)', () => {
       "const m = await import('../../sql/queries/apps.js');",
       "// from '../../sql/queries/commented.js' is not an import",
     ].join('\n');
-    expect(apiViolations('api/routes/x.ts', src)).to.have.members([
+    expect(specifiersOf(src)).to.have.members([
       '../../sql/queries/projects.js',
+      '../../infra/x.js',
       '../../workers/cr-merge.js',
       '../../sql/queries/events.js',
       '../../workers/side-effect.js',
       '../../sql/queries/apps.js',
     ]);
     // Resolved from the file's own folder: from api/routes/x.ts, '../sql/queries' is api/sql/queries.
-    expect(apiViolations('api/routes/x.ts', "import { q } from '../sql/queries/projects.js';")).to.deep.equal([]);
-    expect(apiViolations('api/x.ts', "import { q } from '../sql/queries/projects.js';")).to.have.length(1);
-    expect(apiViolations('api/routes/x.ts', "import { q } from '../../infra/projects/service.js';")).to.deep.equal([]);
-    expect(apiViolations('api/dashboard/x.ts', "import { w } from '../../workers/manifest.js';")).to.have.length(1);
-    expect(apiViolations('api/x.ts', "const m = await import('../workers/cr-merge.js');")).to.have.length(1);
-    expect(apiViolations('api/x.ts', "export { x } from '../sql/queries/events.js';")).to.have.length(1);
-    expect(apiViolations('api/x.ts', "import {\n  a,\n  b,\n} from '../sql/queries/events.js';")).to.have.length(1);
-
-    expect(domainViolations('domain/manifest/x.ts', "import { z } from 'zod';\nimport { createHash } from 'node:crypto';\nimport path from 'path';")).to.deep.equal([]);
-    expect(domainViolations('domain/manifest/x.ts', "import { SLUG } from './schema.js';\nimport { E } from '../errors.js';")).to.deep.equal([]);
-    expect(domainViolations('domain/manifest/x.ts', "import type { Db } from '../../infra/db/db.js';")).to.deep.equal(['../../infra/db/db.js']);
-    expect(domainViolations('domain/x.ts', "import pg from 'pg';\nimport { parse } from 'smol-toml';")).to.deep.equal(['pg', 'smol-toml']);
-    expect(domainViolations('domain/x.ts', "import { parse } from 'smol-toml';", ['smol-toml'])).to.deep.equal([]);
+    expect(violations('api/routes/x.ts', "import { q } from '../sql/queries/projects.js';")).to.deep.equal([]);
+    expect(violations('api/x.ts', "import { q } from '../sql/queries/projects.js';")).to.have.length(1);
   });
 
-  it('api/ imports neither sql/queries nor workers (services in infra/ instead)', () => {
-    const files = tsFilesUnder('api');
-    expect(files).to.include.members(['api/project-access.ts', 'api/feed-hub.ts', 'api/routes/projects.ts', 'api/routes/accounts.ts']);
-    const found: Record<string, string[]> = {};
-    for (const file of files) {
-      const bad = apiViolations(file, read(file));
-      if (bad.length > 0) found[file] = bad;
-    }
-    const unexpected = Object.fromEntries(Object.entries(found).filter(([f]) => !(f in API_ALLOWED)));
-    expect(unexpected, 'api modules importing sql/queries or workers; move the access into a service in infra/').to.deep.equal({});
-    const stale = Object.keys(API_ALLOWED).filter((f) => !(f in found));
-    expect(stale, 'allow-list entries that no longer break the rule; remove them').to.deep.equal([]);
+  it('fails on the negative fixture: every forbidden arrow is reported', () => {
+    const found = broken(FORBIDDEN);
+    expect(Object.keys(found).sort()).to.deep.equal(Object.keys(FORBIDDEN).sort());
+    expect(found['domain/x.ts']).to.deep.equal(['../infra/db/db.js', 'pg']);
+    expect(found['cli/x.ts']).to.deep.equal(['../services/sessions/service.js']);
   });
 
-  it('domain/ imports only domain/, node builtins and zod', () => {
-    const files = tsFilesUnder('domain');
-    expect(files).to.include.members(['domain/errors.ts', 'domain/change-request/decide.ts']);
-    const found: Record<string, string[]> = {};
-    for (const file of files) {
-      const bad = domainViolations(file, read(file), DOMAIN_ALLOWED[file] ?? []);
-      if (bad.length > 0) found[file] = bad;
+  it('passes files that keep the arrows', () => {
+    expect(broken(KEPT)).to.deep.equal({});
+  });
+
+  it('every top-level source folder has a layer (a new folder must be placed)', () => {
+    const dirs = readdirSync(projectRoot, { withFileTypes: true })
+      .filter((e) => e.isDirectory() && !e.name.startsWith('.') && !['node_modules', 'dist', 'docs', 'test'].includes(e.name))
+      .filter((e) => tsFilesUnder(e.name).length > 0)
+      .map((e) => e.name);
+    expect(dirs.filter((d) => !(d in LAYERS))).to.deep.equal([]);
+  });
+
+  it('the source tree keeps every arrow', () => {
+    const files = Object.keys(LAYERS).flatMap(tsFilesUnder);
+    expect(files).to.include.members(['domain/errors.ts', 'api/project-access.ts', 'services/sessions/service.ts', 'lib/logger.ts']);
+    const found = broken(Object.fromEntries(files.map((f) => [f, read(f)])));
+    const unexpected: Record<string, string[]> = {};
+    for (const [file, specs] of Object.entries(found)) {
+      const rest = specs.filter((s) => !(ALLOWED[file]?.specs ?? []).includes(s));
+      if (rest.length > 0) unexpected[file] = rest;
     }
-    expect(found, 'domain modules importing outside domain/ (only node builtins and zod are allowed)').to.deep.equal({});
-    const stale = Object.entries(DOMAIN_ALLOWED).flatMap(([file, pkgs]) =>
-      pkgs.filter((pkg) => !specifiersOf(read(file)).some((s) => packageOf(s) === pkg)).map((pkg) => `${file}: ${pkg}`),
-    );
-    expect(stale, 'allow-list entries no longer used; remove them').to.deep.equal([]);
+    expect(unexpected, 'imports against the arrows in test/unit/house/layers.ts').to.deep.equal({});
+    const stale = Object.entries(ALLOWED).flatMap(([file, { specs }]) => specs.filter((s) => !(found[file] ?? []).includes(s)).map((s) => `${file}: ${s}`));
+    expect(stale, 'allow-list entries that no longer break an arrow; remove them').to.deep.equal([]);
   });
 });
