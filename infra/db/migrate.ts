@@ -14,6 +14,13 @@ export interface Migration {
 /** `sql/NNN_name.sql`, in version order. */
 export async function loadMigrations(dir = migrationsDir): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const seen = new Map<string, string>();
+  for (const f of files) {
+    const other = seen.get(f.slice(0, 3));
+    // Two branches that took the same number (docs/development.md reserves ranges per issue).
+    if (other) throw new Error(`migrations ${other} and ${f} share the number ${f.slice(0, 3)}`);
+    seen.set(f.slice(0, 3), f);
+  }
   return Promise.all(
     files.map(async (f) => ({
       version: Number(f.slice(0, 3)),
