@@ -3,7 +3,6 @@ import type { Db } from '../infra/db/db.js';
 import type { ProjectRecord } from '../domain/project.js';
 import { projectForCaller } from '../services/projects/access.js';
 import { principalOf } from './auth.js';
-import type { Principal } from '../services/tokens/service.js';
 
 /**
  * Resolves `:projectId` (uuid or slug) and checks the caller may write to it: the rule
@@ -11,11 +10,6 @@ import type { Principal } from '../services/tokens/service.js';
  */
 export async function resolveProject(db: Db, req: Request): Promise<ProjectRecord> {
   return projectForCaller(db, principalOf(req), String(req.params.projectId ?? ''));
-}
-
-/** The same resolution for callers that hold a principal and a reference (smart HTTP's `/git/<slug-or-id>.git`). */
-export async function resolveProjectRef(db: Db, principal: Principal, ref: string): Promise<ProjectRecord> {
-  return projectForCaller(db, principal, ref);
 }
 
 export function serializeProject(p: ProjectRecord) {

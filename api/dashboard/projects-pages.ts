@@ -21,7 +21,7 @@ export function projectPages(deps: ApiDeps): Router {
 
   r.get('/', (_req, res) => res.redirect(303, '/projects'));
 
-  r.get('/projects', async (req, res) => {
+  r.get('/projects', async (_req, res) => {
     const projects = await listProjectsForUser(deps.db, callerOf(res).user_id, PAGE, null);
     res.type('html').send(page({
       title: 'Projects', user: userOf(res), csrf: csrfOf(res), crumbs: [{ href: '/projects', label: 'Projects' }],
