@@ -1,6 +1,9 @@
-import { Router, type Request } from 'express';
-import type { Project } from '../../cli/api-client.js';
-import { apiOf, asDomain, csrfOf, userOf } from './context.js';
+import { Router } from 'express';
+import type { ProjectRecord } from '../../domain/project.js';
+import { appDeploys, listApps } from '../../services/apps/service.js';
+import { serializeApp } from '../../services/apps/deploy.js';
+import type { ApiDeps } from '../deps.js';
+import { csrfOf, projectOf, userOf } from './context.js';
 import { html, shortSha, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, httpUrl, projectNav, statusBadge } from './shared.js';
@@ -9,15 +12,7 @@ import { crumbsOf, httpUrl, projectNav, statusBadge } from './shared.js';
  * A project's apps (docs/manifest.md "Apps"), read-only: they follow `[[apps]]` on the
  * default branch. Status, commit, URL, last error and the recent deploys of each.
  */
-interface App {
-  name: string;
-  status: string;
-  commit_sha: string | null;
-  url: string | null;
-  manifest_hash: string | null;
-  deployed_at: string | null;
-  last_error: string | null;
-}
+type App = ReturnType<typeof serializeApp>;
 interface Deploy {
   deploy_id: string;
   commit_sha: string | null;
@@ -28,23 +23,18 @@ interface Deploy {
   finished_at: string | null;
 }
 
-/** At most this many apps get their deploy history read (one API call each). */
+/** At most this many apps get their deploy history read (one query each). */
 const DETAIL_LIMIT = 20;
 
-export function appsPage(): Router {
+export function appsPage(deps: ApiDeps): Router {
   const r = Router();
-  const pid = (req: Request) => String(req.params.projectId);
-  const enc = encodeURIComponent;
 
   r.get('/projects/:projectId/apps', async (req, res) => {
-    const api = apiOf(req, res);
-    const [project, list] = await Promise.all([
-      api.getProject(pid(req)),
-      api.request<{ apps: App[] }>('GET', `/projects/${enc(pid(req))}/apps`).catch((e) => { throw asDomain(e); }),
-    ]);
+    const project = await projectOf(deps, req, res);
+    const list = { apps: (await listApps(deps.db, project.project_id)).map(serializeApp) };
     const deploys = await Promise.all(list.apps.map((a, i) => i >= DETAIL_LIMIT
       ? Promise.resolve(null)
-      : api.request<{ app: { deploys: Deploy[] } }>('GET', `/projects/${enc(project.project_id)}/apps/${enc(a.name)}`).then((d) => d.app.deploys, () => null)));
+      : appDeploys(deps.db, project.project_id, a.name, 10).then((d) => d as unknown as Deploy[], () => null)));
     res.type('html').set('Cache-Control', 'no-store').send(page({
       title: `Apps · ${project.name}`, user: userOf(res), csrf: csrfOf(res),
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/apps`, label: 'Apps' }),
@@ -60,7 +50,7 @@ const link = (u: string | null) => {
   return href ? html`<a href="${href}" rel="noopener noreferrer" target="_blank">${href}</a>` : u ? html`<code>${u}</code>` : html`–`;
 };
 
-function body(project: Project, apps: App[], deploys: Array<Deploy[] | null>) {
+function body(project: ProjectRecord, apps: App[], deploys: Array<Deploy[] | null>) {
   return html`<div data-live-src="/projects/${project.project_id}/live"></div><h1>Apps</h1>
 ${projectNav(project.project_id, 'apps')}
 <p class="muted">Apps follow <code>[[apps]]</code> in <code>svc.toml</code> on the default branch: a merge that changes an entry deploys it.</p>

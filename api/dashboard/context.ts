@@ -1,9 +1,9 @@
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
-import { ApiClient } from '../../cli/api-client.js';
-import { ApiError } from '../../cli/errors.js';
-import { nodeFetch } from '../../cli/http.js';
 import { DomainError } from '../../domain/errors.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { projectForCaller, type ProjectCaller } from '../../services/projects/access.js';
+import type { ApiDeps } from '../deps.js';
 import type { DashboardSession, SessionStore } from '../../services/dashboard/sessions.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 
@@ -111,27 +111,22 @@ export const requireCsrf: RequestHandler = (req, res, next) => {
   }
 };
 
-/** The API, called as the signed-in user, on the address this request came in on. */
-export function apiOf(req: Request, res: Response): ApiClient {
+/**
+ * The signed-in user as the services' caller. Pages call services directly with it (not
+ * the HTTP API), under the same access rules the API's routes use.
+ */
+export function callerOf(res: Response): ProjectCaller {
   const s = locals(res).session;
   if (!s) throw new DomainError('unauthorized', 'Unauthorized', 'Sign in first.');
-  let host = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
-  if (host === '::' || host === '0.0.0.0') host = '127.0.0.1';
-  if (host.includes(':')) host = `[${host}]`;
-  return new ApiClient({ baseUrl: `http://${host}:${req.socket.localPort}`, token: s.apiToken, fetch: nodeFetch, userAgent: 'svc-dashboard' });
+  return { user_id: s.user.user_id, project_id: null };
+}
+
+/** `:projectId` (uuid or slug) as the signed-in user may see it: another account's project is a 404, as in the API. */
+export function projectOf(deps: Pick<ApiDeps, 'db'>, req: Request, res: Response): Promise<ProjectRecord> {
+  return projectForCaller(deps.db, callerOf(res), String(req.params.projectId ?? ''));
 }
 
 export const userOf = (res: Response) => locals(res).session!.user;
 export const csrfOf = (res: Response) => locals(res).session?.csrf_token ?? '';
-
-/** An API error as the dashboard reports it: the API's own status and body. */
-export function asDomain(err: unknown): unknown {
-  if (err instanceof ApiError) {
-    const code = err.code === 'server_error' || err.code === 'http_error' ? 'unavailable' : err.code;
-    const { error: _e, message: _m, ...details } = err.body as Record<string, unknown>;
-    return Object.assign(new DomainError(code, err.reason, err.message, details), { status: err.status });
-  }
-  return err;
-}
 
 export type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void>;

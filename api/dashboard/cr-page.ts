@@ -1,8 +1,14 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import type { ChangeRequest, MergePreview } from '../../cli/api-client.js';
-import { ApiError } from '../../cli/errors.js';
-import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
+import type { MergePreview } from '../../domain/change-request/views.js';
+import { isDomainError } from '../../domain/errors.js';
+import * as crs from '../../services/change-requests/service.js';
+import type { CrHistoryEntry } from '../../services/change-requests/service.js';
+import type { ApiDeps } from '../deps.js';
+import { crDepsOf, mergeAs } from '../routes/change-requests.js';
+import { EditChangeRequestBody, MergeChangeRequestBody } from '../schemas.js';
+import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { fileList, renderDiff } from './diff-view.js';
 import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
@@ -13,14 +19,7 @@ import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
  * the page shows, so code pushed after the page loaded is never merged unseen), Close /
  * Reopen, the rendered diff, and the history with "view as of" any event.
  */
-interface CrEvent {
-  stream_position: number;
-  global_position?: number;
-  type: string;
-  data: Record<string, unknown>;
-  actor: string;
-  recorded_at: string;
-}
+type CrEvent = CrHistoryEntry;
 
 const EVENT_LABEL: Record<string, string> = {
   ChangeRequestOpened: 'opened',
@@ -67,30 +66,30 @@ function actions(cr: ChangeRequest, headSha: string | null, p: MergePreview | nu
 function history(events: CrEvent[], base: string, asOf: string | undefined): Html {
   return html`<ol class="timeline">${events.map(
     (e) => html`<li class="${asOf && e.recorded_at === asOf ? 'current' : ''}"><span class="ev">${EVENT_LABEL[e.type] ?? e.type}</span>
-${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha(e.data.head_commit_sha as string)}</code>` : ''}
+${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha((e.data as { head_commit_sha?: string }).head_commit_sha)}</code>` : ''}
 <span class="muted">by ${e.actor.slice(0, 8)} · ${timeAgo(e.recorded_at)}</span>
 <a href="${base}?${String(new URLSearchParams({ as_of: e.recorded_at }))}">view as of</a></li>`,
   )}</ol>`;
 }
 
-async function show(req: Request, res: Response) {
-  const api = apiOf(req, res);
+/**
+ * The page's reads, as the signed-in user: the project (the access rule), the CR once
+ * (refreshed when open, or folded as of a time), then its history, diff and merge
+ * preview from that one read, side by side.
+ */
+async function show(deps: ApiDeps, req: Request, res: Response) {
+  const crDeps = crDepsOf(deps);
   const q = AsOf.parse(req.query);
-  const pid = String(req.params.projectId);
   const n = String(req.params.n);
-  const base = `/projects/${encodeURIComponent(pid)}/change-requests/${encodeURIComponent(n)}`;
-  const enc = encodeURIComponent;
-  const crPath = `/projects/${enc(pid)}/change-requests/${enc(n)}`;
-  // Everything the page shows, in one round: the diff and the preview do not wait for the CR.
+  const project = await projectOf(deps, req, res);
+  const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
-  const [project, crEnv, events, diff, preview] = await Promise.all([
-    api.getProject(pid),
-    api.request<{ change_request: ChangeRequest }>('GET', q.as_of ? `${crPath}?as_of=${enc(q.as_of)}` : crPath),
-    api.request<{ events: CrEvent[] }>('GET', `${crPath}/events`).then((r) => r.events),
-    q.as_of ? Promise.resolve(null) : settle(api.getDiff(pid, n)),
-    q.as_of ? Promise.resolve(null) : settle(api.getMergePreview(pid, n)),
+  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
+  const [events, diff, preview] = await Promise.all([
+    crs.historyOfCr(crDeps, cr),
+    q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
+    q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
   ]);
-  const cr = crEnv.change_request;
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>
@@ -110,7 +109,7 @@ ${header}${description}<section><h2>History</h2>${history(events, base, q.as_of)
 
   if (!diff) throw new Error('unreachable: the diff is read unless as_of');
   const p = preview instanceof Error || cr.status !== 'open' ? null : preview;
-  const previewError = preview instanceof Error && cr.status === 'open' ? (preview instanceof ApiError ? preview.message : 'the repository cannot be read right now') : null;
+  const previewError = preview instanceof Error && cr.status === 'open' ? (isDomainError(preview) ? preview.message : 'the repository cannot be read right now') : null;
   const diffOk = !(diff instanceof Error);
   const headSha = diffOk ? diff.head_sha : cr.head_commit_sha;
   res.type('html').send(page({
@@ -126,41 +125,53 @@ ${header}
 ${description}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
 <section aria-labelledby="diff-h"><h2 id="diff-h">Changes ${diffOk ? html`<span class="stat"><span class="plus">+${diff.additions}</span> <span class="minus">−${diff.deletions}</span> in ${diff.files.length} file${diff.files.length === 1 ? '' : 's'}</span>` : ''}</h2>
-${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs">${renderDiff(diff, cr.number)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${diff instanceof ApiError ? diff.message : 'the repository cannot be read'}.</p>`}
+${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs">${renderDiff(diff, cr.number)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
 </section>
 <section aria-labelledby="hist-h" data-live="cr-history"><h2 id="hist-h">History</h2>${history(events, base, undefined)}</section>`,
   }));
 }
 
-export function crPageRoutes(): Router {
+export function crPageRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
+  const crDeps = crDepsOf(deps);
   const crBase = (req: Request) => `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(String(req.params.n))}`;
+  const n = (req: Request) => String(req.params.n);
 
-  r.get('/projects/:projectId/change-requests/:n', show);
+  r.get('/projects/:projectId/change-requests/:n', (req, res) => show(deps, req, res));
 
   r.post('/projects/:projectId/change-requests/:n/edit', requireCsrf, async (req, res) => {
     const b = EditBody.parse(req.body ?? {});
-    await apiOf(req, res).request('PATCH', `${crBase(req)}`, { ...(b.title !== undefined ? { title: b.title } : {}), ...(b.description !== undefined ? { description: b.description.replace(/\r\n/g, '\n') } : {}) }).catch((e) => { throw asDomain(e); });
+    const project = await projectOf(deps, req, res);
+    // The API's own body rules (text without control characters, one of the two given).
+    const edit = EditChangeRequestBody.parse({
+      ...(b.title !== undefined ? { title: b.title } : {}),
+      ...(b.description !== undefined ? { description: b.description.replace(/\r\n/g, '\n') } : {}),
+    });
+    await crs.editCr(crDeps, project, n(req), callerOf(res).user_id, edit);
     respond(req, res, crBase(req), 'edited');
   });
 
   r.post('/projects/:projectId/change-requests/:n/merge', requireCsrf, async (req, res) => {
     const b = MergeBody.parse(req.body ?? {});
+    const project = await projectOf(deps, req, res);
     try {
-      await apiOf(req, res).request('POST', `${crBase(req)}/merge`, { expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}) });
+      const body = MergeChangeRequestBody.parse({ expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}) });
+      await mergeAs(deps, project, n(req), callerOf(res).user_id, body);
     } catch (e) {
       // A form post without JS comes back to the page with the reason; fetch gets the API's body.
-      if (e instanceof ApiError && (e.code === 'head_modified' || e.code === 'merge_failed') && !(req.headers.accept ?? '').includes('application/json')) {
+      if (isDomainError(e) && (e.code === 'head_modified' || e.code === 'merge_failed') && !(req.headers.accept ?? '').includes('application/json')) {
         return res.redirect(303, `${crBase(req)}?error=${e.code}`);
       }
-      throw asDomain(e);
+      throw e;
     }
     respond(req, res, crBase(req), 'merged');
   });
 
   for (const action of ['close', 'reopen'] as const) {
     r.post(`/projects/:projectId/change-requests/:n/${action}`, requireCsrf, async (req, res) => {
-      await apiOf(req, res).request('POST', `${crBase(req)}/${action}`, {}).catch((e) => { throw asDomain(e); });
+      const project = await projectOf(deps, req, res);
+      const act = action === 'close' ? crs.closeCr : crs.reopenCr;
+      await act(crDeps, project, n(req), callerOf(res).user_id);
       respond(req, res, crBase(req), action === 'close' ? 'closed' : 'reopened');
     });
   }

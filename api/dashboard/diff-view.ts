@@ -1,4 +1,4 @@
-import type { Diff } from '../../cli/api-client.js';
+import type { LimitedDiff as Diff } from '../../services/change-requests/diff-limits.js';
 import { html, raw, escapeHtml, type Html } from './html.js';
 
 /**

@@ -6,7 +6,7 @@ import type { ApiDeps } from '../deps.js';
 import { bodyOf, statusOf, zodIssues } from '../errors.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
-import { asDomain, loadSession, locals, requireSession } from './context.js';
+import { loadSession, locals, requireSession } from './context.js';
 import { crPageRoutes } from './cr-page.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -20,9 +20,9 @@ import { triggersPage } from './triggers-page.js';
 import { appsPage } from './apps-page.js';
 
 /**
- * The dashboard, served at `/` by the API server: server-rendered pages over the HTTP API
- * (called as the signed-in user), cookie sessions, CSRF on every state change. The API
- * under /v1 never sees the cookie.
+ * The dashboard, served at `/` by the API server: server-rendered pages over the services
+ * (called directly, with the signed-in user as the caller, under the API's access rules),
+ * cookie sessions, CSRF on every state change. The API under /v1 never sees the cookie.
  */
 export function dashboardRoutes(deps: ApiDeps): Router {
   const getStore = sessionStoreOf(deps);
@@ -44,14 +44,14 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(signInRoutes(deps.db));
   r.use(requireSession);
   r.use(cliLoginRoutes(deps.db));
-  r.use(projectPages());
-  r.use(liveRoutes(deps.db));
-  r.use(tokensPage());
-  r.use(sessionPages());
-  r.use(secretsPage());
-  r.use(triggersPage());
-  r.use(appsPage());
-  r.use(crPageRoutes());
+  r.use(projectPages(deps));
+  r.use(liveRoutes(deps));
+  r.use(tokensPage(deps));
+  r.use(sessionPages(deps));
+  r.use(secretsPage(deps));
+  r.use(triggersPage(deps));
+  r.use(appsPage(deps));
+  r.use(crPageRoutes(deps));
   // Any other path outside /v1 is a page that does not exist: the HTML 404 below.
   r.use((_req, _res, next) => next(new DomainError('not_found', 'Not found', 'There is no page at this address.')));
   r.use(dashboardErrors(deps.logger));
@@ -62,7 +62,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
 function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
   return (err0, req, res, next) => {
     if (res.headersSent) return next(err0);
-    let err = asDomain(err0);
+    let err: unknown = err0;
     if (err instanceof z.ZodError) {
       const issues = zodIssues(err);
       err = new DomainError('validation', 'Validation failed', issues.map((i) => `${i.path}: ${i.message}`).join('; '), { issues });

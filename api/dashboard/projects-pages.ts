@@ -1,37 +1,43 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import type { Project } from '../../cli/api-client.js';
-import { apiOf, csrfOf, userOf } from './context.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { listProjectsForUser } from '../../services/projects/service.js';
+import { listCrPage } from '../../services/change-requests/service.js';
+import type { ApiDeps } from '../deps.js';
+import { crDepsOf } from '../routes/change-requests.js';
+import { callerOf, csrfOf, projectOf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, projectNav, statusBadge, tabs } from './shared.js';
 
 /** The projects list, and a project's change requests with a status filter (live). */
 const ListQuery = z.object({ status: z.enum(['open', 'merged', 'closed', 'all']).default('open') });
+/** What one page lists (the API's default page size). */
+const PAGE = 30;
 
-export function projectPages(): Router {
+export function projectPages(deps: ApiDeps): Router {
   const r = Router();
+  const crDeps = crDepsOf(deps);
 
   r.get('/', (_req, res) => res.redirect(303, '/projects'));
 
-  r.get('/projects', async (req, res) => {
-    const projects = await apiOf(req, res).listProjects();
+  r.get('/projects', async (_req, res) => {
+    const projects = await listProjectsForUser(deps.db, callerOf(res).user_id, PAGE, null);
     res.type('html').send(page({
       title: 'Projects', user: userOf(res), csrf: csrfOf(res), crumbs: [{ href: '/projects', label: 'Projects' }],
       body: html`<h1>Projects</h1>
 ${projects.length === 0 ? html`<p class="muted">No projects yet. Create one with <code>POST /v1/projects</code> (see docs/api.md).</p>` : ''}
 <ul class="cards">${projects.map(
-        (p: Project) => html`<li><a href="/projects/${p.project_id}"><strong>${p.name}</strong></a> <span class="muted">${p.slug} · ${p.default_branch}</span>
+        (p: ProjectRecord) => html`<li><a href="/projects/${p.project_id}"><strong>${p.name}</strong></a> <span class="muted">${p.slug} · ${p.default_branch}</span>
 <br><span class="muted">${p.repo_url ?? 'managed repository'}</span></li>`,
       )}</ul>`,
     }));
   });
 
   r.get('/projects/:projectId', async (req, res) => {
-    const api = apiOf(req, res);
     const q = ListQuery.parse(req.query);
-    const pid = String(req.params.projectId);
-    const [project, crs] = await Promise.all([api.getProject(pid), api.listChangeRequests(pid, q.status)]);
+    const project = await projectOf(deps, req, res);
+    const crs = (await listCrPage(crDeps, project, q.status, { perPage: PAGE }, callerOf(res).user_id)).change_requests;
     const base = `/projects/${project.project_id}`;
     res.type('html').send(page({
       title: project.name, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project),

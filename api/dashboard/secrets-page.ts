@@ -1,7 +1,10 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import type { Project } from '../../cli/api-client.js';
-import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { deleteSecret, putSecret, type SecretsListing } from '../../services/secrets/service.js';
+import type { ApiDeps } from '../deps.js';
+import { secretsDepsOf, secretsListing } from '../routes/manifest.js';
+import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { apiRefusal, crumbsOf, noticeOf, projectNav, respond } from './shared.js';
@@ -13,21 +16,13 @@ import { apiRefusal, crumbsOf, noticeOf, projectNav, respond } from './shared.js
  * empty, a set redirects (so no response carries the value back), and no page, notice
  * or URL ever holds one.
  */
-interface EnvSpec {
-  name: string;
-  description?: string | null;
-}
-interface Listing {
-  secrets: Array<{ name: string; updated_at: string }>;
-  env: { required: EnvSpec[]; optional: EnvSpec[]; missing: string[] };
-  revision: number;
-}
+type Listing = SecretsListing;
 
 const NAME = /^[A-Z_][A-Z0-9_]*$/;
 const PageQuery = z.object({ name: z.string().optional(), notice: z.string().optional(), error: z.string().optional() });
 const SetBody = z.object({ _csrf: z.string().optional(), name: z.string().trim().min(1).max(200), value: z.string().max(65_536) });
 
-export function secretsPage(): Router {
+export function secretsPage(deps: ApiDeps): Router {
   const r = Router();
   const pid = (req: Request) => String(req.params.projectId);
   const enc = encodeURIComponent;
@@ -37,11 +32,8 @@ export function secretsPage(): Router {
     res: Response,
     o: { status?: number; notice?: { kind: 'ok' | 'error'; text: string } | null; name?: string } = {},
   ) => {
-    const api = apiOf(req, res);
-    const [project, listing] = await Promise.all([
-      api.getProject(pid(req)),
-      api.request<Listing>('GET', `/projects/${enc(pid(req))}/secrets`).catch((e) => { throw asDomain(e); }),
-    ]);
+    const project = await projectOf(deps, req, res);
+    const listing = await secretsListing(deps, project);
     const q = PageQuery.parse(req.query);
     // A name to prefill (the "Set" link of a missing one): a secret name or nothing.
     const prefill = o.name ?? (q.name && NAME.test(q.name) ? q.name : '');
@@ -63,10 +55,11 @@ export function secretsPage(): Router {
     }
     const { name, value } = parsed.data;
     try {
-      await apiOf(req, res).request('PUT', `/projects/${enc(pid(req))}/secrets/${enc(name)}`, { value });
+      const project = await projectOf(deps, req, res);
+      await putSecret(secretsDepsOf(deps), project.project_id, callerOf(res).user_id, name, value);
     } catch (e) {
       const refused = apiRefusal(e);
-      if (!refused) throw asDomain(e);
+      if (!refused) throw e;
       // The name comes back (it is not secret); the value never does.
       await render(req, res, { ...refused, name: NAME.test(name) ? name : '' });
       return;
@@ -77,10 +70,11 @@ export function secretsPage(): Router {
   r.post('/projects/:projectId/secrets/:name/unset', requireCsrf, async (req, res) => {
     const name = String(req.params.name);
     try {
-      await apiOf(req, res).request('DELETE', `/projects/${enc(pid(req))}/secrets/${enc(name)}`);
+      const project = await projectOf(deps, req, res);
+      await deleteSecret(secretsDepsOf(deps), project.project_id, callerOf(res).user_id, name);
     } catch (e) {
       const refused = apiRefusal(e);
-      if (!refused) throw asDomain(e);
+      if (!refused) throw e;
       await render(req, res, refused);
       return;
     }
@@ -90,7 +84,7 @@ export function secretsPage(): Router {
   return r;
 }
 
-function body(project: Project, l: Listing, csrf: string, prefill: string) {
+function body(project: ProjectRecord, l: Listing, csrf: string, prefill: string) {
   const base = `/projects/${project.project_id}/secrets`;
   const hidden = html`<input type="hidden" name="_csrf" value="${csrf}">`;
   const missing = new Set(l.env.missing);

@@ -1,10 +1,15 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import { ApiError } from '../../cli/errors.js';
-import { sessionsApi, type Session } from '../../cli/sessions-api.js';
-import { DomainError } from '../../domain/errors.js';
-import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
-import { html, timeAgo, type Html } from './html.js';
+import * as sessions from '../../services/sessions/service.js';
+import type { SessionView } from '../../services/sessions/view.js';
+import { refreshSession } from '../../services/sessions/refresh.js';
+import { listCrPage } from '../../services/change-requests/service.js';
+import type { ApiDeps } from '../deps.js';
+import { crDepsOf } from '../routes/change-requests.js';
+import { sessionDepsOf } from '../routes/sessions.js';
+import { CreateSessionBody, PromptSessionBody } from '../session-schemas.js';
+import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
+import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 
@@ -17,26 +22,22 @@ import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 const PageQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).optional(), notice: z.string().optional(), error: z.string().optional() });
 const Prompt = z.object({ _csrf: z.string().optional(), text: z.string().min(1).max(65_536) });
 
-const sessionRow = (pid: string, s: Session) => html`<tr><td><a href="/projects/${pid}/sessions/${s.session_id}"><code>${s.session_id.slice(0, 8)}</code></a></td>
+const sessionRow = (pid: string, s: SessionView) => html`<tr><td><a href="/projects/${pid}/sessions/${s.session_id}"><code>${s.session_id.slice(0, 8)}</code></a></td>
 <td>${statusBadge(s.status)}</td><td>${s.agent}${s.model ? html` <span class="muted">${s.model}</span>` : ''}</td><td><code>${s.base_ref}</code></td><td>${timeAgo(s.created_at)}</td></tr>`;
 
-function unavailable(e: unknown): Html | null {
-  if (e instanceof ApiError && e.status === 404 && e.reason === 'Not found' && /No route/.test(e.message)) {
-    return html`<p class="warn">This server has no sessions API yet.</p>`;
-  }
-  return null;
-}
-
-export function sessionPages(): Router {
+export function sessionPages(deps: ApiDeps): Router {
   const r = Router();
+  const crDeps = crDepsOf(deps);
   const sid = (req: Request) => String(req.params.sessionId);
   const pid = (req: Request) => String(req.params.projectId);
   const back = (req: Request) => `/projects/${encodeURIComponent(pid(req))}/sessions/${encodeURIComponent(sid(req))}`;
 
   r.get('/projects/:projectId/sessions', async (req, res) => {
-    const api = apiOf(req, res);
-    const project = await api.getProject(pid(req));
-    const list = await sessionsApi(api).list(project.project_id).catch((e: unknown) => e as Error);
+    const project = await projectOf(deps, req, res);
+    // A server without a session service still shows the page, saying so.
+    const list = await Promise.resolve()
+      .then(() => sessions.listSessions(sessionDepsOf(deps), project.project_id, null))
+      .catch((e: unknown) => e as Error);
     const base = `/projects/${project.project_id}/sessions`;
     res.type('html').send(page({
       title: `Sessions · ${project.name}`, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project, { href: base, label: 'Sessions' }),
@@ -44,7 +45,7 @@ export function sessionPages(): Router {
 <form method="post" action="${base}" class="stack row"><input type="hidden" name="_csrf" value="${csrfOf(res)}">
 <label>First prompt (optional) <input name="text" maxlength="65536"></label><button type="submit">New session</button></form>
 <div data-live="sessions">${list instanceof Error
-        ? (unavailable(list) ?? html`<p class="warn">Sessions cannot be listed: ${list.message}</p>`)
+        ? html`<p class="warn">Sessions cannot be listed: ${list.message}</p>`
         : list.length === 0 ? html`<p class="muted">No sessions.</p>`
         : html`<table class="list"><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Base</th><th scope="col">Created</th></tr></thead>
 <tbody>${list.map((s) => sessionRow(project.project_id, s))}</tbody></table>`}</div>`,
@@ -53,17 +54,20 @@ export function sessionPages(): Router {
 
   r.post('/projects/:projectId/sessions', requireCsrf, async (req, res) => {
     const text = typeof req.body?.text === 'string' && req.body.text.trim() ? String(req.body.text).slice(0, 65_536) : undefined;
-    const s = await sessionsApi(apiOf(req, res)).create(pid(req), text ? { prompt: text } : {}).catch((e) => { throw asDomain(e); });
+    const project = await projectOf(deps, req, res);
+    const body = CreateSessionBody.parse(text ? { prompt: text } : {});
+    const s = await sessions.createSession(sessionDepsOf(deps), {
+      project, userId: callerOf(res).user_id, agent: body.agent, model: body.model, baseRef: body.base_ref, prompt: body.prompt,
+    });
     respond(req, res, `/projects/${encodeURIComponent(pid(req))}/sessions/${s.session_id}`, 'created', { session: s });
   });
 
   r.get('/projects/:projectId/sessions/:sessionId', async (req, res) => {
-    const api = apiOf(req, res);
     const q = PageQuery.parse(req.query);
-    const [project, s, crs] = await Promise.all([
-      api.getProject(pid(req)),
-      sessionsApi(api).get(pid(req), sid(req)).catch((e) => { throw asDomain(e); }),
-      api.listChangeRequests(pid(req), 'open'),
+    const project = await projectOf(deps, req, res);
+    const [s, crs] = await Promise.all([
+      sessions.findSession(sessionDepsOf(deps), project.project_id, sid(req)),
+      listCrPage(crDeps, project, 'open', { perPage: 30 }, callerOf(res).user_id).then((p) => p.change_requests),
     ]);
     const base = `/projects/${project.project_id}/sessions/${s.session_id}`;
     const apiBase = `/v1/projects/${project.project_id}/sessions/${s.session_id}`;
@@ -96,22 +100,21 @@ ${s.status === 'running' ? html`<iframe class="preview-frame" title="Preview of 
     }));
   });
 
-  const action = (name: string, call: (req: Request, res: Response) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
-    r.post(`/projects/:projectId/sessions/:sessionId/${name}`, requireCsrf, async (req, res) => {
-      try {
-        await call(req, res);
-      } catch (e) {
-        if (name === 'refresh' && e instanceof ApiError && e.status === 404 && /No route/.test(e.message)) {
-          throw new DomainError('unavailable', 'Refresh unavailable', 'This server cannot refresh sandboxes yet.');
-        }
-        throw asDomain(e);
-      }
+  /** A session action: the project as the signed-in user may see it, then the session in it (else 404). */
+  const action = (name: string, call: (s: sessions.SessionDeps, projectId: string, id: string, actor: string, req: Request) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
+    r.post(`/projects/:projectId/sessions/:sessionId/${name}`, requireCsrf, async (req: Request, res: Response) => {
+      const project = await projectOf(deps, req, res);
+      await call(sessionDepsOf(deps), project.project_id, sid(req), callerOf(res).user_id, req);
       respond(req, res, to ? to(req) : back(req), notice);
     });
-  action('stop', (req, res) => sessionsApi(apiOf(req, res)).stop(pid(req), sid(req)), 'stopped');
-  action('restart', (req, res) => sessionsApi(apiOf(req, res)).restart(pid(req), sid(req)), 'restarted');
-  action('refresh', (req, res) => apiOf(req, res).request('POST', `/projects/${encodeURIComponent(pid(req))}/sessions/${encodeURIComponent(sid(req))}/refresh`, {}), 'refreshed');
-  action('remove', (req, res) => sessionsApi(apiOf(req, res)).remove(pid(req), sid(req)), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
-  action('prompt', (req, res) => sessionsApi(apiOf(req, res)).prompt(pid(req), sid(req), Prompt.parse(req.body ?? {}).text), 'prompted');
+  const found = async (s: sessions.SessionDeps, projectId: string, id: string) => (await sessions.findSession(s, projectId, id)).session_id;
+  action('stop', async (s, p, id, actor) => sessions.stopSession(s, p, await found(s, p, id), actor), 'stopped');
+  action('restart', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor), 'restarted');
+  action('refresh', (s, p, id) => refreshSession(s, p, id), 'refreshed');
+  action('remove', async (s, p, id, actor) => sessions.removeSession(s, p, await found(s, p, id), actor), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
+  action('prompt', (s, p, id, _actor, req) => {
+    const text = Prompt.parse(req.body ?? {}).text;
+    return sessions.controlCall(s, p, id, '/svc/prompt', { text: PromptSessionBody.parse({ text }).text });
+  }, 'prompted');
   return r;
 }

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
-import type { Project } from '../../cli/api-client.js';
-import { ApiError } from '../../cli/errors.js';
+import { isDomainError } from '../../domain/errors.js';
+import { statusOf } from '../errors.js';
 import { html, type Html } from './html.js';
 
 /** What a form post says when it comes back: fixed texts only, never text from the URL. */
@@ -41,7 +41,7 @@ export function respond(req: Request, res: Response, back: string, notice: strin
 
 export const statusBadge = (status: string) => html`<span class="badge s-${status}" data-status="${status}">${status}</span>`;
 
-export function crumbsOf(project: Project, ...more: Array<{ href: string; label: string }>) {
+export function crumbsOf(project: { project_id: string; name: string }, ...more: Array<{ href: string; label: string }>) {
   return [{ href: '/projects', label: 'Projects' }, { href: `/projects/${project.project_id}`, label: project.name }, ...more];
 }
 
@@ -59,10 +59,12 @@ export function projectNav(projectId: string, current: ProjectSection): Html {
   return html`<nav class="tabs sections" aria-label="Project">${items.map(([k, href, label]) => html`<a href="${href}" ${k === current ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>`;
 }
 
-/** An API refusal (4xx/503) as a notice on the page it came from, with the API's status; anything else is thrown on. */
+/** A service's refusal (4xx/503) as a notice on the page it came from, with the API's status; anything else is thrown on. */
 export function apiRefusal(e: unknown): { status: number; notice: { kind: 'error'; text: string } } | null {
-  if (e instanceof ApiError && ((e.status >= 400 && e.status < 500 && e.status !== 401) || e.status === 503)) {
-    return { status: e.status, notice: { kind: 'error', text: e.message && e.message !== e.reason ? `${e.reason}: ${e.message}` : e.reason } };
+  if (!isDomainError(e)) return null;
+  const status = (e as { status?: number }).status ?? statusOf[e.code];
+  if ((status >= 400 && status < 500 && status !== 401) || status === 503) {
+    return { status, notice: { kind: 'error', text: e.message && e.message !== e.reason ? `${e.reason}: ${e.message}` : e.reason } };
   }
   return null;
 }

@@ -1,27 +1,26 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
+import { notFound } from '../../domain/errors.js';
+import { listTokens, mintToken, revokeToken } from '../../services/tokens/service.js';
+import type { ApiDeps } from '../deps.js';
+import { CreateTokenBody } from '../schemas.js';
+import { callerOf, csrfOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { noticeOf, respond } from './shared.js';
 
-/** Your tokens: list, create (shown once), revoke. Built on /v1/accounts/tokens. */
-interface TokenRow {
-  token_id: string;
-  name: string;
-  project_id: string | null;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
+/** Your tokens: list, create (shown once), revoke: the services behind /v1/accounts/tokens, as the signed-in user. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const CreateBody = z.object({ _csrf: z.string().optional(), name: z.string().max(200).default(''), expires_in_days: z.string().regex(/^\d{0,4}$/).default('') });
 
-export function tokensPage(): Router {
+export function tokensPage(deps: ApiDeps): Router {
   const r = Router();
 
   const render = async (req: Parameters<Parameters<Router['get']>[1]>[0], res: Parameters<Parameters<Router['get']>[1]>[1], created?: { token: string; name: string }) => {
-    const { tokens } = await apiOf(req, res).request<{ tokens: TokenRow[] }>('GET', '/accounts/tokens');
+    const tokens = (await listTokens(deps.db, callerOf(res).user_id)).map((t) => ({
+      ...t, created_at: t.created_at.toISOString(), expires_at: t.expires_at?.toISOString() ?? null, last_used_at: t.last_used_at?.toISOString() ?? null,
+    }));
     const csrf = csrfOf(res);
     res.type('html').set('Cache-Control', 'no-store').send(page({
       title: 'Tokens', user: userOf(res), csrf, crumbs: [{ href: '/tokens', label: 'Tokens' }],
@@ -44,15 +43,19 @@ ${created ? html`<div class="notice ok" role="alert"><p>New token <strong>${crea
 
   r.post('/tokens', requireCsrf, async (req, res) => {
     const b = CreateBody.parse(req.body ?? {});
-    const minted = await apiOf(req, res)
-      .request<{ token: string; name: string }>('POST', '/accounts/tokens', { name: b.name, ...(b.expires_in_days ? { expires_in_days: Number(b.expires_in_days) } : {}) })
-      .catch((e) => { throw asDomain(e); });
+    // The API's own rules for a new token (name, 1 to 3650 days).
+    const body = CreateTokenBody.parse({ name: b.name, ...(b.expires_in_days ? { expires_in_days: Number(b.expires_in_days) } : {}) });
+    const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * 86_400_000) : null;
+    const minted = await mintToken(deps.db, { userId: callerOf(res).user_id, name: body.name ?? '', expiresAt });
     // The value is shown once, in this response, and never put in a URL.
     await render(req, res, minted);
   });
 
   r.post('/tokens/:tokenId/revoke', requireCsrf, async (req, res) => {
-    await apiOf(req, res).request('DELETE', `/accounts/tokens/${encodeURIComponent(String(req.params.tokenId))}`).catch((e) => { throw asDomain(e); });
+    const id = String(req.params.tokenId);
+    // Anyone else's token, or an unknown one: 404, as the API answers.
+    const done = UUID.test(id) && (await revokeToken(deps.db, callerOf(res).user_id, id.toLowerCase()));
+    if (!done) throw notFound('Token');
     respond(req, res, '/tokens', 'revoked');
   });
 

@@ -1,11 +1,14 @@
 import { Router, type Request, type Response } from 'express';
-import type { ChangeRequest, Project } from '../../cli/api-client.js';
-import type { Session } from '../../cli/sessions-api.js';
-import { apiOf, asDomain, csrfOf, requireCsrf, userOf } from './context.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { listTriggers, proposeEnabled } from '../../services/triggers/service.js';
+import type { ApiDeps } from '../deps.js';
+import { serializeCr } from '../routes/change-requests.js';
+import { fireNow, triggerDepsOf } from '../routes/triggers.js';
+import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { apiRefusal, crumbsOf, projectNav, statusBadge, when } from './shared.js';
-import type { serializeTrigger } from '../../services/triggers/service.js';
+import { serializeTrigger } from '../../services/triggers/service.js';
 
 /**
  * A project's triggers (docs/manifest.md "Triggers"): schedule, enabled, last and next
@@ -18,17 +21,15 @@ type Trigger = ReturnType<typeof serializeTrigger>;
 
 type Result = { status: number; notice?: { kind: 'ok' | 'error'; text: string }; result?: Html };
 
-export function triggersPage(): Router {
+export function triggersPage(deps: ApiDeps): Router {
   const r = Router();
+  const tdeps = triggerDepsOf(deps);
   const pid = (req: Request) => String(req.params.projectId);
   const enc = encodeURIComponent;
 
   const render = async (req: Request, res: Response, o: Result = { status: 200 }) => {
-    const api = apiOf(req, res);
-    const [project, list] = await Promise.all([
-      api.getProject(pid(req)),
-      api.request<{ triggers: Trigger[] }>('GET', `/projects/${enc(pid(req))}/triggers`).catch((e) => { throw asDomain(e); }),
-    ]);
+    const project = await projectOf(deps, req, res);
+    const list = { triggers: (await listTriggers(deps.db, project.project_id)).map(serializeTrigger) };
     res.status(o.status).type('html').set('Cache-Control', 'no-store').send(page({
       title: `Triggers · ${project.name}`, user: userOf(res), csrf: csrfOf(res),
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/triggers`, label: 'Triggers' }),
@@ -39,17 +40,21 @@ export function triggersPage(): Router {
 
   r.get('/projects/:projectId/triggers', (req, res) => render(req, res));
 
-  /** Runs the API call; a refusal (409 already so, 503 no sessions, 404) shows on the list. */
+  /** Runs the service call; a refusal (409 already so, 503 no sessions, 404) shows on the list. */
   const act = (verb: 'fire' | 'enable' | 'disable', show: (req: Request, out: Record<string, unknown>) => Html) =>
     r.post(`/projects/:projectId/triggers/:slug/${verb}`, requireCsrf, async (req, res) => {
       const slug = String(req.params.slug);
       let out: Record<string, unknown>;
       try {
-        out = await apiOf(req, res).request('POST', `/projects/${enc(pid(req))}/triggers/${enc(slug)}/${verb}`, {});
+        const project = await projectOf(deps, req, res);
+        const actor = callerOf(res).user_id;
+        out = verb === 'fire'
+          ? { session: await fireNow(tdeps, project, slug, actor) }
+          : { change_request: serializeCr(await proposeEnabled(tdeps, project, slug, verb === 'enable', actor)) };
       } catch (e) {
         const refused = apiRefusal(e);
-        if (!refused) throw asDomain(e);
-        if ((req.headers.accept ?? '').includes('application/json')) throw asDomain(e);
+        if (!refused) throw e;
+        if ((req.headers.accept ?? '').includes('application/json')) throw e;
         await render(req, res, refused);
         return;
       }
@@ -62,13 +67,13 @@ export function triggersPage(): Router {
     });
 
   act('fire', (req, out) => {
-    const s = out.session as Session;
+    const s = out.session as { session_id: string; status: string };
     const href = `/projects/${enc(pid(req))}/sessions/${enc(s.session_id)}`;
     return html`<p>Fired <strong>${String(req.params.slug)}</strong>: session <a href="${href}" data-session="${s.session_id}"><code>${s.session_id.slice(0, 8)}</code></a> ${statusBadge(s.status)}</p>`;
   });
   for (const verb of ['enable', 'disable'] as const) {
     act(verb, (req, out) => {
-      const cr = out.change_request as ChangeRequest;
+      const cr = out.change_request as ReturnType<typeof serializeCr>;
       const href = `/projects/${enc(pid(req))}/change-requests/${cr.number}`;
       return html`<p>Opened change request <a href="${href}" data-cr="${cr.number}">#${cr.number} ${cr.title}</a> to ${verb} <strong>${String(req.params.slug)}</strong>.</p>
 <p class="muted">Nothing changes until it merges into the default branch; then the scheduler follows.</p>`;
@@ -77,7 +82,7 @@ export function triggersPage(): Router {
   return r;
 }
 
-function body(project: Project, triggers: Trigger[], csrf: string, result: Html | undefined) {
+function body(project: ProjectRecord, triggers: Trigger[], csrf: string, result: Html | undefined) {
   const base = `/projects/${project.project_id}/triggers`;
   const hidden = html`<input type="hidden" name="_csrf" value="${csrf}">`;
   return html`<h1>Triggers</h1>

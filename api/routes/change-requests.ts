@@ -1,5 +1,4 @@
 import { Router, type Request } from 'express';
-import { DomainError } from '../../domain/errors.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
@@ -14,7 +13,9 @@ import {
   MergeChangeRequestBody,
 } from '../schemas.js';
 import * as crs from '../../services/change-requests/service.js';
-import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../services/change-requests/merge.js';
+import { requestMerge, type MergeRequest } from '../../services/change-requests/request-merge.js';
+import type { CrDeps } from '../../services/change-requests/service.js';
+import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
@@ -44,12 +45,9 @@ export function serializeCr(cr: ChangeRequest) {
   };
 }
 
-const MERGE_WAIT_MS = 120_000;
-
-/** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
-export function changeRequestRoutes(deps: ApiDeps): Router {
-  const r = Router({ mergeParams: true });
-  const crDeps = {
+/** The change-request service's dependencies, from the API's (also the dashboard's CR pages). */
+export function crDepsOf(deps: ApiDeps): CrDeps {
+  return {
     db: deps.db,
     repos: deps.repos,
     logger: deps.logger,
@@ -64,6 +62,22 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
       maxFiles: deps.config.SVC_DIFF_MAX_FILES,
     },
   };
+}
+
+/** A person's merge (the route and the dashboard's Merge button): counted in the merge metrics. */
+export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string, actor: string, body: MergeRequest): Promise<ChangeRequest> {
+  const merged = await requestMerge(
+    { ...crDepsOf(deps), queue: deps.queue, onConflict: () => deps.metrics.merges.inc({ outcome: 'conflict' }) },
+    project, ref, actor, body,
+  );
+  deps.metrics.merges.inc({ outcome: 'merged' });
+  return merged;
+}
+
+/** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
+export function changeRequestRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const crDeps = crDepsOf(deps);
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const crRef = (req: Request) => String(req.params.crId ?? '');
 
@@ -116,12 +130,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
       const { project, actor } = await ctx(req);
       step('project');
       const body = MergeChangeRequestBody.parse(req.body ?? {});
-      const cr = await crs.findCr(deps.db, project.project_id, crRef(req));
-      assertMergeable(cr, actor); // 409 at once for a CR that is not open
-      step('load CR');
-      const job: MergeJobData = { project_id: project.project_id, cr_id: cr.cr_id, actor, ...body };
-      const merged = deps.queue ? await viaQueue(deps, job, { project, cr }) : await runMerge(crDeps, job, { project, cr });
-      deps.metrics.merges.inc({ outcome: 'merged' });
+      const merged = await mergeAs(deps, project, crRef(req), actor, body);
       res.json({ change_request: serializeCr(merged) });
     }, { log: (t) => deps.logger.info({ steps: formatSteps(t) }, 'merge trace (ms)') }),
   );
@@ -139,14 +148,4 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   });
 
   return r;
-}
-
-/** Runs `cr.merge` as a durable job (here when this process works the queue, else by a worker) and waits for its outcome. */
-async function viaQueue(deps: ApiDeps, job: MergeJobData, local: MergeContext): Promise<ChangeRequest> {
-  const queue = deps.queue!;
-  const out = await queue.run(CR_MERGE, job, MERGE_WAIT_MS, { local });
-  if (!out) throw new DomainError('unavailable', 'Merge pending', 'The merge is queued but no worker finished it in time; check the CR again shortly.');
-  if (out.ok) return out.value as ChangeRequest;
-  if (out.error.code === 'merge_failed') deps.metrics.merges.inc({ outcome: 'conflict' });
-  throw new DomainError(out.error.code as never, out.error.reason, out.error.message, out.error.details);
 }

@@ -16,7 +16,7 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import path from 'node:path';
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { resolveProject } from '../project-access.js';
+import { projectForCaller } from '../../services/projects/access.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
@@ -132,11 +132,11 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     return token ? authenticate(deps.db, token) : null;
   }
 
-  /** The API's own resolver (slug or id, within the caller's reach); anything it refuses is 404 here. */
+  /** The API's own access rule (slug or id, within the caller's reach); anything it refuses is 404 here. */
   async function visibleProject(principal: Principal, ref: string): Promise<ProjectRecord> {
     let project: ProjectRecord;
     try {
-      project = await resolveProject(deps.db, { principal, params: { projectId: ref } } as unknown as Request);
+      project = await projectForCaller(deps.db, principal, ref);
     } catch (err) {
       if (err instanceof DomainError && (err.code === 'forbidden' || err.code === 'not_found')) throw notFound('Repository');
       throw err;

@@ -4,7 +4,8 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { getManifest, type ManifestDeps } from '../../services/manifest/sync.js';
-import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps } from '../../services/secrets/service.js';
+import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps, type SecretsListing } from '../../services/secrets/service.js';
+import type { ProjectRecord } from '../../domain/project.js';
 import { APP_DEPLOY } from '../../services/apps/sync.js';
 
 const PutSecretBody = z.strictObject({ value: z.string() });
@@ -23,13 +24,24 @@ export function manifestDepsOf(deps: ApiDeps): ManifestDeps {
   };
 }
 
+export function secretsDepsOf(deps: ApiDeps): SecretsDeps {
+  return { db: deps.db, box: deps.secrets, ...(deps.onSecretsChanged ? { onChange: deps.onSecretsChanged } : {}) };
+}
+
+/** A project's secret names with the manifest's `[env]` spec (the route and the dashboard's secrets page). */
+export async function secretsListing(deps: ApiDeps, project: ProjectRecord): Promise<SecretsListing> {
+  // The [env] spec comes from the manifest: read it once for a project never synced.
+  await getManifest(manifestDepsOf(deps), project).catch((err: Error) => deps.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
+  return listSecrets(deps.db, project.project_id);
+}
+
 /**
  * `/v1/projects/:projectId/manifest` and `/secrets`. Secret values come in, never go out:
  * no response, log line or event carries one.
  */
 export function manifestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const secretsDeps: SecretsDeps = { db: deps.db, box: deps.secrets, ...(deps.onSecretsChanged ? { onChange: deps.onSecretsChanged } : {}) };
+  const secretsDeps = secretsDepsOf(deps);
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
 
   r.get('/manifest', async (req, res) => {
@@ -40,9 +52,7 @@ export function manifestRoutes(deps: ApiDeps): Router {
 
   r.get('/secrets', async (req, res) => {
     const { project } = await ctx(req);
-    // The [env] spec comes from the manifest: read it once for a project never synced.
-    await getManifest(manifestDepsOf(deps), project).catch((err: Error) => deps.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
-    res.json(await listSecrets(deps.db, project.project_id));
+    res.json(await secretsListing(deps, project));
   });
 
   r.put('/secrets/:name', async (req, res) => {

@@ -5,12 +5,25 @@ import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../schemas.js';
 import { serializeCr } from './change-requests.js';
 import { DomainError } from '../../domain/errors.js';
+import type { ProjectRecord } from '../../domain/project.js';
 import { fireTrigger, getTrigger, listTriggers, proposeEnabled, serializeTrigger, triggerFires, type TriggerDeps } from '../../services/triggers/service.js';
+
+export function triggerDepsOf(deps: ApiDeps): TriggerDeps {
+  return { db: deps.db, repos: deps.repos, logger: deps.logger, ...(deps.spawnSession ? { spawnSession: deps.spawnSession } : {}) };
+}
+
+/** Fires a trigger now (the route and the dashboard's Fire): the spawned session, or 503 saying why none was. */
+export async function fireNow(deps: TriggerDeps, project: ProjectRecord, slug: string, actor: string): Promise<Record<string, unknown>> {
+  const out = await fireTrigger(deps, project, slug, actor);
+  if (out.outcome === 'spawned') return out.session;
+  // Recorded, but no session: say so plainly rather than pretend.
+  throw new DomainError('unavailable', out.outcome === 'sessions unavailable' ? 'Sessions unavailable' : 'Spawn failed', out.error, { outcome: out.outcome });
+}
 
 /** `/v1/projects/:projectId/triggers` */
 export function triggerRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const tdeps: TriggerDeps = { db: deps.db, repos: deps.repos, logger: deps.logger, ...(deps.spawnSession ? { spawnSession: deps.spawnSession } : {}) };
+  const tdeps = triggerDepsOf(deps);
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const slug = (req: Request) => String(req.params.slug ?? '');
 
@@ -30,13 +43,7 @@ export function triggerRoutes(deps: ApiDeps): Router {
   r.post('/:slug/fire', async (req, res) => {
     const { project, actor } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
-    const out = await fireTrigger(tdeps, project, slug(req), actor);
-    if (out.outcome === 'spawned') {
-      res.status(202).json({ session: out.session });
-      return;
-    }
-    // Recorded, but no session: say so plainly rather than pretend.
-    throw new DomainError('unavailable', out.outcome === 'sessions unavailable' ? 'Sessions unavailable' : 'Spawn failed', out.error, { outcome: out.outcome });
+    res.status(202).json({ session: await fireNow(tdeps, project, slug(req), actor) });
   });
 
   for (const verb of ['enable', 'disable'] as const) {

@@ -355,11 +355,15 @@ export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string
  * the SHAs captured at merge, so it still renders after the branches move on.
  */
 export async function diffCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<LimitedDiff> {
-  return limitDiff(await rawDiffCr(deps, project, ref), deps.diffLimits ?? DEFAULT_DIFF_LIMITS);
+  return diffOfCr(deps, project, await findCr(deps.db, project.project_id, ref));
 }
 
-async function rawDiffCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<DiffResult> {
-  const cr = await findCr(deps.db, project.project_id, ref);
+/** `diffCr` of a CR the caller already read (the dashboard's CR page reads it once). */
+export async function diffOfCr(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<LimitedDiff> {
+  return limitDiff(await rawDiffCr(deps, project, cr), deps.diffLimits ?? DEFAULT_DIFF_LIMITS);
+}
+
+async function rawDiffCr(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<DiffResult> {
   const repo = deps.repos.for(project);
   if (cr.status === 'merged' && cr.base_commit_sha && cr.head_commit_sha) {
     return bounded(deps, 'diff', repo.diffCommits(cr.base_commit_sha, cr.head_commit_sha));
@@ -376,12 +380,22 @@ async function rawDiffCr(deps: CrDeps, project: ProjectRecord, ref: string): Pro
 }
 
 export async function previewCr(deps: CrDeps, project: ProjectRecord, ref: string): Promise<MergePreview> {
-  const cr = await findCr(deps.db, project.project_id, ref);
+  return previewOfCr(deps, project, await findCr(deps.db, project.project_id, ref));
+}
+
+/** `previewCr` of a CR the caller already read. */
+export async function previewOfCr(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<MergePreview> {
   return bounded(deps, 'merge preview', deps.repos.for(project).preview(cr.base_ref, cr.head_ref));
 }
 
 export async function crHistory(deps: CrDeps, project: ProjectRecord, ref: string) {
-  const cr = await findCr(deps.db, project.project_id, ref);
+  return historyOfCr(deps, await findCr(deps.db, project.project_id, ref));
+}
+
+export type CrHistoryEntry = Awaited<ReturnType<typeof historyOfCr>>[number];
+
+/** `crHistory` of a CR the caller already read. */
+export async function historyOfCr(deps: Pick<CrDeps, 'db'>, cr: ChangeRequest) {
   const events = await readStream(deps.db, streamIdOf(cr.cr_id));
   return events.map((e) => ({
     stream_position: e.stream_position,

@@ -10,8 +10,11 @@ import { dashboardQueries } from '../../sql/queries/dashboard.js';
  * server's secret key) turns away forged cookies before any query; the row stores only
  * sha256(secret), so a database dump holds no usable cookie.
  *
- * The dashboard calls the HTTP API like any other client, with a user token minted at
- * sign-in that expires with the session and is revoked at sign-out. The token never
+ * Each session holds a user token (`dashboard sign-in`) minted at sign-in, expiring with
+ * the session and revoked at sign-out: the session's revocation handle (revoking it on the
+ * tokens page signs that browser out; `liveSession` checks it in the same statement) and
+ * the bearer of the two paths that still go through the API's auth (the session proxy and
+ * the live feed's WebSocket). Pages call services directly, not the API. The token never
  * reaches the browser: it is sealed in the row and only the server opens it.
  */
 export const SESSION_COOKIE = 'svc_session';
@@ -27,7 +30,7 @@ export interface DashboardSession {
   session_id: string;
   csrf_token: string;
   user: DashboardUser;
-  /** The user token the server calls the API with on this browser's behalf. */
+  /** The sign-in token: the session proxy's and the live feed's bearer on this browser's behalf. */
   apiToken: string;
 }
 

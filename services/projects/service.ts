@@ -9,8 +9,8 @@ import { projectQueries, type NewProject } from '../../sql/queries/projects.js';
 
 /**
  * Projects: creation (slug choice, managed repository), deletion, and the reads the api
- * layer needs, so routes never hold a query. Which project a principal may see is decided
- * in `api/project-access.ts`, which calls these.
+ * layer needs, so routes never hold a query. Which project a caller may see is decided
+ * in `./access.ts` (for the API's routes and the dashboard's pages alike).
  */
 
 export interface ProjectDeps {

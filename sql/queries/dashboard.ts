@@ -24,9 +24,15 @@ export const dashboardQueries = {
         AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     values: [sessionId],
   }),
+  /**
+   * At most once a minute: the session's last_seen_at and its sign-in token's last_used_at
+   * (pages call services, not the API, so the token's own touch no longer runs for them;
+   * the tokens page shows when this browser was last used).
+   */
   touchSession: (sessionId: string): Query => ({
-    text: `UPDATE dashboard_sessions SET last_seen_at = now()
-      WHERE session_id = $1 AND last_seen_at < now() - interval '1 minute'`,
+    text: `WITH s AS (UPDATE dashboard_sessions SET last_seen_at = now()
+        WHERE session_id = $1 AND last_seen_at < now() - interval '1 minute' RETURNING token_id)
+      UPDATE tokens SET last_used_at = now() WHERE token_id IN (SELECT token_id FROM s)`,
     values: [sessionId],
   }),
   /** Signs a browser out: the session and the token it called the API with. */

@@ -35,3 +35,32 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path: file, fullPage: true });
   return file;
 }
+
+/** A signed-in browser over plain HTTP: the session cookie (`svc_session=...`) of `email`. */
+export async function signInHttp(url: string, email = 'owner@example.test', password = PASSWORD): Promise<string> {
+  const login = await fetch(`${url}/login`);
+  const pre = /svc_pre=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')![1]!;
+  const csrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
+  const signedIn = await fetch(`${url}/login`, {
+    method: 'POST', redirect: 'manual',
+    headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    body: new URLSearchParams({ _csrf: csrf, email, password }),
+  });
+  const cookie = /svc_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')?.[1];
+  if (signedIn.status !== 303 || !cookie) throw new Error(`sign-in of ${email} failed: ${signedIn.status}`);
+  return `svc_session=${cookie}`;
+}
+
+/** A dashboard request as a signed-in browser (no redirects followed): status, body, Location. */
+export async function dashFetch(url: string, cookie: string, path: string, init: { form?: Record<string, string>; accept?: string } = {}) {
+  const r = await fetch(`${url}${path}`, {
+    method: init.form ? 'POST' : 'GET',
+    redirect: 'manual',
+    headers: { cookie, accept: init.accept ?? 'text/html', ...(init.form ? { 'content-type': 'application/x-www-form-urlencoded', origin: url } : {}) },
+    ...(init.form ? { body: new URLSearchParams(init.form) } : {}),
+  });
+  return { status: r.status, text: await r.text(), location: r.headers.get('location') };
+}
+
+/** The CSRF token a page's forms carry. */
+export const csrfIn = (pageText: string) => /name="_csrf" value="([^"]+)"/.exec(pageText)![1]!;

@@ -13,6 +13,7 @@ import { bootstrapUser } from '../../services/accounts/service.js';
 import { projectRoot } from '../../lib/paths.js';
 import { freePort } from '../../lib/net.js';
 import { startServer, type RunningServer } from '../../ops/server.js';
+import type { Db } from '../../infra/db/db.js';
 import { createTestDb, type TestDb } from './db.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
@@ -42,7 +43,9 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
-export async function startTestServer(opts: { env?: Record<string, string>; mergeConcurrency?: number; poolSize?: number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { env?: Record<string, string>; mergeConcurrency?: number; poolSize?: number; /** What the server is given instead of the test's Db (e.g. a counting wrapper). */ wrapDb?: (db: Db) => Db } = {},
+): Promise<TestServer> {
   const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...opts.env });
@@ -53,7 +56,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
       // SVC_TEST_LOG=debug shows the server's logs while debugging a test.
       logger: process.env.SVC_TEST_LOG ? createLogger({ level: process.env.SVC_TEST_LOG, pretty: false, destination: process.stderr }) : silentLogger,
       roles: { api: true, worker: true },
-      database: { db: db.db, url: db.url, embedded: false, close: async () => {} },
+      database: { db: opts.wrapDb ? opts.wrapDb(db.db) : db.db, url: db.url, embedded: false, close: async () => {} },
       ...(opts.mergeConcurrency ? { mergeConcurrency: opts.mergeConcurrency } : {}),
     });
   } catch (err) {

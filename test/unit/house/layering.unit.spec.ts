@@ -14,17 +14,7 @@ import { LAYERS, specifiersOf, violations } from './layers.js';
  * Imports still allowed to break an arrow, each with why. An entry that no longer breaks
  * it fails the test, so the list only shrinks.
  */
-const DASHBOARD_VIA_HTTP = "the dashboard still calls the REST API through the CLI's client; page loaders move to services (issue 24 item 3)";
 const ALLOWED: Record<string, { specs: string[]; why: string }> = {
-  'api/dashboard/apps-page.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/context.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js', '../../cli/http.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/cr-page.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/diff-view.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/projects-pages.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/secrets-page.ts': { specs: ['../../cli/api-client.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/sessions-pages.ts': { specs: ['../../cli/errors.js', '../../cli/sessions-api.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/shared.ts': { specs: ['../../cli/api-client.js', '../../cli/errors.js'], why: DASHBOARD_VIA_HTTP },
-  'api/dashboard/triggers-page.ts': { specs: ['../../cli/api-client.js', '../../cli/sessions-api.js'], why: DASHBOARD_VIA_HTTP },
   'bench/suites/agentd.ts': { specs: ['../../test/agentd/support/harness.js'], why: 'the daemon bench starts the daemon the way its tests do' },
   'bench/suites/dashboard.ts': { specs: ['../../test/dashboard/support.js'], why: 'the dashboard bench signs in the way its tests do' },
 };

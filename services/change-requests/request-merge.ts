@@ -1,0 +1,49 @@
+import { DomainError } from '../../domain/errors.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import type { Queue } from '../../infra/queue.js';
+import { step } from '../../lib/step-trace.js';
+import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from './merge.js';
+import { findCr, type CrDeps } from './service.js';
+
+/**
+ * A merge asked for by a person (`POST .../merge` and the dashboard's Merge button): the
+ * CR is read, refused at once with the decider's 409 when it is not open, then merged as
+ * a durable `cr.merge` job (run here when this process works the queue, else by a worker)
+ * or, in a process without a queue, inline.
+ */
+const MERGE_WAIT_MS = 120_000;
+
+export interface MergeRequest {
+  expected_head_sha?: string | undefined;
+  message?: string | undefined;
+}
+
+export async function requestMerge(
+  deps: CrDeps & { queue?: Queue | undefined; onConflict?: () => void },
+  project: ProjectRecord,
+  ref: string,
+  actor: string,
+  body: MergeRequest,
+): Promise<ChangeRequest> {
+  const cr = await findCr(deps.db, project.project_id, ref);
+  assertMergeable(cr, actor); // 409 at once for a CR that is not open
+  step('load CR');
+  const job: MergeJobData = {
+    project_id: project.project_id,
+    cr_id: cr.cr_id,
+    actor,
+    ...(body.expected_head_sha !== undefined ? { expected_head_sha: body.expected_head_sha } : {}),
+    ...(body.message !== undefined ? { message: body.message } : {}),
+  };
+  return deps.queue ? viaQueue(deps.queue, job, { project, cr }, deps.onConflict) : runMerge(deps, job, { project, cr });
+}
+
+/** Runs `cr.merge` as a durable job and waits for its outcome. */
+async function viaQueue(queue: Queue, job: MergeJobData, local: MergeContext, onConflict?: () => void): Promise<ChangeRequest> {
+  const out = await queue.run(CR_MERGE, job, MERGE_WAIT_MS, { local });
+  if (!out) throw new DomainError('unavailable', 'Merge pending', 'The merge is queued but no worker finished it in time; check the CR again shortly.');
+  if (out.ok) return out.value as ChangeRequest;
+  if (out.error.code === 'merge_failed') onConflict?.();
+  throw new DomainError(out.error.code as never, out.error.reason, out.error.message, out.error.details);
+}

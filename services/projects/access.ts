@@ -1,0 +1,45 @@
+import { DomainError, notFound } from '../../domain/errors.js';
+import type { Executor } from '../../infra/db/db.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { isMember } from '../accounts/service.js';
+import { projectById, projectByIdOrSlugForUser } from './service.js';
+
+/**
+ * Which project a caller may touch: the one access rule of the REST routes
+ * (`api/project-access.ts`), the smart HTTP routes and the dashboard's page loaders.
+ */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Who is asking: a user (a user token or a signed-in browser), or a project token (`project_id` set). */
+export interface ProjectCaller {
+  user_id: string;
+  project_id: string | null;
+}
+
+const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden', message);
+
+/**
+ * Resolves a project reference (uuid or slug) for a caller who needs write access. A user
+ * sees only the projects of their accounts: a slug is looked up within them, and a project
+ * of another account answers 404 exactly like one that does not exist (no slug or id
+ * enumeration). A project token sees only its own project (another one: 403, as the spec
+ * says); both kinds act as their user, so one removed from the account loses access (403).
+ */
+export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string): Promise<ProjectRecord> {
+  const isUuid = UUID.test(ref);
+  // Postgres text cannot hold NUL (it would be a 500); no slug contains a control character.
+  const lookable = ref.length > 0 && ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
+  if (caller.project_id) {
+    const own = await projectById(db, caller.project_id);
+    const matches = own && lookable && (isUuid ? own.project_id === ref.toLowerCase() : own.slug === ref);
+    if (!own || !matches) throw forbidden('This project token is bound to another project.');
+    const member = await isMember(db, own.account_id, caller.user_id);
+    if (!member) throw forbidden('You do not have write access to this project.');
+    return own;
+  }
+  const project = lookable
+    ? await projectByIdOrSlugForUser(db, isUuid ? ref.toLowerCase() : ref, isUuid, caller.user_id)
+    : undefined;
+  if (!project) throw notFound('Project');
+  return project;
+}

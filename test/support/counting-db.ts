@@ -1,0 +1,66 @@
+import type { Db, Executor, Isolation, Query } from '../../infra/db/db.js';
+
+/**
+ * A Db that records every statement the server sends through it (rows/one/run, and
+ * BEGIN/COMMIT of each transaction), for tests that count the statements a request
+ * costs. Injected into the server under test (`startTestServer({ wrapDb })`); the pool,
+ * dedicated connections (LISTEN) and pg-boss's own connections are not counted.
+ */
+export interface Statement {
+  text: string;
+  /** The transaction it ran in (BEGIN and COMMIT carry it too), else null. */
+  tx: number | null;
+}
+
+export interface StatementLog {
+  /** Statements since the last `reset`, in order. */
+  readonly statements: Statement[];
+  reset(): void;
+  /**
+   * The statements, leaving out those `isBackground` names and every transaction that ran
+   * one (BEGIN/COMMIT included): the idle server's own upkeep, not a request's.
+   */
+  except(isBackground: (text: string) => boolean): string[];
+}
+
+export function countingDb(db: Db): { db: Db; log: StatementLog } {
+  const statements: Statement[] = [];
+  /** Every transaction that ran a statement, by id, so one seen only in part is still known. */
+  const txTexts = new Map<number, string[]>();
+  let nextTx = 1;
+  const counted = (ex: Executor, tx: number | null): Executor => {
+    const note = (q: Query) => {
+      statements.push({ text: q.text, tx });
+      if (tx !== null) txTexts.get(tx)!.push(q.text);
+    };
+    return {
+      rows: (q) => (note(q), ex.rows(q)),
+      one: (q) => (note(q), ex.one(q)),
+      run: (q) => (note(q), ex.run(q)),
+    };
+  };
+  const wrapped: Db = Object.create(db) as Db;
+  Object.assign(wrapped, counted(db, null), {
+    transaction: <T>(fn: (tx: Executor) => Promise<T>, o?: { isolation?: Isolation }) => {
+      const tx = nextTx++;
+      txTexts.set(tx, []);
+      statements.push({ text: 'BEGIN', tx });
+      return db.transaction((t) => fn(counted(t, tx)), o).finally(() => {
+        statements.push({ text: 'COMMIT', tx });
+        // Kept only while a later reset may still see its COMMIT.
+        setTimeout(() => txTexts.delete(tx), 60_000).unref();
+      });
+    },
+  });
+  return {
+    db: wrapped,
+    log: {
+      statements,
+      reset: () => void statements.splice(0),
+      except(isBackground) {
+        const dropTx = new Set([...txTexts].filter(([, texts]) => texts.some(isBackground)).map(([tx]) => tx));
+        return statements.filter((s) => !isBackground(s.text) && !(s.tx !== null && dropTx.has(s.tx))).map((s) => s.text);
+      },
+    },
+  };
+}
