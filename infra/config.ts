@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseCidrList } from '../lib/cidr.js';
 
 /**
  * Server configuration, from the environment only, validated once at start-up. A bad
@@ -53,6 +54,20 @@ const schema = z.object({
   /** Failed authentications allowed per client address per window; then 429. */
   SVC_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(60),
   SVC_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client (comma-separated CIDRs or
+   * addresses). Empty: the TCP peer is the client and the header is ignored.
+   */
+  SVC_TRUST_PROXY: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      try {
+        parseCidrList(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
   /** Diff limits (GitHub's shape): per-file and total patch bytes and lines. */
   SVC_DIFF_MAX_FILE_BYTES: z.coerce.number().int().min(1).default(500_000),
   SVC_DIFF_MAX_FILE_LINES: z.coerce.number().int().min(1).default(20_000),

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { requireAuth } from '../auth.js';
+import { authGuardOf, requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
@@ -53,7 +53,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
     if (req.headers.authorization === undefined && typeof t === 'string') req.headers.authorization = `Bearer ${t}`;
     next();
   });
-  r.use(['/agent', '/preview/:port'], requireAuth(deps.db));
+  r.use(['/agent', '/preview/:port'], requireAuth(deps.db, authGuardOf(deps.config)));
   const handler = (kind: 'agent' | 'preview') => async (req: Request, res: Response, next: NextFunction) => {
     try {
       const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
@@ -111,7 +111,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const q = new URLSearchParams(m[6] ?? '');
       const header = req.headers.authorization ?? (q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
-      const principal: Principal | null = bearer ? await authenticate(deps.db, bearer) : null;
+      const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;

@@ -44,19 +44,24 @@ export const dashboardQueries = {
     text: 'INSERT INTO sign_in_failures (email, client) VALUES (lower($1), $2)',
     values: [email, client],
   }),
-  /** Failures in the window, per email and per client, and when the oldest one ages out. */
+  /**
+   * One client's failures in the window: for this email (and seconds since the last one),
+   * for any email (and seconds until the oldest ages out). Never another client's.
+   */
   failures: (email: string, client: string, windowSeconds: number): Query => ({
     text: `SELECT
-        count(*) FILTER (WHERE email = lower($1))::int AS by_email,
-        count(*) FILTER (WHERE client = $2)::int AS by_client,
-        extract(epoch FROM (min(failed_at) + make_interval(secs => $3) - now()))::int AS retry_after
+        count(*) FILTER (WHERE email = lower($1))::int AS by_pair,
+        coalesce(extract(epoch FROM now() - max(failed_at) FILTER (WHERE email = lower($1))), 0)::float8 AS since_last_pair,
+        count(*)::int AS by_client,
+        coalesce(extract(epoch FROM (min(failed_at) + make_interval(secs => $3) - now())), 0)::float8 AS client_retry_after
       FROM sign_in_failures
-      WHERE (email = lower($1) OR client = $2) AND failed_at > now() - make_interval(secs => $3)`,
+      WHERE client = $2 AND failed_at > now() - make_interval(secs => $3)`,
     values: [email, client, windowSeconds],
   }),
-  clearFailures: (email: string): Query => ({
-    text: 'DELETE FROM sign_in_failures WHERE email = lower($1) OR failed_at < now() - interval \'1 day\'',
-    values: [email],
+  /** After a sign-in: this client's failures for the email, and any a day old. */
+  clearFailures: (email: string, client: string): Query => ({
+    text: 'DELETE FROM sign_in_failures WHERE (email = lower($1) AND client = $2) OR failed_at < now() - interval \'1 day\'',
+    values: [email, client],
   }),
   /** Registers a CLI login state once; a state seen before is not registered again. */
   insertCliLogin: (l: { state: string; callback: string; hostname: string; userId: string; expiresAt: Date }): Query => ({

@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { projectRoot } from '../../lib/paths.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { requestFrom } from '../support/http.js';
 import { PASSWORD, withPassword } from './support.js';
 
 /** Sign-in over plain HTTP: the form's rules, the rate limit, and the cookie's reach. */
@@ -64,18 +65,44 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(cross.status).to.equal(403);
   });
 
-  it('rate-limits failed sign-ins per email (429 with Retry-After), the right password included', async () => {
-    const user = await srv.newUser('limited@example.test');
-    void user;
+  /** The sign-in form from a chosen client address (127.0.0.x). */
+  async function formFrom(addr: string) {
+    const r = await requestFrom(addr, `${srv.url}/login`);
+    const pre = /svc_pre=([^;]+)/.exec(String(r.headers['set-cookie']))![1]!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(r.text)![1]!;
+    return (fields: Record<string, string>) =>
+      requestFrom(addr, `${srv.url}/login`, {
+        method: 'POST',
+        headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
+        body: new URLSearchParams({ _csrf: csrf, ...fields }).toString(),
+      });
+  }
+
+  it('backs off per (email, client): the guesser waits (429, Retry-After, doubling); the owner signs in from elsewhere at once; nothing locks the account', async () => {
+    await srv.newUser('limited@example.test');
     await withPassword(srv, 'limited@example.test');
-    const f = await form();
-    for (let i = 0; i < 5; i++) expect((await f.post({ email: 'limited@example.test', password: 'wrong-password' })).status).to.equal(401);
-    const limited = await f.post({ email: 'limited@example.test', password: PASSWORD });
-    expect(limited.status).to.equal(429);
-    expect(Number(limited.headers.get('retry-after'))).to.be.greaterThan(0);
-    expect(await limited.text()).to.contain('Too many failed sign-ins');
-    // Another account is not locked out by it.
-    expect((await f.post({ email: 'owner@example.test', password: PASSWORD })).status).to.equal(303);
+    const attacker = await formFrom('127.0.0.2');
+    for (let i = 0; i < 5; i++) expect((await attacker({ email: 'limited@example.test', password: 'wrong-password' })).status).to.equal(401);
+    // Sixth try from the same client: backed off, the right password included.
+    const held = await attacker({ email: 'limited@example.test', password: PASSWORD });
+    expect(held.status).to.equal(429);
+    expect(Number(held.headers['retry-after'])).to.be.within(1, 15);
+    expect(held.text).to.contain('Too many failed sign-ins');
+    // The owner, from another client, is not locked out (today's lock took 5 wrong passwords from anyone).
+    const owner = await formFrom('127.0.0.3');
+    expect((await owner({ email: 'limited@example.test', password: PASSWORD })).status).to.equal(303);
+    // The guesser's other emails are not held back by this pair either.
+    expect((await attacker({ email: 'owner@example.test', password: PASSWORD })).status).to.equal(303);
+    // Once the wait has passed the guesser gets one more try; failing it doubles the wait.
+    const age = (s: number) =>
+      srv.db.db.run({ text: `UPDATE sign_in_failures SET failed_at = failed_at - make_interval(secs => $1) WHERE client = 'addr:127.0.0.2'`, values: [s] });
+    await age(16);
+    expect((await attacker({ email: 'limited@example.test', password: 'wrong-again' })).status).to.equal(401);
+    const longer = await attacker({ email: 'limited@example.test', password: PASSWORD });
+    expect(longer.status).to.equal(429);
+    expect(Number(longer.headers['retry-after'])).to.be.within(16, 30);
+    await age(31);
+    expect((await attacker({ email: 'limited@example.test', password: PASSWORD })).status).to.equal(303);
   });
 
   it('svc-server admin set-password / bootstrap --password-stdin hash with scrypt and never print the password', async () => {
