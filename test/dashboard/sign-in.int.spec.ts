@@ -130,21 +130,6 @@ describe('dashboard sign-in (HTTP)', function () {
     expect((await run(['admin', 'set-password', '--email', 'new@example.test'], 'short\n')).code).to.equal(1);
   });
 
-  it('the CLI login page refuses a callback that is not loopback, and answers 4xx to junk', async () => {
-    const r = await (await form()).post({ email: 'owner@example.test', password: PASSWORD });
-    const cookie = `svc_session=${sessionCookie(r)}`;
-    const get = (q: string) => fetch(`${srv.url}/cli/login?${q}`, { headers: { cookie } });
-    expect((await get('callback=http://evil.example:80/callback&state=abcdefghijklmnop1234')).status).to.equal(400);
-    expect((await get('callback=http://127.0.0.1:9/callback&state=short')).status).to.equal(400);
-    expect((await get('')).status).to.equal(400);
-    const ok = await get('callback=http://127.0.0.1:9/callback&state=abcdefghijklmnop1234&hostname=<b>x</b>');
-    expect(ok.status).to.equal(200);
-    expect(await ok.text()).to.contain('Authorize svc on bxb?');
-    // Approve without the CSRF token: refused.
-    const forged = await fetch(`${srv.url}/cli/login`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: 'state=abcdefghijklmnop1234&decision=approve', redirect: 'manual' });
-    expect(forged.status).to.equal(403);
-  });
-
   it('dashboard 404s are pages to a browser (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
     const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
     const project = (await (await fetch(`${srv.url}/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Pages', slug: 'pages' }) })).json()) as { project: { slug: string } };
@@ -170,97 +155,5 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(api.status).to.equal(404);
     expect(api.headers.get('content-type')).to.match(/^application\/json/);
     expect(await api.json()).to.include({ error: 'Not found' });
-  });
-
-  describe('svc login through the browser', () => {
-    const tokensOf = async (name: string) =>
-      (await srv.db.db.one<{ n: number }>({ text: 'SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 AND name = $2', values: [srv.userId, name] }))!.n;
-    const rowOf = async (state: string) => (await srv.db.db.one<{ expires_at: Date }>({ text: 'SELECT expires_at FROM cli_logins WHERE state = $1', values: [state] }))!;
-    /** Signs in, shows the approval page for `state`, and answers `decision` on it. */
-    async function decide(state: string, hostname: string, decision: 'approve' | 'deny' | null) {
-      const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
-      const shown = await fetch(`${srv.url}/cli/login?callback=http://127.0.0.1:9/callback&state=${state}&hostname=${hostname}`, { headers: { cookie } });
-      expect(shown.status).to.equal(200);
-      if (!decision) return undefined;
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(await shown.text())![1]!;
-      const r = await fetch(`${srv.url}/cli/login`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { cookie, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ _csrf: csrf, state, decision }),
-      });
-      expect(r.status).to.equal(303);
-      return new URL(r.headers.get('location')!);
-    }
-    const redeem = (state: string, code: string) =>
-      fetch(`${srv.url}/v1/cli/login/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state, code }) });
-
-    it('an approval sends a one-time code, not a token; the CLI redeems it once for a working token', async () => {
-      const state = 'approvedstate0000000001';
-      const back = await decide(state, 'laptop-a', 'approve');
-      expect(back!.searchParams.get('token')).to.equal(null);
-      const code = back!.searchParams.get('code')!;
-      expect(code).to.match(/^[A-Za-z0-9_-]{43}$/);
-      expect(await tokensOf('svc on laptop-a'), 'no token before the CLI redeems').to.equal(0);
-      const r = await redeem(state, code);
-      expect(r.status).to.equal(201);
-      const { token } = (await r.json()) as { token: string };
-      expect((await fetch(`${srv.url}/v1/accounts/me`, { headers: { authorization: `Bearer ${token}` } })).status).to.equal(200);
-      expect(await tokensOf('svc on laptop-a')).to.equal(1);
-      const again = await redeem(state, code);
-      expect(again.status).to.equal(400);
-      expect(await again.json()).to.deep.equal({ error: 'Invalid login code', message: 'This login code is unknown, used or expired. Run svc login again.' });
-      expect((await redeem('approvedstate0000000001', 'x'.repeat(43))).status).to.equal(400);
-      expect(await tokensOf('svc on laptop-a')).to.equal(1);
-    });
-
-    it('a used, unknown or expired login link answers 410 on the page and on the decision alike: a page to a browser, JSON otherwise', async () => {
-      const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
-      const state = 'usedstate00000000000001';
-      const link = `${srv.url}/cli/login?callback=http://127.0.0.1:9/callback&state=${state}&hostname=laptop-u`;
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await fetch(link, { headers: { cookie } })).text())![1]!;
-      const post = (st: string, accept?: string) =>
-        fetch(`${srv.url}/cli/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { cookie, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded', ...(accept ? { accept } : {}) },
-          body: new URLSearchParams({ _csrf: csrf, state: st, decision: 'approve' }),
-        });
-      expect((await post(state)).status).to.equal(303);
-      const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-      for (const st of [state, 'unknownstate00000000001']) {
-        const again = await post(st);
-        expect(again.status, st).to.equal(410);
-        expect(await again.json(), st).to.deep.equal({ error: 'Login link used or expired', message: 'This login link was used already or has expired. Run svc login again.' });
-        const page = await post(st, browser);
-        expect(page.status, st).to.equal(410);
-        expect(page.headers.get('content-type'), st).to.match(/^text\/html/);
-        expect(await page.text(), st).to.contain('<h1>Login link used or expired</h1>');
-      }
-      const shown = await fetch(link, { headers: { cookie, accept: browser } });
-      expect(shown.status).to.equal(410);
-      expect(await shown.text()).to.contain('<h1>Login link already used</h1>');
-      const json = await fetch(link, { headers: { cookie } });
-      expect(json.status).to.equal(410);
-      expect(await json.json()).to.deep.equal({ error: 'Login link already used', message: 'This login link was used already. Run svc login again for a new one.' });
-    });
-
-    it('abandoned logins leave no token: not approved, denied, or approved with a code never redeemed in time; all swept once a day expired', async () => {
-      await decide('abandonedstate000000001', 'laptop-b', null);
-      const denied = await decide('abandonedstate000000002', 'laptop-b', 'deny');
-      expect(denied!.searchParams.get('error')).to.equal('access_denied');
-      expect(denied!.searchParams.get('code')).to.equal(null);
-      const late = await decide('abandonedstate000000003', 'laptop-b', 'approve');
-      // The code is good for two minutes; let them pass.
-      expect((await rowOf('abandonedstate000000003')).expires_at.getTime()).to.be.at.most(Date.now() + 120_000);
-      await srv.db.db.run({ text: `UPDATE cli_logins SET expires_at = now() - interval '1 second' WHERE state = $1`, values: ['abandonedstate000000003'] });
-      expect((await redeem('abandonedstate000000003', late!.searchParams.get('code')!)).status).to.equal(400);
-      expect(await tokensOf('svc on laptop-b')).to.equal(0);
-
-      await srv.db.db.run({ text: `UPDATE cli_logins SET expires_at = now() - interval '25 hours' WHERE state LIKE 'abandonedstate%'`, values: [] });
-      await decide('freshstate0000000000001', 'laptop-c', null);
-      const left = await srv.db.db.rows<{ state: string }>({ text: `SELECT state FROM cli_logins WHERE state LIKE 'abandonedstate%' OR state LIKE 'freshstate%'`, values: [] });
-      expect(left.map((r) => r.state)).to.deep.equal(['freshstate0000000000001']);
-    });
   });
 });
