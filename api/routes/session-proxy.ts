@@ -11,6 +11,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
+import { watchProxiedSockets } from '../proxy-sockets.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -103,6 +104,8 @@ function refuse(socket: Duplex, status: number, body: { error: string; message: 
 
 /** WebSocket upgrades to the session proxy; everything else goes to `fallback`. */
 export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
+  // Cut within a second of the token's revocation or the session's stop (api/proxy-sockets.ts).
+  const watched = watchProxiedSockets({ db: deps.db, logger: deps.logger });
   return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const m = UPGRADE_PATH.exec(req.url ?? '');
     if (!m) return fallback(req, socket, head);
@@ -132,6 +135,8 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       });
       up.on('error', () => socket.destroy());
       socket.on('close', () => up.destroy());
+      if (target.session.sandbox) watched.track({ client: socket, upstream: up, tokenId: principal.token_id, sandboxId: target.session.sandbox.sandbox_id });
+      else up.destroy();
     })().catch((err: unknown) => {
       if (isDomainError(err)) return refuse(socket, statusOf[err.code], bodyOf(err));
       deps.logger.error({ err: (err as Error).message }, 'session proxy upgrade failed');
