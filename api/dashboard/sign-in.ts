@@ -114,5 +114,13 @@ export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Rou
     res.redirect(303, '/login');
   });
 
+  /** Every browser of this user, this one included (as after `svc-server admin set-password`). */
+  r.post('/logout/everywhere', requireCsrf, async (req, res) => {
+    const s = locals(res).session;
+    if (s) await locals(res).store.revokeAllOf(s.user.user_id);
+    clearCookie(req, res, SESSION_COOKIE);
+    res.redirect(303, '/login');
+  });
+
   return r;
 }

@@ -247,7 +247,7 @@ describe('dashboard in chromium', function () {
   it('signs out: the old cookie no longer opens a page', async () => {
     const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session')!;
     await page.goto(`${srv.url}/projects`);
-    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL(/\/login$/);
     const r = await fetch(`${srv.url}/projects`, { headers: { cookie: `svc_session=${cookie.value}` }, redirect: 'manual' });
     expect(r.status).to.equal(303);

@@ -121,13 +121,48 @@ describe('dashboard sign-in (HTTP)', function () {
     const boot = await run(['admin', 'bootstrap', '--email', 'new@example.test', '--password-stdin'], 'a new password 1\n');
     expect(boot.code, boot.out).to.equal(0);
     expect(boot.out).to.match(/^svc_pat_/).and.not.contain('a new password 1');
+    // Two browsers signed in with the first password ...
+    const before = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'new@example.test', password: 'a new password 1' }))}`));
+    for (const c of before) expect((await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' })).status).to.equal(200);
     const set = await run(['admin', 'set-password', '--email', 'new@example.test'], 'another password 2\n');
     expect(set.code, set.out).to.equal(0);
+    // ... are signed out by the new one: an old cookie gets the sign-in page.
+    for (const c of before) {
+      const r = await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' });
+      expect(r.status).to.equal(303);
+      expect(r.headers.get('location')).to.match(/^\/login/);
+    }
     const row = await srv.db.db.one<{ password_hash: string }>({ text: "SELECT password_hash FROM users WHERE email = 'new@example.test'", values: [] });
     expect(row!.password_hash).to.match(/^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/);
     expect((await (await form()).post({ email: 'new@example.test', password: 'another password 2' })).status).to.equal(303);
     expect((await run(['admin', 'set-password', '--email', 'nobody@example.test'], 'whatever123\n')).code).to.equal(1);
     expect((await run(['admin', 'set-password', '--email', 'new@example.test'], 'short\n')).code).to.equal(1);
+  });
+
+  it('"Sign out everywhere" ends every browser of the user (and the API tokens they called with), not other users\'', async () => {
+    const other = await srv.newUser('other-browser@example.test');
+    await withPassword(srv, 'other-browser@example.test');
+    const mine = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`));
+    const theirs = `svc_session=${sessionCookie(await (await form()).post({ email: 'other-browser@example.test', password: PASSWORD }))}`;
+    void other;
+    const page = await fetch(`${srv.url}/projects`, { headers: { cookie: mine[0]! } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+    const tokens = async () =>
+      (await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 AND name = 'dashboard sign-in' AND revoked_at IS NULL`, values: [srv.userId] }))!.n;
+    expect(await tokens()).to.be.at.least(2);
+    // A cross-site form cannot do it.
+    const forged = await fetch(`${srv.url}/logout/everywhere`, { method: 'POST', redirect: 'manual', headers: { cookie: mine[0]!, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.example' }, body: new URLSearchParams({ _csrf: csrf }) });
+    expect(forged.status).to.equal(403);
+    const r = await fetch(`${srv.url}/logout/everywhere`, { method: 'POST', redirect: 'manual', headers: { cookie: mine[0]!, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url }, body: new URLSearchParams({ _csrf: csrf }) });
+    expect(r.status).to.equal(303);
+    expect(r.headers.get('location')).to.equal('/login');
+    for (const c of mine) {
+      const after = await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' });
+      expect(after.status).to.equal(303);
+      expect(after.headers.get('location')).to.match(/^\/login/);
+    }
+    expect(await tokens()).to.equal(0);
+    expect((await fetch(`${srv.url}/projects`, { headers: { cookie: theirs }, redirect: 'manual' })).status).to.equal(200);
   });
 
   it('dashboard 404s are pages to a browser (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
