@@ -16,8 +16,29 @@ const schema = z.object({
     .optional(),
   SVC_GIT_ENGINE: z.enum(['git', 'libgit2']).default('git'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Public base URL of this server, used in links (CR URLs, dashboard). */
+  /** Public base URL of this server, used in links (CR URLs, dashboard) and managed repositories' URLs. */
   SVC_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Without SVC_PUBLIC_URL: the origins this server is reached at (comma-separated
+   * `http(s)://host[:port]`). A managed repository's URL is the one whose host the creating
+   * request named, else the first; never a Host header this list does not hold.
+   */
+  SVC_PUBLIC_HOSTS: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      for (const e of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+        let u: URL | null = null;
+        try {
+          u = new URL(e);
+        } catch {
+          /* reported below */
+        }
+        if (!u || !/^https?:$/.test(u.protocol) || u.pathname !== '/' || u.search || u.hash || u.username || u.password || e.replace(/\/$/, '') !== u.origin) {
+          ctx.addIssue({ code: 'custom', message: `not an http(s) origin: ${e}` });
+        }
+      }
+    }),
   /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
   SVC_SECRET_KEY: z.string().optional(),
   /**
