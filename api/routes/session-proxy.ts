@@ -93,10 +93,11 @@ function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string
 
 const UPGRADE_PATH = /^\/v1\/projects\/([^/]+)\/sessions\/([^/]+)\/(agent|preview\/([^/]+))(\/[^?]*)?(\?.*)?$/;
 
-function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
+function refuse(socket: Duplex, status: number, body: { error: string; message: string; retry_after?: unknown }) {
   const json = JSON.stringify(body);
+  const retry = typeof body.retry_after === 'number' ? `Retry-After: ${body.retry_after}\r\n` : '';
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${retry}` +
       `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
   );
   setTimeout(() => socket.destroy(), 1000).unref();
