@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomInt } from 'node:crypto';
-import { DomainError, validationError } from '../../domain/errors.js';
+import { DomainError, retryLater, validationError } from '../../domain/errors.js';
 import type { Db, Executor } from '../../infra/db/db.js';
 import { mintToken, type MintedToken } from '../tokens/service.js';
 import { dashboardQueries } from '../../sql/queries/dashboard.js';
@@ -19,6 +19,8 @@ import { dashboardQueries } from '../../sql/queries/dashboard.js';
  */
 
 export const LOGIN_TTL_MS = 10 * 60_000;
+/** Logins waiting for a decision at once, server-wide. */
+export const MAX_OPEN_LOGINS = 10_000;
 /** Wrong user codes a login survives; then it can no longer be approved. */
 export const MAX_CODE_ATTEMPTS = 5;
 /** Consonants only: no vowels (no words), no 0/O, 1/I look-alikes. 20^8 codes. */
@@ -65,6 +67,11 @@ export async function startCliLogin(
 ): Promise<{ state: string; user_code: string; expires_at: string }> {
   checkCallback(l.callback);
   await db.run(dashboardQueries.sweepCliLogins());
+  // Anyone may register (no token exists yet): the table is bounded, not the caller.
+  const open = await db.one<{ n: number }>(dashboardQueries.openCliLoginCount(MAX_OPEN_LOGINS));
+  if ((open?.n ?? 0) >= MAX_OPEN_LOGINS) {
+    throw retryLater('rate_limited', 'Too many logins', 'Too many logins are waiting for approval; try again in a few minutes.', 60);
+  }
   const state = randomBytes(24).toString('base64url');
   const code = Array.from({ length: 8 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
   const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);

@@ -69,6 +69,11 @@ export const dashboardQueries = {
       ON CONFLICT (state) DO NOTHING RETURNING state`,
     values: [l.state, l.callback, l.hostname, l.userCodeHash, l.codeChallenge, l.expiresAt],
   }),
+  /** Logins waiting for a decision, counted up to `cap` (registration is unauthenticated: bounded). */
+  openCliLoginCount: (cap: number): Query => ({
+    text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM cli_logins WHERE used_at IS NULL AND expires_at > now() LIMIT $1) x`,
+    values: [cap],
+  }),
   /** A login still open for a decision (registered by a CLI, unused, unexpired, not locked by wrong codes). */
   openCliLogin: (state: string, maxAttempts: number): Query => ({
     text: `SELECT state, callback, hostname, expires_at FROM cli_logins
