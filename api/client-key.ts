@@ -59,8 +59,7 @@ export function clientAddress(req: IncomingMessage, trust: TrustedProxies): stri
 /** The /64 of an IPv6 address (hosts get whole /64s), an IPv4 address as it is. */
 function bucketOf(ip: string): string {
   if (!net.isIPv6(ip)) return ip;
-  const sl = new net.SocketAddress({ address: ip, family: 'ipv6' });
-  const groups = expand(sl.address);
+  const groups = expand(ip.split('%')[0]!);
   return `${groups.slice(0, 4).join(':')}::/64`;
 }
 
