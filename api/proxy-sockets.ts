@@ -1,30 +1,43 @@
-import type { Duplex } from 'node:stream';
 import type { Executor } from '../infra/db/db.js';
 import type { Logger } from '../lib/logger.js';
 import { deadTokens } from '../services/tokens/service.js';
 import { sandboxesNotLive } from '../services/sessions/service.js';
 
 /**
- * A WebSocket proxied to a sandbox (agent or preview route) lives no longer than the token
- * that opened it and the sandbox it reaches: one pair of queries per tick, for every open
- * socket at once, finds the tokens revoked or expired and the sandboxes no longer serving
- * a running session (stopped, restarted, removed), and cuts those sockets both ways within
- * `everyMs` (+ the queries). The events feed does the same for its sockets. No open
- * sockets, no queries.
+ * A WebSocket or a streamed response (SSE) proxied to a sandbox (agent or preview route)
+ * lives no longer than the token that opened it and the sandbox it reaches: one pair of
+ * queries per tick, for every open one at once, finds the tokens revoked or expired and
+ * the sandboxes no longer serving a running session (stopped, restarted, removed), and
+ * cuts those both ways within `everyMs` (+ the queries). The events feed does the same for
+ * its sockets. Nothing open, no queries.
  */
+interface Cuttable {
+  destroy(): unknown;
+  once(event: 'close', listener: () => void): unknown;
+}
+
 export interface ProxiedSockets {
-  track(entry: { client: Duplex; upstream: Duplex; tokenId: string; sandboxId: string }): void;
-  /** Open proxied sockets (tests, metrics). */
+  track(entry: { client: Cuttable; upstream: Cuttable; tokenId: string; sandboxId: string }): void;
+  /** Open proxied exchanges (tests, metrics). */
   readonly size: number;
+}
+
+const watchers = new WeakMap<object, ProxiedSockets>();
+
+/** One watcher per database (so the HTTP routes and the upgrade handler share one tick). */
+export function proxiedSocketsOf(opts: { db: Executor; logger: Logger }): ProxiedSockets {
+  let w = watchers.get(opts.db);
+  if (!w) watchers.set(opts.db, (w = watchProxiedSockets(opts)));
+  return w;
 }
 
 export function watchProxiedSockets(opts: { db: Executor; logger: Logger; everyMs?: number }): ProxiedSockets {
   const everyMs = opts.everyMs ?? 250;
-  const open = new Map<Duplex, { upstream: Duplex; tokenId: string; sandboxId: string }>();
+  const open = new Map<Cuttable, { upstream: Cuttable; tokenId: string; sandboxId: string }>();
   let timer: NodeJS.Timeout | undefined;
   let checking = false;
 
-  const cut = (client: Duplex) => {
+  const cut = (client: Cuttable) => {
     const e = open.get(client);
     open.delete(client);
     e?.upstream.destroy();

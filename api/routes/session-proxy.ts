@@ -11,7 +11,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
-import { watchProxiedSockets } from '../proxy-sockets.js';
+import { proxiedSocketsOf } from '../proxy-sockets.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -63,7 +63,9 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
       const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
-      proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+      const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+      // A stream (SSE) ends with its token and its session, as a socket does.
+      if (target.session.sandbox) proxiedSocketsOf(deps).track({ client: res, upstream: up, tokenId: req.principal!.token_id, sandboxId: target.session.sandbox.sandbox_id });
     } catch (err) {
       next(err);
     }
@@ -73,7 +75,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
+function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): http.ClientRequest {
   const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
     const headers = { ...r.headers };
@@ -89,6 +91,7 @@ function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string
   });
   res.on('close', () => up.destroy());
   req.pipe(up);
+  return up;
 }
 
 const UPGRADE_PATH = /^\/v1\/projects\/([^/]+)\/sessions\/([^/]+)\/(agent|preview\/([^/]+))(\/[^?]*)?(\?.*)?$/;
@@ -106,7 +109,7 @@ function refuse(socket: Duplex, status: number, body: { error: string; message: 
 /** WebSocket upgrades to the session proxy; everything else goes to `fallback`. */
 export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
   // Cut within a second of the token's revocation or the session's stop (api/proxy-sockets.ts).
-  const watched = watchProxiedSockets({ db: deps.db, logger: deps.logger });
+  const watched = proxiedSocketsOf(deps);
   return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const m = UPGRADE_PATH.exec(req.url ?? '');
     if (!m) return fallback(req, socket, head);

@@ -36,7 +36,7 @@ async function openSocket(url: string, token: string): Promise<{ ws: WebSocket; 
 const closedAt = (sock: { closed: Promise<number> }) =>
   Promise.race([sock.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error('the socket is still open 3 s later')), 3000).unref())]);
 
-describe('proxied WebSockets end with their token and their session (issue 20 item 11)', function () {
+describe('proxied WebSockets (and event streams) end with their token and their session (issue 20 item 11)', function () {
   this.timeout(90_000);
 
   it('agent and preview sockets close within 1 s of their token\'s revocation; a socket of a live token stays open; then within 1 s of the session\'s stop', () =>
@@ -55,11 +55,23 @@ describe('proxied WebSockets end with their token and their session (issue 20 it
       const p = await openSocket(previewUrl, revoked.token);
       const k = await openSocket(agentUrl, keeps.token);
       const kp = await openSocket(previewUrl, keeps.token);
+      // An event stream (SSE) of the agent, opened with the same token.
+      const sse = await fetch(`${srv.url}${live}/agent/event?count=100000&interval=50`, { headers: { authorization: `Bearer ${revoked.token}` } });
+      expect(sse.status).to.equal(200);
+      const reader = sse.body!.getReader();
+      expect((await reader.read()).done).to.equal(false);
+      const sseEnded = (async () => {
+        for (;;) {
+          const c = await reader.read().catch(() => ({ done: true }));
+          if (c.done) return Date.now();
+        }
+      })();
 
       // Revoked through the API, as a person would.
       let t0 = Date.now();
       expect((await api.call('DELETE', `/v1/accounts/tokens/${revoked.token_id}`)).status).to.equal(204);
-      const [aAt, pAt] = await Promise.all([closedAt(a), closedAt(p)]);
+      const [aAt, pAt, sseAt] = await Promise.all([closedAt(a), closedAt(p), closedAt({ closed: sseEnded })]);
+      expect(sseAt - t0, 'event stream ended within 1 s of the revocation').to.be.at.most(1000);
       expect(aAt - t0, 'agent socket closed within 1 s of the revocation').to.be.at.most(1000);
       expect(pAt - t0, 'preview socket closed within 1 s of the revocation').to.be.at.most(1000);
       expect(k.ws.readyState).to.equal(WebSocket.OPEN);
