@@ -157,6 +157,17 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       }
     });
 
+    it('browser flow: a registration the server refuses ends the login before any link is printed (exit 1, one line)', async () => {
+      nock(API).post('/v1/cli/login').reply(400, { error: 'Validation failed', message: 'callback: not a loopback callback' });
+      const r = await run(['login', '--api', API]);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.not.contain('/cli/login?');
+      expect(r.stderr.split('\n').filter((l) => l.startsWith('error:'))).to.deep.equal([
+        "error: could not start the login: callback: not a loopback callback (HTTP 400); try again, or use 'svc login --token'",
+      ]);
+      expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
+    });
+
     it('browser flow: the server unreachable when redeeming: error page, exit 1', async () => {
       nock.enableNetConnect('127.0.0.1');
       try {
