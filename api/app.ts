@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { ApiDeps } from './deps.js';
-import { requireAuth } from './auth.js';
+import { authGuardOf, requireAuth } from './auth.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { metricsMiddleware } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
@@ -41,7 +41,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet
-  v1.use(requireAuth(deps.db, deps.config));
+  v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));

@@ -29,8 +29,11 @@ const ops: Record<string, Record<string, Op>> = {
     get: { summary: "The caller's live tokens (never their values).", ok: { status: 200, schema: z.object({ tokens: z.array(s.TokenSchema) }) }, errors: [401, 403] },
     post: { summary: 'Mint a user token (shown once).', body: s.CreateTokenBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400, 401, 403] },
   },
+  '/v1/cli/login': {
+    post: { summary: 'svc login: registers a browser login (loopback callback, PKCE S256 challenge); answers the login id (state) and the user code the approval page asks for (no bearer; 10 minutes).', body: s.StartCliLoginBody, ok: { status: 201, schema: z.object({ state: z.string(), user_code: z.string(), expires_at: z.string() }) }, errors: [400, 429] },
+  },
   '/v1/cli/login/token': {
-    post: { summary: "svc login: redeem the one-time code the dashboard's approval sent to the CLI's callback for a user token (no bearer; once, within two minutes).", body: s.RedeemCliLoginBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400] },
+    post: { summary: "svc login: redeem the one-time code the dashboard's approval sent to the CLI's callback, with the PKCE verifier, for a user token (no bearer; once, within two minutes).", body: s.RedeemCliLoginBody, ok: { status: 201, schema: z.object({ token: z.string(), token_id: z.uuid() }) }, errors: [400] },
   },
   '/v1/accounts/tokens/{tokenId}': { delete: { summary: 'Revoke one of your tokens.', ok: { status: 204, schema: z.object({}) }, errors: [401, 403, 404] } },
   '/v1/projects': {

@@ -112,10 +112,19 @@ export const CreateProjectBody = z.strictObject({
   account_id: z.uuid().optional(),
 });
 
-/** `svc login` redeems the one-time code the dashboard's approval sent to its callback. */
+/** `svc login` registers its login: its loopback callback and a PKCE (S256) challenge. */
+export const StartCliLoginBody = z.strictObject({
+  callback: z.string().max(200),
+  hostname: z.string().max(200).optional(),
+  code_challenge: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'base64url of a sha256'),
+  code_challenge_method: z.literal('S256'),
+});
+
+/** `svc login` redeems the one-time code the dashboard's approval sent to its callback, with its PKCE verifier. */
 export const RedeemCliLoginBody = z.strictObject({
   state: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'not a login state'),
   code: z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, 'not a login code'),
+  code_verifier: z.string().regex(/^[A-Za-z0-9._~-]{43,128}$/, 'not a PKCE verifier (43 to 128 characters)'),
 });
 
 export const CreateTokenBody = z.strictObject({

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseCidrList } from '../lib/cidr.js';
 
 /**
  * Server configuration, from the environment only, validated once at start-up. A bad
@@ -15,8 +16,29 @@ const schema = z.object({
     .optional(),
   SVC_GIT_ENGINE: z.enum(['git', 'libgit2']).default('git'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Public base URL of this server, used in links (CR URLs, dashboard). */
+  /** Public base URL of this server, used in links (CR URLs, dashboard) and managed repositories' URLs. */
   SVC_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Without SVC_PUBLIC_URL: the origins this server is reached at (comma-separated
+   * `http(s)://host[:port]`). A managed repository's URL is the one whose host the creating
+   * request named, else the first; never a Host header this list does not hold.
+   */
+  SVC_PUBLIC_HOSTS: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      for (const e of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+        let u: URL | null = null;
+        try {
+          u = new URL(e);
+        } catch {
+          /* reported below */
+        }
+        if (!u || !/^https?:$/.test(u.protocol) || u.pathname !== '/' || u.search || u.hash || u.username || u.password || e.replace(/\/$/, '') !== u.origin) {
+          ctx.addIssue({ code: 'custom', message: `not an http(s) origin: ${e}` });
+        }
+      }
+    }),
   /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
   SVC_SECRET_KEY: z.string().optional(),
   /**
@@ -53,6 +75,20 @@ const schema = z.object({
   /** Failed authentications allowed per client address per window; then 429. */
   SVC_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(60),
   SVC_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client (comma-separated CIDRs or
+   * addresses). Empty: the TCP peer is the client and the header is ignored.
+   */
+  SVC_TRUST_PROXY: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      try {
+        parseCidrList(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
   /** Diff limits (GitHub's shape): per-file and total patch bytes and lines. */
   SVC_DIFF_MAX_FILE_BYTES: z.coerce.number().int().min(1).default(500_000),
   SVC_DIFF_MAX_FILE_LINES: z.coerce.number().int().min(1).default(20_000),

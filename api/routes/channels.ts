@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { outboundPolicy } from '../../infra/net/url-policy.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { addChannel, CHANNEL_KINDS, listChannels, removeChannel } from '../../services/channels/service.js';
@@ -27,7 +28,7 @@ export function channelRoutes(deps: ApiDeps): Router {
   r.post('/', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     const body = AddChannelBody.parse(req.body ?? {});
-    const channel = await addChannel({ db: deps.db, secrets: deps.secrets, allowHttp }, project.project_id, principalOf(req).user_id, body);
+    const channel = await addChannel({ db: deps.db, secrets: deps.secrets, allowHttp, policy: outboundPolicy(deps.config) }, project.project_id, principalOf(req).user_id, body);
     res.status(201).json({ channel });
   });
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { notFound, validationError } from '../../domain/errors.js';
+import { notFound } from '../../domain/errors.js';
+import { checkHttpUrl, type CheckedHttpTarget, type OutboundPolicy } from '../../infra/net/url-policy.js';
 import type { Db } from '../../infra/db/db.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
@@ -42,33 +43,30 @@ export function serializeChannel(c: ChannelRow): ChannelJson {
   };
 }
 
-/** https only; http when the operator allows it (tests, a receiver on the same host). */
-export function checkWebhookUrl(raw: string, allowHttp: boolean): URL {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw validationError('webhook_url is not a URL.', [{ path: 'webhook_url', message: 'invalid URL' }]);
-  }
-  const schemeOk = u.protocol === 'https:' || (allowHttp && u.protocol === 'http:');
-  if (!schemeOk) {
-    throw validationError(
-      allowHttp ? 'webhook_url must be an http(s) URL.' : 'webhook_url must be an https URL (an operator can allow http with SVC_CHANNELS_ALLOW_HTTP=1).',
-      [{ path: 'webhook_url', message: 'scheme not allowed' }],
-    );
-  }
-  if (u.username || u.password) throw validationError('webhook_url must not carry credentials.', [{ path: 'webhook_url', message: 'credentials in URL' }]);
-  return u;
+/**
+ * The outbound URL policy (infra/net/url-policy.ts) for a webhook: https only (http when the
+ * operator allows it: tests, a receiver on the same host), no credentials, no local or
+ * blocked host. `atDelivery`: the name must resolve, and the caller connects to the
+ * address checked here; when storing, a name that does not resolve yet is accepted.
+ */
+export async function checkWebhookUrl(raw: string, policy: OutboundPolicy, allowHttp: boolean, atDelivery = false): Promise<CheckedHttpTarget> {
+  return checkHttpUrl(raw, policy, {
+    field: 'webhook_url',
+    allowHttp,
+    mustResolve: atDelivery,
+    httpHint: ' (an operator can allow http with SVC_CHANNELS_ALLOW_HTTP=1)',
+  });
 }
 
 export interface ChannelDeps {
   db: Db;
   secrets: SecretBox;
   allowHttp: boolean;
+  policy: OutboundPolicy;
 }
 
 export async function addChannel(deps: ChannelDeps, projectId: string, actor: string, input: { kind: ChannelKind; webhook_url: string }): Promise<ChannelJson> {
-  const u = checkWebhookUrl(input.webhook_url, deps.allowHttp);
+  const u = (await checkWebhookUrl(input.webhook_url, deps.policy, deps.allowHttp)).url;
   const row = await deps.db.one<ChannelRow>(
     q.insert({
       channelId: randomUUID(),

@@ -149,9 +149,14 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
   }
 }
 
-/** The repo URL a sandbox clones: the project's, or this server's git endpoint for a managed repo. */
+/**
+ * The repo URL a sandbox clones: the project's, or, for a managed repo, this server's git
+ * endpoint as sandboxes reach it (from the configuration, never the repo_url stored at
+ * creation: a row written before SVC_PUBLIC_HOSTS may hold a Host header's choice, and
+ * sandboxes send clone credentials to this URL).
+ */
 export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  if (project.repo_url) return project.repo_url;
+  if (project.repo_url && !project.repo_managed) return project.repo_url;
   return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 

@@ -262,3 +262,9 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
   }
   return json;
 }
+
+/** Of `sandboxIds`, those no longer serving a running session: their proxied sockets are cut. */
+export async function sandboxesNotLive(db: Executor, sandboxIds: string[]): Promise<Set<string>> {
+  if (sandboxIds.length === 0) return new Set();
+  return new Set((await db.rows<{ sandbox_id: string }>(sessionQueries.sandboxesNotLiveAmong(sandboxIds))).map((r) => r.sandbox_id));
+}

@@ -22,6 +22,14 @@ const selectWithSandbox = `SELECT s.*, sb.sandbox_id AS sb_id, sb.provider AS sb
     ORDER BY x.created_at DESC, x.sandbox_id DESC LIMIT 1) sb ON true`;
 
 export const sessionQueries = {
+  /** Of `sandboxIds`, those no longer serving a running session (stopped, restarted, removed). */
+  sandboxesNotLiveAmong: (sandboxIds: string[]): Query => ({
+    name: 'sandboxes_not_live_among',
+    text: `SELECT id::text AS sandbox_id FROM unnest($1::uuid[]) AS id
+      WHERE NOT EXISTS (SELECT 1 FROM session_sandboxes sb JOIN project_sessions s ON s.session_id = sb.session_id
+        WHERE sb.sandbox_id = id AND sb.state = 'active' AND s.status = 'running')`,
+    values: [sandboxIds],
+  }),
   upsert: (row: object): Query => ({
     name: 'session_upsert',
     text: `INSERT INTO project_sessions SELECT * FROM jsonb_populate_record(null::project_sessions, $1::jsonb) r

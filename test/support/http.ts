@@ -32,3 +32,27 @@ export function client(base: string, token?: string) {
     call,
   };
 }
+
+/**
+ * One HTTP request from a chosen loopback source address (127.0.0.2, 127.0.0.3 ... are
+ * other clients to the server), for per-client limits.
+ */
+export function requestFrom(
+  localAddress: string,
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }> {
+  return new Promise((resolve, reject) => {
+    import('node:http').then(({ request }) => {
+      const req = request(url, { method: opts.method ?? 'GET', headers: opts.headers ?? {}, localAddress, agent: false }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(opts.body);
+    }, reject);
+  });
+}
