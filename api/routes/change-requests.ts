@@ -5,14 +5,14 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject } from '../project-access.js';
+import { EmptyBody } from '../../contracts/common.js';
 import {
   CreateChangeRequestBody,
   EditChangeRequestBody,
-  EmptyBody,
   GetChangeRequestQuery,
   ListChangeRequestsQuery,
   MergeChangeRequestBody,
-} from '../schemas.js';
+} from '../../contracts/change-requests.js';
 import * as crs from '../../services/change-requests/service.js';
 import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../services/change-requests/merge.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { redeemCliLogin } from '../../services/dashboard/cli-logins.js';
 import type { ApiDeps } from '../deps.js';
-import { RedeemCliLoginBody } from '../schemas.js';
+import { RedeemCliLoginBody } from '../../contracts/accounts.js';
 
 /** `svc login`'s last step, before any token exists: the code from the browser's approval. */
 export function cliLoginRoutes(deps: Pick<ApiDeps, 'db'>): Router {

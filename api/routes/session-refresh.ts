@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
-import { EmptyBody } from '../schemas.js';
+import { EmptyBody } from '../../contracts/common.js';
 import { liveTarget } from '../../services/sessions/service.js';
 import { sessionDepsOf } from './sessions.js';
 
