@@ -16,6 +16,7 @@ import { startServer, type RunningServer } from '../../ops/server.js';
 import { createTestDb, type TestDb } from './db.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
+import { takeViolations, watchResponses } from './response-contract.js';
 
 /**
  * Tests run against repositories on this machine (file:// and loopback http): local
@@ -60,6 +61,7 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
     await db.drop();
     throw err;
   }
+  watchResponses(server.httpServer);
   const first = await bootstrapUser(db.db, { email: 'owner@example.test', name: 'Owner' });
   return {
     url: server.url,
@@ -76,6 +78,9 @@ export async function startTestServer(opts: { env?: Record<string, string>; merg
       await server.stop();
       await db.drop();
       await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); // a sandbox killed just before may still be exiting
+      // Responses after the last test's check (cleanup in `after` hooks) are checked too.
+      const late = takeViolations();
+      if (late.length) throw new Error(`responses that break the OpenAPI document:\n  ${late.join('\n  ')}`);
     },
   };
 }

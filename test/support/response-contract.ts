@@ -1,0 +1,126 @@
+/**
+ * Every JSON response a test server sends is checked against the OpenAPI document
+ * (built from contracts/): the operation, the status it declares, and the body's schema
+ * for that status (exact: an extra, missing or retyped field is a mismatch). The in-process
+ * server (test/support/server.ts) is watched on its HTTP server, so requests from any
+ * client count (the `client()` helper, raw fetch, the CLI, git); `client()` also checks what
+ * it reads, which covers spawned servers. A mismatch fails the test that caused it (the
+ * root `afterEach` hook in test/support/fixtures.ts), naming the request and the problem.
+ */
+import type http from 'node:http';
+import { ErrorSchema } from '../../contracts/common.js';
+import { contractProblems, operationFor } from './openapi-check.js';
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+};
+
+/**
+ * What is not checked, in one place, with why. Everything else that answers JSON must be
+ * in the document.
+ */
+export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string }> = [
+  { path: /^\//, method: /^(OPTIONS|HEAD)$/, why: "Express's automatic answers: OPTIONS lists the allowed methods as text, HEAD has no body" },
+  { path: /^\/git\//, why: "smart HTTP (git's own protocol) for managed repositories; git clients read it, not JSON clients" },
+  { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/agent(\/|$)/, why: "the agent proxy: the runtime's own responses (and its SSE event stream), passed through" },
+  { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/preview\/[^/]+(\/|$)/, why: "the preview proxy: whatever the session's app serves" },
+  { path: /^\/v1\/llm(\/|$)/, why: "the model gateway speaks OpenAI's shape (bodies and errors), not the contract's" },
+  { path: /^\/v1\/openapi\.json$/, why: 'the document itself: its schema is OpenAPI 3.1, not one of ours' },
+  { path: /^\/metrics$/, why: 'Prometheus text' },
+  { path: /^\/(?!v1\/|v1$|healthz$|readyz$)/, why: "the dashboard: HTML pages, its forms and its live feed (SSE) for browsers; not the API (docs/dashboard.md)" },
+];
+
+export const exemptWhy = (method: string, path: string): string | null =>
+  EXEMPT.find((e) => e.path.test(path) && (!e.method || e.method.test(method.toUpperCase())))?.why ?? null;
+
+const isJson = (contentType: string | undefined) => !!contentType && /^application\/([a-z.+-]*\+)?json\b/i.test(contentType);
+
+/** Problems of one real response against the document; [] when it conforms or is exempt. */
+export function responseProblems(r: { method: string; url: string; status: number; contentType?: string; body: string }): string[] {
+  const path = r.url.replace(/[?#].*$/, '');
+  if (exemptWhy(r.method, path) !== null) return [];
+  if (r.status === 101) return []; // a WebSocket upgrade: its messages are checked by the feed's own tests
+  const json = isJson(r.contentType);
+  if (!json) {
+    // A body of another type on a documented route is drift too (the document says JSON).
+    if (r.body === '' || r.status === 204 || r.status === 304 || r.method === 'HEAD') return [];
+    return [`${r.method} ${path} ${r.status}: answered ${r.contentType ?? 'no content-type'}, not JSON`];
+  }
+  // A method or path the API does not have: refused before or instead of any route (401 of
+  // the auth layer, 400/413 of the body parser, 404 of api/errors.ts notFoundHandler), always
+  // a 4xx with the contract's error body; anything else there is an undocumented route.
+  if (!operationFor(r.method, path)) {
+    if (r.status < 400 || r.status >= 500) return [`${r.method} ${path} ${r.status}: no such operation in the OpenAPI document`];
+    const parsed = ErrorSchema.safeParse(parseJson(r.body));
+    return parsed.success ? [] : [`${r.method} ${path} ${r.status} (no such operation): not the contract's error body: ${parsed.error.message}`];
+  }
+  return contractProblems({ method: r.method, path, status: r.status, replyBody: r.body });
+}
+
+const violations: string[] = [];
+
+/** Problems seen since the last call (the root afterEach hook fails the test with them). */
+export function takeViolations(): string[] {
+  return violations.splice(0, violations.length);
+}
+
+export function recordResponse(r: Parameters<typeof responseProblems>[0]): string[] {
+  const problems = responseProblems(r);
+  for (const p of problems) violations.push(`${p}\n      body: ${r.body.length > 2000 ? `${r.body.slice(0, 2000)}...` : r.body}`);
+  return problems;
+}
+
+/** Ports of in-process servers watched here: `client()` leaves their responses to the watcher. */
+const watchedPorts = new Set<number>();
+export const isWatched = (base: string): boolean => {
+  try {
+    return watchedPorts.has(Number(new URL(base).port));
+  } catch {
+    return false;
+  }
+};
+
+const MAX_CAPTURE = 8 * 1024 * 1024;
+
+/**
+ * Watches every response of `server`: prepended, so it wraps `write`/`end` before Express
+ * sees the request. Exempt paths are not buffered (streams, proxies).
+ */
+export function watchResponses(server: http.Server): void {
+  const addr = server.address();
+  if (addr && typeof addr === 'object') watchedPorts.add(addr.port);
+  server.once('close', () => {
+    if (addr && typeof addr === 'object') watchedPorts.delete(addr.port);
+  });
+  server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const url = req.url ?? '/';
+    if (exemptWhy(req.method ?? 'GET', url.replace(/[?#].*$/, '')) !== null) return;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const keep = (chunk: unknown, encoding?: unknown) => {
+      if (chunk === undefined || chunk === null || typeof chunk === 'function' || size > MAX_CAPTURE) return;
+      const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
+      size += b.length;
+      chunks.push(b);
+    };
+    const write = res.write.bind(res) as (...a: unknown[]) => boolean;
+    const end = res.end.bind(res) as (...a: unknown[]) => http.ServerResponse;
+    res.write = ((...a: unknown[]) => {
+      keep(a[0], a[1]);
+      return write(...a);
+    }) as typeof res.write;
+    res.end = ((...a: unknown[]) => {
+      keep(a[0], a[1]);
+      return end(...a);
+    }) as typeof res.end;
+    res.once('finish', () => {
+      if (size > MAX_CAPTURE) return;
+      const ct = res.getHeader('content-type');
+      recordResponse({ method: req.method ?? 'GET', url, status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), ...(ct !== undefined ? { contentType: String(ct) } : {}) });
+    });
+  });
+}
