@@ -61,16 +61,22 @@ export function responseProblems(r: { method: string; url: string; status: numbe
   return contractProblems({ method: r.method, path, status: r.status, replyBody: r.body });
 }
 
-const violations: string[] = [];
+const violations = new Map<string, { body: string; times: number }>();
 
-/** Problems seen since the last call (the root afterEach hook fails the test with them). */
+/** Problems seen since the last call, each once with the first body that showed it (the root afterEach hook fails the test with them). */
 export function takeViolations(): string[] {
-  return violations.splice(0, violations.length);
+  const out = [...violations].map(([p, v]) => `${p}${v.times > 1 ? ` (${v.times} responses)` : ''}\n      body: ${v.body.length > 2000 ? `${v.body.slice(0, 2000)}...` : v.body}`);
+  violations.clear();
+  return out;
 }
 
 export function recordResponse(r: Parameters<typeof responseProblems>[0]): string[] {
   const problems = responseProblems(r);
-  for (const p of problems) violations.push(`${p}\n      body: ${r.body.length > 2000 ? `${r.body.slice(0, 2000)}...` : r.body}`);
+  for (const p of problems) {
+    const seen = violations.get(p);
+    if (seen) seen.times++;
+    else violations.set(p, { body: r.body, times: 1 });
+  }
   return problems;
 }
 
