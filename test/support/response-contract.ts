@@ -113,6 +113,18 @@ export function watchResponses(server: http.Server): void {
       size += b.length;
       chunks.push(b);
     };
+    // Headers given to writeHead (not setHeader) are not visible to getHeader afterwards.
+    let headType: string | undefined;
+    const writeHead = res.writeHead.bind(res) as (...a: unknown[]) => http.ServerResponse;
+    res.writeHead = ((...a: unknown[]) => {
+      const h = a.find((x, i) => i > 0 && x !== null && typeof x === 'object');
+      if (Array.isArray(h)) {
+        for (let i = 0; i + 1 < h.length; i += 2) if (String(h[i]).toLowerCase() === 'content-type') headType = String(h[i + 1]);
+      } else if (h) {
+        for (const [k, v] of Object.entries(h)) if (k.toLowerCase() === 'content-type') headType = String(v);
+      }
+      return writeHead(...a);
+    }) as typeof res.writeHead;
     const write = res.write.bind(res) as (...a: unknown[]) => boolean;
     const end = res.end.bind(res) as (...a: unknown[]) => http.ServerResponse;
     res.write = ((...a: unknown[]) => {
@@ -125,7 +137,7 @@ export function watchResponses(server: http.Server): void {
     }) as typeof res.end;
     res.once('finish', () => {
       if (size > MAX_CAPTURE) return;
-      const ct = res.getHeader('content-type');
+      const ct = res.getHeader('content-type') ?? headType;
       recordResponse({ method: req.method ?? 'GET', url, status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), ...(ct !== undefined ? { contentType: String(ct) } : {}) });
     });
   });
