@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { Project } from '../contracts/projects.js';
 import { DomainError, notFound } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
 import type { ProjectRecord } from '../domain/project.js';
@@ -42,7 +43,7 @@ export async function resolveProjectRef(db: Db, principal: Principal, ref: strin
   return project;
 }
 
-export function serializeProject(p: ProjectRecord) {
+export function serializeProject(p: ProjectRecord): Project {
   return {
     project_id: p.project_id,
     account_id: p.account_id,

@@ -1,6 +1,7 @@
 import { Router, type Request } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
+import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
@@ -18,7 +19,7 @@ import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobDa
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
-export function serializeCr(cr: ChangeRequest) {
+export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
   return {
     cr_id: cr.cr_id,
     account_id: cr.account_id,
