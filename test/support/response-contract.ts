@@ -3,10 +3,12 @@
  * (built from contracts/): the operation, the status it declares, and the body's schema
  * for that status (exact: an extra, missing or retyped field is a mismatch). The in-process
  * server (test/support/server.ts) is watched on its HTTP server, so requests from any
- * client count (the `client()` helper, raw fetch, the CLI, git); `client()` also checks what
- * it reads, which covers spawned servers. A mismatch fails the test that caused it (the
+ * client count (the `client()` helper, raw fetch, the CLI, git); a server spawned by
+ * `spawnTestServer` is watched the same way inside its process (contract-preload.ts) and
+ * reports through a file; `client()` checks what it reads from any other server. A mismatch fails the test that caused it (the
  * root `afterEach` hook in test/support/fixtures.ts), naming the request and the problem.
  */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type http from 'node:http';
 import { ErrorSchema } from '../../contracts/common.js';
 import { contractProblems, operationFor } from './openapi-check.js';
@@ -63,8 +65,39 @@ export function responseProblems(r: { method: string; url: string; status: numbe
 
 const violations = new Map<string, { body: string; times: number }>();
 
+/** Where a spawned server (test/support/contract-preload.ts) sends its problems, instead of keeping them. */
+let sink: ((problem: string, body: string) => void) | null = null;
+export const sendViolationsTo = (fn: (problem: string, body: string) => void): void => {
+  sink = fn;
+};
+
+/** Problem logs of spawned servers this process reads with its own (one JSON line per problem). */
+const logs = new Set<string>();
+export const collectFrom = (file: string): void => void logs.add(file);
+export const stopCollecting = (file: string): void => void logs.delete(file);
+
+function drainLogs(): void {
+  for (const file of logs) {
+    if (!existsSync(file)) continue;
+    const text = readFileSync(file, 'utf8');
+    if (!text) continue;
+    writeFileSync(file, '');
+    for (const line of text.split('\n').filter(Boolean)) {
+      const { problem, body } = JSON.parse(line) as { problem: string; body: string };
+      note(problem, body);
+    }
+  }
+}
+
+function note(problem: string, body: string): void {
+  const seen = violations.get(problem);
+  if (seen) seen.times++;
+  else violations.set(problem, { body, times: 1 });
+}
+
 /** Problems seen since the last call, each once with the first body that showed it (the root afterEach hook fails the test with them). */
 export function takeViolations(): string[] {
+  drainLogs();
   const out = [...violations].map(([p, v]) => `${p}${v.times > 1 ? ` (${v.times} responses)` : ''}\n      body: ${v.body.length > 2000 ? `${v.body.slice(0, 2000)}...` : v.body}`);
   violations.clear();
   return out;
@@ -72,16 +105,13 @@ export function takeViolations(): string[] {
 
 export function recordResponse(r: Parameters<typeof responseProblems>[0]): string[] {
   const problems = responseProblems(r);
-  for (const p of problems) {
-    const seen = violations.get(p);
-    if (seen) seen.times++;
-    else violations.set(p, { body: r.body, times: 1 });
-  }
+  for (const p of problems) (sink ?? note)(p, r.body);
   return problems;
 }
 
-/** Ports of in-process servers watched here: `client()` leaves their responses to the watcher. */
+/** Ports of servers watched on their own side (in process, or spawned with the preload): `client()` leaves their responses to the watcher. */
 const watchedPorts = new Set<number>();
+export const markWatched = (port: number, watched = true): void => void (watched ? watchedPorts.add(port) : watchedPorts.delete(port));
 export const isWatched = (base: string): boolean => {
   try {
     return watchedPorts.has(Number(new URL(base).port));

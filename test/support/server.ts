@@ -16,7 +16,7 @@ import { startServer, type RunningServer } from '../../ops/server.js';
 import { createTestDb, type TestDb } from './db.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
-import { takeViolations, watchResponses } from './response-contract.js';
+import { collectFrom, markWatched, stopCollecting, takeViolations, watchResponses } from './response-contract.js';
 
 /**
  * Tests run against repositories on this machine (file:// and loopback http): local
@@ -98,8 +98,12 @@ export interface SpawnedServer {
 /** `svc-server <cmd>` as a child process, ready when /readyz answers 200. */
 export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env },
+  // Its responses are checked against the OpenAPI document inside it; problems come back through this file.
+  const contractLog = path.join(os.tmpdir(), `svc-contract-${process.pid}-${port}.jsonl`);
+  collectFrom(contractLog);
+  markWatched(port);
+  const proc = spawn(process.execPath, ['--import', path.join(projectRoot, 'dist/test/support/contract-preload.js'), path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env, SVC_TEST_CONTRACT_LOG: contractLog },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -124,7 +128,13 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
     output: () => out,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      const late = takeViolations();
+      stopCollecting(contractLog);
+      markWatched(port, false);
+      await rm(contractLog, { force: true });
+      if (late.length) throw new Error(`responses that break the OpenAPI document:\n  ${late.join('\n  ')}`);
+      return code;
     },
   };
 }
