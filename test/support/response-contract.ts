@@ -25,9 +25,9 @@ const parseJson = (text: string): unknown => {
  * What is not checked, in one place, with why. Everything else that answers JSON must be
  * in the document.
  */
-export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string }> = [
+export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string; errorsChecked?: boolean }> = [
   { path: /^\//, method: /^(OPTIONS|HEAD)$/, why: "Express's automatic answers: OPTIONS lists the allowed methods as text, HEAD has no body" },
-  { path: /^\/git\//, why: "smart HTTP (git's own protocol) for managed repositories; git clients read it, not JSON clients" },
+  { path: /^\/git\//, why: "smart HTTP (git's own protocol) for managed repositories; git clients read it, not JSON clients. Its refusals are the server's own: a JSON error there must be the contract's error body", errorsChecked: true },
   { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/agent(\/|$)/, why: "the agent proxy: the runtime's own responses (and its SSE event stream), passed through" },
   { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/preview\/[^/]+(\/|$)/, why: "the preview proxy: whatever the session's app serves" },
   { path: /^\/v1\/llm(\/|$)/, why: "the model gateway speaks OpenAI's shape (bodies and errors), not the contract's" },
@@ -36,15 +36,20 @@ export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string 
   { path: /^\/(?!v1\/|v1$|healthz$|readyz$)/, why: "the dashboard: HTML pages, its forms and its live feed (SSE) for browsers; not the API (docs/dashboard.md)" },
 ];
 
-export const exemptWhy = (method: string, path: string): string | null =>
-  EXEMPT.find((e) => e.path.test(path) && (!e.method || e.method.test(method.toUpperCase())))?.why ?? null;
+const exemptionOf = (method: string, path: string) => EXEMPT.find((e) => e.path.test(path) && (!e.method || e.method.test(method.toUpperCase())));
+export const exemptWhy = (method: string, path: string): string | null => exemptionOf(method, path)?.why ?? null;
 
 const isJson = (contentType: string | undefined) => !!contentType && /^application\/([a-z.+-]*\+)?json\b/i.test(contentType);
 
 /** Problems of one real response against the document; [] when it conforms or is exempt. */
 export function responseProblems(r: { method: string; url: string; status: number; contentType?: string; body: string }): string[] {
   const path = r.url.replace(/[?#].*$/, '');
-  if (exemptWhy(r.method, path) !== null) return [];
+  const exempt = exemptionOf(r.method, path);
+  if (exempt) {
+    if (!exempt.errorsChecked || r.status < 400 || !isJson(r.contentType)) return [];
+    const parsed = ErrorSchema.safeParse(parseJson(r.body));
+    return parsed.success ? [] : [`${r.method} ${path} ${r.status}: not the contract's error body: ${parsed.error.message}`];
+  }
   if (r.status === 101) return []; // a WebSocket upgrade: its messages are checked by the feed's own tests
   const json = isJson(r.contentType);
   if (!json) {
@@ -134,11 +139,14 @@ export function watchResponses(server: http.Server): void {
   });
   server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? '/';
-    if (exemptWhy(req.method ?? 'GET', url.replace(/[?#].*$/, '')) !== null) return;
+    const exempt = exemptionOf(req.method ?? 'GET', url.replace(/[?#].*$/, ''));
+    if (exempt && !exempt.errorsChecked) return;
+    // Streams whose errors are checked keep only a small head: an error body is small, a pack is not.
+    const cap = exempt ? 64 * 1024 : MAX_CAPTURE;
     const chunks: Buffer[] = [];
     let size = 0;
     const keep = (chunk: unknown, encoding?: unknown) => {
-      if (chunk === undefined || chunk === null || typeof chunk === 'function' || size > MAX_CAPTURE) return;
+      if (chunk === undefined || chunk === null || typeof chunk === 'function' || size > cap) return;
       const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8');
       size += b.length;
       chunks.push(b);
@@ -166,7 +174,7 @@ export function watchResponses(server: http.Server): void {
       return end(...a);
     }) as typeof res.end;
     res.once('finish', () => {
-      if (size > MAX_CAPTURE) return;
+      if (size > cap) return;
       const ct = res.getHeader('content-type') ?? headType;
       recordResponse({ method: req.method ?? 'GET', url, status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), ...(ct !== undefined ? { contentType: String(ct) } : {}) });
     });

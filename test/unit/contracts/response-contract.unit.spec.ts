@@ -65,6 +65,11 @@ describe('responses against the OpenAPI document', () => {
     expect(exempt('GET', '/v1/llmx')).to.equal(false);
     expect(exempt('GET', '/healthz')).to.equal(false);
     expect(exempt('GET', '/v1/accounts/me')).to.equal(false);
+    // Smart HTTP's own refusals are the server's: a JSON error there is the contract's error body.
+    const git = (status: number, body: unknown) => responseProblems({ method: 'POST', url: '/git/demo.git/git-receive-pack', status, contentType: json, body: JSON.stringify(body) });
+    expect(git(200, { anything: true })).to.deep.equal([]);
+    expect(git(403, { error: 'Forbidden', message: 'no' })).to.deep.equal([]);
+    expect(git(403, { error: 'Forbidden' }).join()).to.match(/not the contract's error body/);
   });
 
   it('every response object in the document is exact (additionalProperties: false), except free-form maps (metadata, event data)', () => {
