@@ -1,10 +1,12 @@
 import { z } from 'zod';
+import { changeRequestEventSchemas } from '../domain/change-request/events.js';
+import { SandboxActive, sessionEventSchemas } from '../domain/session/events.js';
 import { time } from './common.js';
 
 /**
  * A stream's history as the API answers it (`GET .../change-requests/:crId/events`,
  * `GET .../sessions/:sessionId/events`), and one message of the live feed. `data` is the
- * event's own payload: its shape is the event type's, in the domain's catalog.
+ * event's own payload: in a history its shape is the event type's, from the domain's catalog.
  */
 export const HistoryEventSchema = z.strictObject({
   stream_position: z.number().int().min(1),
@@ -15,7 +17,17 @@ export const HistoryEventSchema = z.strictObject({
   recorded_at: time,
 });
 export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
-export const HistorySchema = z.strictObject({ events: z.array(HistoryEventSchema) });
+
+/** One member per event type of the catalog: `type` the literal, `data` that type's schema. */
+function historyOf(catalog: Record<string, z.ZodObject>) {
+  const members = Object.entries(catalog).map(([type, data]) => HistoryEventSchema.extend({ type: z.literal(type), data }));
+  return z.strictObject({ events: z.array(z.union(members as unknown as [z.ZodObject, z.ZodObject, ...z.ZodObject[]])) });
+}
+
+/** `GET .../change-requests/:crId/events`: the CR's history, each event's data exactly its type's. */
+export const CrHistorySchema = historyOf(changeRequestEventSchemas);
+/** `GET .../sessions/:sessionId/events`: the session's history; `SandboxActive` without the daemon's address and handle (the server's business). */
+export const SessionHistorySchema = historyOf({ ...sessionEventSchemas, SandboxActive: SandboxActive.omit({ url: true, ref: true }) });
 
 export const EventsFeedQuery = z.object({
   after: z

@@ -29,8 +29,13 @@ export function schemaErrors(schema: Schema, value: unknown, at = '$'): string[]
   const errs: string[] = [];
   for (const k of Object.keys(schema)) if (!KNOWN.has(k)) errs.push(`${at}: schema keyword '${k}' not understood by the checker`);
   if (schema.anyOf) {
-    const ok = (schema.anyOf as Schema[]).some((s) => schemaErrors(s, value, at).length === 0);
-    if (!ok) errs.push(`${at}: matches none of anyOf`);
+    const members = schema.anyOf as Schema[];
+    if (!members.some((s) => schemaErrors(s, value, at).length === 0)) {
+      // A tagged member (`type` a const, as event histories are) explains itself better than "none".
+      const tag = value && typeof value === 'object' ? (value as Record<string, unknown>).type : undefined;
+      const tagged = members.find((s) => ((s.properties as Record<string, Schema> | undefined)?.type as Schema | undefined)?.const === tag && tag !== undefined);
+      errs.push(...(tagged ? schemaErrors(tagged, value, at) : [`${at}: matches none of anyOf`]));
+    }
   }
   if ('const' in schema && value !== schema.const) errs.push(`${at}: expected ${JSON.stringify(schema.const)}`);
   if (schema.enum && !(schema.enum as unknown[]).includes(value)) errs.push(`${at}: ${JSON.stringify(value)} not in ${JSON.stringify(schema.enum)}`);
