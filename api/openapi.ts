@@ -6,7 +6,7 @@ import { manifestOps } from './openapi-manifest.js';
  * The OpenAPI 3.1 document, generated from the wire contracts (`contracts/`), the same zod
  * schemas the routes validate requests with. Response schemas are exact, and the
  * integration tests check every JSON response against this document
- * (test/support/contract-check.ts). `docs/api.md` is the reference for people.
+ * (test/support/response-contract.ts). `docs/api.md` is the reference for people.
  */
 export type Op = {
   summary: string;
