@@ -4,31 +4,10 @@
  */
 import type { ApiClient } from './api-client.js';
 
-export type SessionStatus = 'queued' | 'branching' | 'provisioning' | 'running' | 'stopped' | 'failed' | 'completed';
+export type { Session, SessionStatus } from '../contracts/sessions.js';
+import type { CreateSessionInput, Session } from '../contracts/sessions.js';
 
-export interface Session {
-  session_id: string;
-  project_id: string;
-  account_id: string;
-  status: SessionStatus;
-  base_ref: string;
-  branch: string;
-  agent: string;
-  model: string | null;
-  sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
-  error: { code: string; message: string; at: string } | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  last_activity_at: string | null;
-}
-
-export interface NewSessionInput {
-  agent?: string;
-  model?: string;
-  base_ref?: string;
-  prompt?: string;
-}
+export type NewSessionInput = CreateSessionInput;
 
 const enc = encodeURIComponent;
 const base = (project: string) => `/projects/${enc(project)}/sessions`;

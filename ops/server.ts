@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import type { Config } from '../infra/config.js';
 import { openDatabase, type Database } from '../infra/db/database.js';
 import { migrate } from '../infra/db/migrate.js';
@@ -41,6 +42,8 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The HTTP server (tests check every response it sends against the OpenAPI document). */
+  httpServer: http.Server;
   database: Database;
   queue: Queue;
   /** This process's trigger scheduler (worker role, SVC_SCHEDULER on). */
@@ -84,6 +87,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    httpServer: httpServer.server,
     database,
     queue,
     ...(manifest.scheduler ? { scheduler: manifest.scheduler } : {}),

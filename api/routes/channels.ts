@@ -1,15 +1,10 @@
 import { Router } from 'express';
-import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { outboundPolicy } from '../../infra/net/url-policy.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { addChannel, CHANNEL_KINDS, listChannels, removeChannel } from '../../services/channels/service.js';
-
-const AddChannelBody = z.strictObject({
-  kind: z.enum(CHANNEL_KINDS),
-  webhook_url: z.string().min(1).max(2000),
-});
+import { AddChannelBody } from '../../contracts/channels.js';
+import { addChannel, listChannels, removeChannel } from '../../services/channels/service.js';
 
 /**
  * `/v1/projects/:projectId/channels`: chat channels of a project (`svc channels`).

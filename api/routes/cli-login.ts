@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/errors.js';
 import { redeemCliLogin, startCliLogin } from '../../services/dashboard/cli-logins.js';
 import type { ApiDeps } from '../deps.js';
 import { authGuardOf } from '../auth.js';
-import { RedeemCliLoginBody, StartCliLoginBody } from '../schemas.js';
+import { RedeemCliLoginBody, StartCliLoginBody } from '../../contracts/accounts.js';
 
 /**
  * `svc login`'s API half, before any token exists (services/dashboard/cli-logins.ts):

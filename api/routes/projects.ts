@@ -3,7 +3,7 @@ import type { Config } from '../../infra/config.js';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
-import { CreateProjectBody, ListProjectsQuery } from '../schemas.js';
+import { CreateProjectBody, ListProjectsQuery } from '../../contracts/projects.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
 import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../services/projects/service.js';

@@ -3,7 +3,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../session-schemas.js';
+import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../../contracts/sessions.js';
 import * as sessions from '../../services/sessions/service.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 

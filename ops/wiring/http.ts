@@ -14,6 +14,8 @@ import type { Core } from './core.js';
 
 export interface HttpWiring {
   port: number;
+  /** The listening server (tests watch its responses). */
+  server: http.Server;
   /** Stops accepting, closes the events feed's sockets, and waits for open requests (5 s at most). */
   stop(): Promise<void>;
 }
@@ -52,6 +54,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   });
   return {
     port: (listening.address() as AddressInfo).port,
+    server: listening,
     async stop() {
       const closed = new Promise<void>((r) => listening.close(() => r()));
       listening.closeIdleConnections();

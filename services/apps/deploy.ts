@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { App } from '../../contracts/manifest.js';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../infra/db/db.js';
@@ -130,7 +131,7 @@ async function stopPrevious(deps: AppDeps, app: AppRow): Promise<void> {
   } else if (app.pid) stopLegacyPid(app.pid);
 }
 
-export function serializeApp(a: AppRow) {
+export function serializeApp(a: AppRow): App {
   return {
     name: a.name,
     status: a.removed ? 'removed' : a.status,

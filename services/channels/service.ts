@@ -3,6 +3,7 @@ import { notFound } from '../../domain/errors.js';
 import { checkHttpUrl, type CheckedHttpTarget, type OutboundPolicy } from '../../infra/net/url-policy.js';
 import type { Db } from '../../infra/db/db.js';
 import type { SecretBox } from '../../infra/secret-box.js';
+import type { Channel, ChannelKind } from '../../contracts/channels.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
 
 /**
@@ -10,21 +11,8 @@ import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels
  * or anything that accepts Slack's `{"text"}` payload); the URL is a credential, so it is
  * sealed at rest and shown only as its origin.
  */
-export const CHANNEL_KINDS = ['slack'] as const;
-export type ChannelKind = (typeof CHANNEL_KINDS)[number];
-
-export interface ChannelJson {
-  channel_id: string;
-  project_id: string;
-  kind: ChannelKind;
-  webhook: string;
-  created_by: string;
-  created_at: string;
-  delivered_count: number;
-  last_delivered_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-}
+/** The channel JSON of every response: the contract's. */
+export type ChannelJson = Channel;
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 

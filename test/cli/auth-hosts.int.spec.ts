@@ -9,7 +9,7 @@ import { readConfig, writeConfig } from '../../cli/config.js';
 import { ME, makeFactory, runSvc, sandbox, scriptedPrompter, type Sandbox } from './helpers.js';
 
 const API = 'http://api.auth.test:9090';
-const TOKEN = 'svc_pat_authtest0123456789';
+const TOKEN = 'svc_pat_authtest0123456789abcd';
 
 describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
   let sb: Sandbox;

@@ -1,4 +1,10 @@
-/** A small JSON client for API tests. */
+import { isWatched, recordResponse } from './response-contract.js';
+
+/**
+ * A small JSON client for API tests. Every response it reads is checked against the OpenAPI
+ * document (test/support/response-contract.ts); an in-process test server is checked on
+ * its own side instead, so this covers spawned servers.
+ */
 export interface Res<T = any> {
   status: number;
   body: T;
@@ -17,6 +23,7 @@ export function client(base: string, token?: string) {
       ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
     const text = await res.text();
+    if (!isWatched(base)) recordResponse({ method, url: new URL(`${base}${path}`).pathname, status: res.status, body: text, ...(res.headers.get('content-type') ? { contentType: res.headers.get('content-type')! } : {}) });
     let parsed: unknown = text;
     try {
       parsed = text ? JSON.parse(text) : undefined;
