@@ -41,7 +41,8 @@ export const CreateSessionBody = z.strictObject({
   prompt: text(1, 100_000).optional(),
 });
 
-export const PromptSessionBody = z.strictObject({ text: text(1, 100_000) });
+/** `session_id`: the agent runtime's conversation to continue (default: a new one). */
+export const PromptSessionBody = z.strictObject({ text: text(1, 100_000), session_id: z.string().min(1).max(256).regex(/^[A-Za-z0-9_-]+$/).optional() });
 export const AbortSessionBody = z.strictObject({});
 
 export const ListSessionsQuery = z.object({
@@ -53,12 +54,21 @@ export const SessionSchema = z.object({
   project_id: z.uuid(),
   account_id: z.uuid(),
   status: z.enum(['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed']),
+  agent_state: z.enum(['starting', 'ready', 'error', 'stopped']),
   base_ref: z.string(),
   branch: z.string(),
   agent: z.string(),
   model: z.string().nullable(),
   sandbox: z.object({ sandbox_id: z.uuid(), state: z.enum(['provisioning', 'active', 'stopped', 'error', 'archived']), provider: z.string(), url: z.string().nullable() }).nullable(),
-  error: z.object({ code: z.string(), message: z.string(), at: z.string() }).nullable(),
+  error: z.object({ code: z.string(), message: z.string(), at: z.string(), log: z.string().optional() }).nullable(),
+  usage: z
+    .object({
+      input_tokens: z.number().int(),
+      output_tokens: z.number().int(),
+      requests: z.number().int(),
+      by_model: z.array(z.object({ model: z.string(), input_tokens: z.number().int(), output_tokens: z.number().int(), requests: z.number().int() })),
+    })
+    .optional(),
   created_by: z.uuid(),
   created_at: z.string(),
   updated_at: z.string(),

@@ -8,16 +8,28 @@ export interface SessionView {
   project_id: string;
   account_id: string;
   status: string;
+  /** The agent runtime's readiness: starting | ready | error | stopped (`agent` stays its name). */
+  agent_state: string;
   base_ref: string;
   branch: string;
   agent: string;
   model: string | null;
   sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
-  error: { code: string; message: string; at: string } | null;
+  /** `log`: the failed sandbox's last output, secrets redacted (GET of one session only). */
+  error: { code: string; message: string; at: string; log?: string } | null;
+  /** Tokens the model reported for this session's calls through the gateway (GET of one session only). */
+  usage?: SessionUsage;
   created_by: string;
   created_at: string;
   updated_at: string;
   last_activity_at: string;
+}
+
+export interface SessionUsage {
+  input_tokens: number;
+  output_tokens: number;
+  requests: number;
+  by_model: { model: string; input_tokens: number; output_tokens: number; requests: number }[];
 }
 
 const iso = (v: unknown): string => new Date(v as string).toISOString();
@@ -30,6 +42,7 @@ export function viewOfState(s: Session, publicUrl = ''): SessionView {
     project_id: s.project_id,
     account_id: s.account_id,
     status: s.status,
+    agent_state: s.agent_state,
     base_ref: s.base_ref,
     branch: s.branch,
     agent: s.agent,
@@ -51,6 +64,7 @@ export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionVi
     project_id: r.project_id as string,
     account_id: r.account_id as string,
     status: r.status as string,
+    agent_state: (r.agent_state as string | undefined) ?? 'starting',
     base_ref: r.base_ref as string,
     branch: r.branch_name as string,
     agent: r.agent_name as string,
