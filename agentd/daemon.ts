@@ -12,6 +12,7 @@ import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
+import { runtimeConfigContent } from './runtime-config.js';
 import { DaemonListener } from './raw-proxy/listener.js';
 import { UpstreamPool } from './raw-proxy/upstream-pool.js';
 import { createDaemonServer, isControlPath } from './server.js';
@@ -36,7 +37,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   let booted = false;
   let repoReady = !config.autoClone;
   let stopping = false;
-  const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir }));
+  const configContent = runtimeConfigContent({ ...config.llm, agentModel: config.agentModel });
+  const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir, ...(configContent ? { OPENCODE_CONFIG_CONTENT: configContent } : {}) }));
   const supervisor = new RuntimeSupervisor({
     spec: {
       command: config.runtime.command,

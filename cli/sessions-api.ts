@@ -11,12 +11,16 @@ export interface Session {
   project_id: string;
   account_id: string;
   status: SessionStatus;
+  /** The agent runtime's readiness (absent from servers before it existed). */
+  agent_state?: 'starting' | 'ready' | 'error' | 'stopped';
   base_ref: string;
   branch: string;
   agent: string;
   model: string | null;
   sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
-  error: { code: string; message: string; at: string } | null;
+  error: { code: string; message: string; at: string; log?: string } | null;
+  /** Tokens the model reported through the server's gateway (GET of one session). */
+  usage?: { input_tokens: number; output_tokens: number; requests: number; by_model: { model: string; input_tokens: number; output_tokens: number; requests: number }[] };
   created_by: string;
   created_at: string;
   updated_at: string;
@@ -42,7 +46,9 @@ export const sessionsApi = (api: ApiClient) => ({
   stop: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/stop`, {}))?.session,
   restart: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, {}))?.session,
   remove: (project: string, id: string) => api.request<void>('DELETE', one(project, id)),
-  prompt: (project: string, id: string, text: string) => api.request<unknown>('POST', `${one(project, id)}/prompt`, { text }),
+  /** `agentSession`: the runtime's conversation to continue (default: a new one). */
+  prompt: (project: string, id: string, text: string, agentSession?: string) =>
+    api.request<{ session_id: string; created: boolean }>('POST', `${one(project, id)}/prompt`, { text, ...(agentSession ? { session_id: agentSession } : {}) }),
   abort: (project: string, id: string) => api.request<unknown>('POST', `${one(project, id)}/abort`, {}),
   /** `.../agent/<path>`: the agent runtime behind the server's proxy. */
   agentPath: (project: string, id: string, path: string) => `${api.apiBase}${one(project, id)}/agent/${path.replace(/^\/+/, '')}`,
