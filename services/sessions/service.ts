@@ -16,6 +16,7 @@ import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
 import { sessionUsage } from '../llm/gateway.js';
 import { assertModelOffered } from './model-choice.js';
+import { assertModelAvailable } from './prompt-guard.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -60,6 +61,8 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
   if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
   assertModelOffered(deps.config, input.model);
+  // A first prompt no model can answer would be lost in the sandbox: refused now, like any prompt.
+  if (input.prompt !== undefined) await assertModelAvailable(deps, input.project, input.model ?? null);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,

@@ -3,10 +3,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
+import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
 import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
+import { until } from '../../support/wait.js';
 
 /**
  * The agent loop end to end, on the process provider: `svc sessions chat --new --prompt`
@@ -53,54 +55,66 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
     await sb?.cleanup();
   });
 
-  it('process: the CR is opened by the agent, its commit carries the agent identity, K never enters the sandbox', () =>
-    withSessionProject(
-      { slug: 'loop', env: { SVC_AGENT_RUNTIME: opencode, SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180' } },
-      async (p) => {
-        const t0 = Date.now();
-        const r = await runSvc(['sessions', 'chat', '--new', '--prompt', 'Add agent.txt and open a change request'], {
-          configPath: sb.configPath,
-          cwd: sb.dir,
-          env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'loop' },
-        });
-        const ms = Date.now() - t0;
-        expect(r.code, `${r.stderr}\n${r.stdout}`).to.equal(0);
-        expect(r.stdout).to.include('Opened the change request.');
-        const id = /Created session ([0-9a-f-]{36})/.exec(r.stderr)![1]!;
+  for (const provider of ['process', 'bwrap'] as const) {
+    it(`${provider}: the CR is opened by the agent, its commit carries the agent identity, K never enters the sandbox`, function () {
+      if (provider === 'bwrap') {
+        const probe = probeBwrap();
+        if (!probe.ok) skipUnlessCi(this, `bwrap: ${probe.reason}`);
+      }
+      model.requests.length = 0;
+      return withSessionProject(
+        { slug: 'loop', env: { SVC_SANDBOX_PROVIDER: provider, SVC_AGENT_RUNTIME: opencode, SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180' } },
+        async (p) => {
+          const t0 = Date.now();
+          const r = await runSvc(['sessions', 'chat', '--new', '--prompt', 'Add agent.txt and open a change request'], {
+            configPath: sb.configPath,
+            cwd: sb.dir,
+            env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'loop' },
+          });
+          const ms = Date.now() - t0;
+          expect(r.code, `${r.stderr}\n${r.stdout}`).to.equal(0);
+          expect(r.stdout).to.include('Opened the change request.');
+          const id = /Created session ([0-9a-f-]{36})/.exec(r.stderr)![1]!;
 
-        // The CR, opened from inside the sandbox, names its session; the commit is the agent's.
-        const crs = (await p.api.get('/v1/projects/loop/change-requests')).body.change_requests as any[];
-        expect(crs).to.have.length(1);
-        expect(crs[0]).to.include({ title: 'Agent change', head_ref: id, base_ref: 'main', origin_session_id: id });
-        expect(crs[0].head_commit_sha).to.equal(p.repo.tip(id));
-        const who = execFileSync('git', ['--git-dir', p.repo.bare, 'log', '-1', '--format=%an|%ae|%cn|%ce|%s', id], { encoding: 'utf8' }).trim();
-        expect(who).to.equal(`Owner (svc agent)|agent+${id}@127.0.0.1|Owner (svc agent)|agent+${id}@127.0.0.1|Add agent.txt`);
+          // The CR, opened from inside the sandbox, names its session; the commit is the agent's.
+          const crs = (await p.api.get('/v1/projects/loop/change-requests')).body.change_requests as any[];
+          expect(crs).to.have.length(1);
+          expect(crs[0]).to.include({ title: 'Agent change', head_ref: id, base_ref: 'main', origin_session_id: id });
+          expect(crs[0].head_commit_sha).to.equal(p.repo.tip(id));
+          const who = execFileSync('git', ['--git-dir', p.repo.bare, 'log', '-1', '--format=%an|%ae|%cn|%ce|%s', id], { encoding: 'utf8' }).trim();
+          expect(who).to.equal(`Owner (svc agent)|agent+${id}@127.0.0.1|Owner (svc agent)|agent+${id}@127.0.0.1|Add agent.txt`);
 
-        // Every model call went through the gateway with K; no sandbox key reached the upstream.
-        const turns = model.agentTurns();
-        expect(turns.length).to.be.at.least(4);
-        for (const req of model.requests) {
-          expect(req.headers.authorization).to.equal(`Bearer ${K}`);
-          expect(req.raw + JSON.stringify(req.headers)).to.not.match(/svc_(llm|sbx|pat)_/);
-        }
-        expect(JSON.stringify(turns.at(-1)!.body.messages)).to.include('pushed');
+          // Every model call went through the gateway with K; no sandbox key reached the upstream.
+          const turns = model.agentTurns();
+          expect(turns.length).to.be.at.least(4);
+          for (const req of model.requests) {
+            expect(req.headers.authorization).to.equal(`Bearer ${K}`);
+            expect(req.raw + JSON.stringify(req.headers)).to.not.match(/svc_(llm|sbx|pat)_/);
+          }
+          expect(JSON.stringify(turns.at(-1)!.body.messages)).to.include('pushed');
 
-        // Usage as the model reported it, per session.
-        const info = (await p.api.get(`${p.sessions}/${id}`)).body.session;
-        expect(info.agent_state).to.equal('ready');
-        expect(info.usage.input_tokens).to.be.at.least(4200);
-        expect(info.usage.by_model.map((m: { model: string }) => m.model)).to.deep.equal(['scripted']);
-        const cli = await runSvc(['sessions', 'info', id, '--json'], { configPath: sb.configPath, cwd: sb.dir, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'loop' } });
-        expect(JSON.parse(cli.stdout).usage).to.deep.equal(info.usage);
+          // Usage as the model reported it, per session.
+          const info = (await p.api.get(`${p.sessions}/${id}`)).body.session;
+          expect(info.agent_state).to.equal('ready');
+          expect(info.usage.input_tokens).to.be.at.least(4200);
+          expect(info.usage.by_model.map((m: { model: string }) => m.model)).to.deep.equal(['scripted']);
+          const cli = await runSvc(['sessions', 'info', id, '--json'], { configPath: sb.configPath, cwd: sb.dir, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'loop' } });
+          expect(JSON.parse(cli.stdout).usage).to.deep.equal(info.usage);
 
-        // K is in no sandbox's environment, file or log.
-        const row = (await p.srv.db.db.one<{ ref: string; sandbox_id: string }>({ text: "SELECT ref, sandbox_id FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;
-        expect(readFileSync(`/proc/${row.ref}/environ`, 'utf8')).to.not.include(K);
-        const files = filesUnder(path.join(p.srv.dataDir, 'sandboxes', row.sandbox_id));
-        expect(files.length).to.be.greaterThan(0);
-        for (const f of files) expect(readFileSync(f).includes(K), f).to.equal(false);
-        // The closing note's measure: create → CR opened, next to the runtime's boot.
-        console.log(`      process: chat --new → CR opened in ${ms} ms`);
-      },
-    ));
+          // K is in no sandbox's environment, file or log.
+          const row = (await p.srv.db.db.one<{ ref: string; sandbox_id: string }>({ text: "SELECT ref, sandbox_id FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;
+          const pid = Number(String(row.ref).split(':')[0]);
+          if (pid > 1 && existsSync(`/proc/${pid}/environ`)) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).to.not.include(K);
+          const files = filesUnder(path.join(p.srv.dataDir, 'sandboxes', row.sandbox_id));
+          expect(files.length).to.be.greaterThan(0);
+          for (const f of files) expect(readFileSync(f).includes(K), f).to.equal(false);
+          // The closing note's measure: create → CR opened, next to the runtime's boot.
+          console.log(`      ${provider}: chat --new → CR opened in ${ms} ms`);
+          // Stopped through the server, so that no provider's sandbox outlives the test.
+          await p.api.post(`${p.sessions}/${id}/stop`, {});
+          await until(async () => (await p.srv.db.db.one<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE sandbox_id = $1', values: [row.sandbox_id] }))?.state === 'stopped', 'the sandbox stopped');
+        },
+      );
+    });
+  }
 });

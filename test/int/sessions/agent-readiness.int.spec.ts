@@ -43,6 +43,12 @@ describe('sessions: agent readiness, no model, failures that say why (scripted r
       expect(r.body).to.include({ error: 'No model', code: 'no_model' });
       expect(r.body.message).to.match(/SVC_LLM_UPSTREAM_URL/).and.match(/docs\/models\.md/);
 
+      // A first prompt given at create would be lost in the sandbox: the same 409, and no session.
+      const withPrompt = await api.post(sessions, { prompt: 'hello' });
+      expect(withPrompt.status).to.equal(409);
+      expect(withPrompt.body.code).to.equal('no_model');
+      expect((await api.get(sessions)).body.sessions).to.have.length(1);
+
       const p = (await api.post(sessions, { model: 'anthropic/claude-test' })).body.session;
       const two = `${sessions}/${p.session_id}`;
       await waitForStatus(api, two, ['running']);
