@@ -13,6 +13,7 @@ import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './re
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
 import { runtimeConfigContent } from './runtime-config.js';
+import { isOpencode, markRuntimeDepsInstalled } from './runtime-deps.js';
 import { DaemonListener } from './raw-proxy/listener.js';
 import { UpstreamPool } from './raw-proxy/upstream-pool.js';
 import { createDaemonServer, isControlPath } from './server.js';
@@ -80,6 +81,11 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     if (r.fallback) logger.warn('svc.toml [agent] config_dir must be a relative path inside the repo; using the default');
     configDir = r.dir;
     logger.info({ config_dir: configDir }, 'agent config dir');
+    if (isOpencode(config.runtime.command)) {
+      for (const dir of [configDir, path.join(config.runtime.home, '.config', 'opencode')]) {
+        await markRuntimeDepsInstalled(dir).catch((err: Error) => logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'));
+      }
+    }
   };
 
   const control: ControlDeps = {

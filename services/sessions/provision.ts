@@ -233,6 +233,8 @@ export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessi
     const h = sb ? { sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: sb.url ?? '', ref: sb.ref ?? '' } : null;
     if (h && deps.provider && h.provider === deps.provider.name && (await deps.provider.inspect(h)) === 'running') {
       out.attached++;
+      // A worker that stopped while waiting for the agent left it `starting`: wait again.
+      if (state!.agent_state === 'starting') void awaitAgentReady(deps, r.session_id, h, Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000).catch(() => {});
       continue;
     }
     if (h && deps.provider && h.provider !== deps.provider.name) continue; // another provider's: not ours to judge
