@@ -83,7 +83,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     logger.info({ config_dir: configDir }, 'agent config dir');
     if (isOpencode(config.runtime.command)) {
       for (const dir of [configDir, path.join(config.runtime.home, '.config', 'opencode')]) {
-        await markRuntimeDepsInstalled(dir).catch((err: Error) => logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'));
+        await markRuntimeDepsInstalled(dir, config.workspace).catch((err: Error) => logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'));
       }
     }
   };

@@ -23,6 +23,15 @@ describe('agentd: the runtime config dir needs no download', () => {
       expect(execFileSync('git', ['-C', ws, 'status', '--porcelain'], { encoding: 'utf8' })).to.equal('');
       expect(await markRuntimeDepsInstalled(dir)).to.equal('kept');
 
+      // A repo with its own .gitignore there (not listing them): still not committable.
+      const ws2 = path.join(t.dir, 'ws2');
+      mkdirSync(path.join(ws2, '.svc', 'agent'), { recursive: true });
+      execFileSync('git', ['init', '-q', ws2]);
+      writeFileSync(path.join(ws2, '.svc', 'agent', '.gitignore'), 'tmp/\n');
+      expect(await markRuntimeDepsInstalled(path.join(ws2, '.svc', 'agent'), ws2)).to.equal('marked');
+      expect(execFileSync('git', ['-C', ws2, 'status', '--porcelain', '--untracked-files=all'], { encoding: 'utf8' })).to.equal('?? .svc/agent/.gitignore\n');
+      expect(readFileSync(path.join(ws2, '.git', 'info', 'exclude'), 'utf8')).to.include('/.svc/agent/package.json\n');
+
       // A repo that declares its own dependencies keeps them (opencode installs those).
       const own = path.join(t.dir, 'own');
       mkdirSync(own);
