@@ -65,25 +65,28 @@ async function relay(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: str
   }
   if (!/text\/event-stream/i.test(type) || !up.body) {
     const text = await up.text();
+    // Recorded before the answer: a caller that reads its session's usage next sees this call.
+    await gateway.recordUsage(g, p, model, gateway.UsageTap.ofJson(text), up.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
     res.status(up.status).type(type).send(text);
-    await gateway.recordUsage(g, p, model, gateway.UsageTap.ofJson(text), up.status);
     return;
   }
   res.status(up.status);
   res.set({ 'content-type': type, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   const tap = new gateway.UsageTap();
+  const record = () => gateway.recordUsage(g, p, model, tap.end(), up.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
   try {
     for await (const chunk of up.body as unknown as AsyncIterable<Uint8Array>) {
       tap.feed(chunk);
       if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
       if (res.destroyed) break;
     }
+    // The usage chunk has passed: recorded before the stream ends, so it counts at once.
+    await record();
     res.end();
   } catch (err) {
     g.logger.warn({ session_id: p.session_id, model, err: (err as Error).message }, 'model stream cut');
+    await record();
     res.destroy();
-  } finally {
-    await gateway.recordUsage(g, p, model, tap.end(), up.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
   }
 }

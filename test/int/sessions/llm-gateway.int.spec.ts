@@ -64,6 +64,11 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
           const body = (await r.json()) as any;
           expect(body.error).to.include({ type: 'authentication_error', code: 'invalid_api_key', param: null });
         }
+        // …and the gateway key is refused everywhere else.
+        for (const route of ['/v1/projects', `/v1/projects/gw/sessions`, `/v1/projects/gw/change-requests`]) {
+          expect((await client(srv.url, key).get(route)).status, route).to.equal(401);
+        }
+        expect((await client(srv.url, key).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
         const models = await fetch(`${base}/models`, { headers: { authorization: `Bearer ${key}` } });
         expect(((await models.json()) as any).data.map((m: any) => m.id)).to.deep.equal(['scripted']);
         expect(model.requests.length, 'nothing refused reached the upstream').to.equal(0);
