@@ -120,7 +120,9 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
           // (Files the runtime is writing may go while we read: those are skipped.)
           for (const f of files) expect(readIfThere(f)?.includes(K) ?? false, f).to.equal(false);
           // The closing note's measure: create → CR opened, next to the runtime's boot.
-          console.log(`      ${provider}: chat --new → CR opened in ${ms} ms`);
+          const evs = (await p.api.get(`${p.sessions}/${id}/events`)).body.events as { type: string; recorded_at: string }[];
+          const at = (t: string) => Date.parse(evs.find((e) => e.type === t)!.recorded_at);
+          console.log(`      ${provider}: chat --new → CR opened in ${ms} ms; created → running ${at('SessionRunning') - at('SessionCreated')} ms, runtime boot (running → agent ready) ${at('SessionAgentReady') - at('SessionRunning')} ms`);
           // Stopped through the server, so that no provider's sandbox outlives the test.
           await p.api.post(`${p.sessions}/${id}/stop`, {});
           await until(async () => (await p.srv.db.db.one<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE sandbox_id = $1', values: [row.sandbox_id] }))?.state === 'stopped', 'the sandbox stopped');

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { until } from '../../support/wait.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
@@ -138,4 +141,56 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
       expect((await fetch(`${base}/models`, { headers: { authorization: `Bearer ${ka}` } })).status).to.equal(401);
       expect((await fetch(`${base}/models`, { headers: { authorization: `Bearer ${kb}` } })).status).to.equal(200);
     }));
+  it('streams without buffering: the first chunk arrives while the upstream still holds the rest; a caller that goes away cuts the upstream call', async () => {
+    const held: (() => void)[] = [];
+    const release = () => held.splice(0).forEach((f) => f());
+    let upstreamGone = 0;
+    const upstream = http.createServer((req, res) => {
+      req.resume();
+      res.on('close', () => {
+        if (!res.writableFinished) upstreamGone++;
+      });
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"choices":[{"index":0,"delta":{"content":"first"}}]}\n\n');
+      new Promise<void>((r) => held.push(r)).then(() => {
+        res.write('data: {"choices":[],"usage":{"prompt_tokens":7,"completion_tokens":3}}\n\n');
+        res.end('data: [DONE]\n\n');
+      });
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
+    try {
+      await withSessionProject({ slug: 'gw3', env: { SVC_LLM_UPSTREAM_URL: url, SVC_LLM_MODEL: 'held' } }, async ({ api, sessions }) => {
+        const id = (await api.post(sessions, {})).body.session.session_id;
+        await waitForStatus(api, `${sessions}/${id}`, ['running']);
+        const env = (await agentReady(api, `${sessions}/${id}/agent/fake/state`)).body.env;
+        const decoder = new TextDecoder();
+        const r = await chat(env.SVC_LLM_BASE_URL, env.SVC_LLM_API_KEY, { model: 'held', stream: true, messages: [] });
+        const reader = r.body!.getReader();
+        let got = '';
+        while (!got.includes('first')) got += decoder.decode((await reader.read()).value);
+        release();
+        for (let c = await reader.read(); !c.done; c = await reader.read()) got += decoder.decode(c.value);
+        expect(got).to.include('"usage"').and.include('[DONE]');
+        expect((await api.get(`${sessions}/${id}`)).body.session.usage).to.include({ input_tokens: 7, output_tokens: 3, requests: 1 });
+
+        // A second call stays held: its first chunk read, the caller leaves.
+        const abort = new AbortController();
+        const left = await fetch(`${env.SVC_LLM_BASE_URL}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${env.SVC_LLM_API_KEY}` },
+          body: JSON.stringify({ model: 'held', stream: true, messages: [] }),
+          signal: abort.signal,
+        });
+        await left.body!.getReader().read();
+        abort.abort();
+        await until(() => upstreamGone >= 1, 'the upstream call cut');
+        release();
+      });
+    } finally {
+      release();
+      upstream.closeAllConnections();
+      await new Promise<void>((r) => upstream.close(() => r()));
+    }
+  });
 });
