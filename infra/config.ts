@@ -99,7 +99,11 @@ const schema = z.object({
   SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
   // --- the model gateway (issue 21; docs/models.md) ---
   /** The OpenAI-compatible upstream sessions' agents reach through `/v1/llm` (a hosted provider, LiteLLM, OpenRouter, vLLM, Ollama). */
-  SVC_LLM_UPSTREAM_URL: z.string().url().optional(),
+  SVC_LLM_UPSTREAM_URL: z
+    .string()
+    .url()
+    .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+    .optional(),
   /** The upstream's API key: sent upstream by the gateway only, never into a sandbox. */
   SVC_LLM_UPSTREAM_KEY: z.string().min(1).optional(),
   /** The model sessions use when neither the session nor the manifest names one. */

@@ -62,6 +62,7 @@ describe('model choice', () => {
     expect(chooseModel(gw, 'org/m3', 'm2')).to.include({ model: 'org/m3', via: 'gateway', source: 'session', runtimeModel: 'svc/org/m3' });
     expect(chooseModel(gw, 'anthropic/claude-x', 'm2')).to.include({ via: 'provider', runtimeModel: 'anthropic/claude-x' });
     expect(chooseModel(cfg(), null, undefined)).to.deep.equal({ model: null, via: null, source: null, runtimeModel: null });
+    expect(() => cfg({ SVC_LLM_UPSTREAM_URL: 'file:///etc/passwd' })).to.throw(/SVC_LLM_UPSTREAM_URL: must be an http/);
   });
 
   it('says what to configure, and where, when no model can answer', () => {
