@@ -21,6 +21,7 @@ import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
+import { llmGatewayRoutes } from './routes/llm-gateway.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -35,6 +36,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
   app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
+  app.use('/v1/llm', llmGatewayRoutes(deps)); // sandbox keys only; OpenAI-shaped errors; its own body limit
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();

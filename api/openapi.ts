@@ -68,7 +68,7 @@ const ops: Record<string, Record<string, Op>> = {
   '/v1/projects/{projectId}/channels/{channelId}': { delete: { summary: 'Remove a channel.', ok: { status: 204, schema: null }, errors: [401, 403, 404] } },
   [sessPath]: {
     get: { summary: 'List sessions, newest first.', query: c.ListSessionsQuery, ok: { status: 200, schema: c.SessionList }, errors: [400, 401, 403, 404, 503] },
-    post: { summary: 'Create a session: 201 at once with status provisioning; 429 over the account’s cap.', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 429, 503] },
+    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap.', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
   },
   [`${sessPath}/{sessionId}`]: {
     get: { summary: 'One session.', ok: { status: 200, schema: c.OneSession }, errors: [401, 403, 404, 503] },
@@ -78,9 +78,12 @@ const ops: Record<string, Record<string, Op>> = {
   [`${sessPath}/{sessionId}/stop`]: { post: { summary: 'Stop: credentials revoked at once, sandbox torn down.', body: c.AbortSessionBody, ok: { status: 200, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${sessPath}/{sessionId}/restart`]: { post: { summary: 'A new sandbox with new credentials.', body: c.AbortSessionBody, ok: { status: 200, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] } },
   [`${sessPath}/{sessionId}/refresh`]: { post: { summary: 'Re-pull the session branch in the sandbox and restart the agent runtime in place (the dashboard’s Refresh); 202 once the daemon accepted it.', body: c.EmptyBody, ok: { status: 202, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 503] } },
-  [`${sessPath}/{sessionId}/prompt`]: { post: { summary: 'Deliver a prompt to the running agent.', body: c.PromptSessionBody, ok: { status: 202, schema: c.PromptResultSchema }, errors: [400, 401, 403, 404, 409, 503] } },
+  [`${sessPath}/{sessionId}/prompt`]: { post: { summary: 'Deliver a prompt to the running agent; 409 no_model at once when no model can answer (docs/models.md).', body: c.PromptSessionBody, ok: { status: 202, schema: c.PromptResultSchema }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${sessPath}/{sessionId}/abort`]: { post: { summary: 'Abort the agent’s current run.', body: c.AbortSessionBody, ok: { status: 200, schema: c.AbortResultSchema }, errors: [400, 401, 403, 404, 409, 503] } },
   '/v1/projects/{projectId}/git/clone-credential': { get: { summary: 'A short-lived git credential; only the SVC_TOKEN of a live sandbox of the project.', ok: { status: 200, schema: c.CloneCredentialSchema }, errors: [401, 404, 503] } },
+  // The model gateway (docs/models.md): a sandbox's SVC_LLM_API_KEY only; errors in OpenAI's shape.
+  '/v1/llm/chat/completions': { post: { summary: 'OpenAI chat completions (streamed or not, tools) relayed to the server’s upstream; usage recorded; 429 over a token budget.', body: z.object({ model: z.string(), messages: z.array(z.unknown()), stream: z.boolean().optional() }).loose(), ok: { status: 200, schema: z.object({}).loose() }, errors: [400, 401, 404, 429, 502, 503] } },
+  '/v1/llm/models': { get: { summary: 'The models sessions may use through the gateway (SVC_LLM_MODELS).', ok: { status: 200, schema: z.object({ object: z.literal('list'), data: z.array(z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })) }) }, errors: [401] } },
   '/v1/projects/{projectId}/events': {
     get: {
       summary:

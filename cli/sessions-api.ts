@@ -21,7 +21,9 @@ export const sessionsApi = (api: ApiClient) => ({
   stop: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/stop`, {}))?.session,
   restart: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, {}))?.session,
   remove: (project: string, id: string) => api.request<void>('DELETE', one(project, id)),
-  prompt: (project: string, id: string, text: string) => api.request<unknown>('POST', `${one(project, id)}/prompt`, { text }),
+  /** `agentSession`: the runtime's conversation to continue (default: a new one). */
+  prompt: (project: string, id: string, text: string, agentSession?: string) =>
+    api.request<{ session_id: string; created: boolean }>('POST', `${one(project, id)}/prompt`, { text, ...(agentSession ? { session_id: agentSession } : {}) }),
   abort: (project: string, id: string) => api.request<unknown>('POST', `${one(project, id)}/abort`, {}),
   /** `.../agent/<path>`: the agent runtime behind the server's proxy. */
   agentPath: (project: string, id: string, path: string) => `${api.apiBase}${one(project, id)}/agent/${path.replace(/^\/+/, '')}`,

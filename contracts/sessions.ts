@@ -42,7 +42,8 @@ export const CreateSessionBody = z.strictObject({
 });
 export type CreateSessionInput = z.input<typeof CreateSessionBody>;
 
-export const PromptSessionBody = z.strictObject({ text: text(1, 100_000) });
+/** `session_id`: the agent runtime's conversation to continue (default: a new one). */
+export const PromptSessionBody = z.strictObject({ text: text(1, 100_000), session_id: z.string().min(1).max(256).regex(/^[A-Za-z0-9_-]+$/).optional() });
 export const AbortSessionBody = z.strictObject({});
 
 export const SESSION_STATUSES = ['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed'] as const;
@@ -61,18 +62,26 @@ export const SessionSandboxSchema = z.strictObject({
   url: z.string().nullable(),
 });
 
+const tokenCounts = { input_tokens: z.number().int(), output_tokens: z.number().int(), requests: z.number().int() };
+export const SessionUsageSchema = z.strictObject({ ...tokenCounts, by_model: z.array(z.strictObject({ model: z.string(), ...tokenCounts })) });
+
 /** The Session JSON of every response. `branch` equals `session_id`. */
 export const SessionSchema = z.strictObject({
   session_id: uuid,
   project_id: uuid,
   account_id: uuid,
   status: SessionStatusSchema,
+  /** The agent runtime's readiness (`agent` stays the agent's name). */
+  agent_state: z.enum(['starting', 'ready', 'error', 'stopped']),
   base_ref: z.string(),
   branch: z.string(),
   agent: z.string(),
   model: z.string().nullable(),
   sandbox: SessionSandboxSchema.nullable(),
-  error: z.strictObject({ code: z.string(), message: z.string(), at: time }).nullable(),
+  /** `log`: the failed sandbox's last output, secrets redacted (GET of one session only). */
+  error: z.strictObject({ code: z.string(), message: z.string(), at: time, log: z.string().optional() }).nullable(),
+  /** Tokens the model reported for this session's calls through the gateway (GET of one session only). */
+  usage: SessionUsageSchema.optional(),
   created_by: uuid,
   created_at: time,
   updated_at: time,

@@ -133,6 +133,25 @@ const schema = z.object({
   SVC_SANDBOX_API_URL: z.string().url().optional(),
   /** GitHub's REST API base for branch cuts on github.com repositories. */
   SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  // --- the model gateway (issue 21; docs/models.md) ---
+  /** The OpenAI-compatible upstream sessions' agents reach through `/v1/llm` (a hosted provider, LiteLLM, OpenRouter, vLLM, Ollama). */
+  SVC_LLM_UPSTREAM_URL: z
+    .string()
+    .url()
+    .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+    .optional(),
+  /** The upstream's API key: sent upstream by the gateway only, never into a sandbox. */
+  SVC_LLM_UPSTREAM_KEY: z.string().min(1).optional(),
+  /** The model sessions use when neither the session nor the manifest names one. */
+  SVC_LLM_MODEL: z.string().min(1).max(200).optional(),
+  /** Comma-separated models sessions may use through the gateway (default: SVC_LLM_MODEL alone). */
+  SVC_LLM_MODELS: z.string().default(''),
+  /** Tokens (input + output) one session may spend through the gateway; 0: no limit. */
+  SVC_LLM_SESSION_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
+  /** Tokens one account's sessions may spend through the gateway per window; 0: no limit. */
+  SVC_LLM_ACCOUNT_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
+  /** The account budget's rolling window, in hours. */
+  SVC_LLM_ACCOUNT_BUDGET_HOURS: z.coerce.number().positive().max(8784).default(720),
   // --- manifest, triggers, apps (issue 12; docs/manifest.md) ---
   /** How often each worker looks for due triggers. */
   SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),

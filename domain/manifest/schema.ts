@@ -49,7 +49,13 @@ export const AppSpec = z.object({
 
 export const ManifestSchema = z
   .object({
-    agent: z.object({ config_dir: z.string().min(1).max(200).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\x00-\x1f]+$/, 'a relative path inside the repository').default('.svc/agent') }).default({ config_dir: '.svc/agent' }),
+    agent: z
+      .object({
+        config_dir: z.string().min(1).max(200).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\x00-\x1f]+$/, 'a relative path inside the repository').default('.svc/agent'),
+        /** The project's model (docs/models.md): a bare name goes through the gateway, `provider/model` to a runtime provider. */
+        model: z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._:\/@+-]*$/, 'a model name: letters, digits and . _ : / @ + -').optional(),
+      })
+      .default({ config_dir: '.svc/agent' }),
     env: z.object({ required: envSpec, optional: envSpec }).default({ required: [], optional: [] }),
     sandbox: z
       .object({
@@ -82,7 +88,7 @@ export type AppSpec = z.infer<typeof AppSpec>;
 /** Known keys per table, for the unknown-key warnings. */
 export const KNOWN_KEYS: Record<string, string[]> = {
   '': ['agent', 'env', 'sandbox', 'triggers', 'apps'],
-  agent: ['config_dir'],
+  agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
   sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],

@@ -33,6 +33,8 @@ export type RecordSandboxStopped = Cmd<'RecordSandboxStopped', { sandbox_id: str
 export type RestartSession = Cmd<'RestartSession'>;
 export type RemoveSession = Cmd<'RemoveSession'>;
 export type RecordActivity = Cmd<'RecordActivity', { min_interval_ms: number }>;
+export type MarkAgentReady = Cmd<'MarkAgentReady', { sandbox_id: string }>;
+export type FailAgent = Cmd<'FailAgent', { sandbox_id: string; error: Omit<SessionErrorInfo, 'at'> }>;
 
 export type SessionCommand =
   | CreateSession
@@ -45,4 +47,6 @@ export type SessionCommand =
   | RecordSandboxStopped
   | RestartSession
   | RemoveSession
-  | RecordActivity;
+  | RecordActivity
+  | MarkAgentReady
+  | FailAgent;

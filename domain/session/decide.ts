@@ -90,6 +90,18 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
       if (command.meta.now.getTime() - Date.parse(s.last_activity_at) < command.data.min_interval_ms) return [];
       return [{ type: 'SessionActivity', data: { at } }];
     }
+    case 'MarkAgentReady':
+    case 'FailAgent': {
+      // Only for the current, active sandbox of a running session, once: a late answer
+      // about an older sandbox, or after a stop, changes nothing.
+      const cur = currentSandbox(s);
+      if (s.status !== 'running' || !cur || cur.sandbox_id !== command.data.sandbox_id || cur.state !== 'active') return [];
+      if (command.type === 'MarkAgentReady') {
+        return s.agent_state === 'ready' ? [] : [{ type: 'SessionAgentReady', data: { sandbox_id: cur.sandbox_id, at } }];
+      }
+      if (s.agent_state !== 'starting') return [];
+      return [{ type: 'SessionAgentFailed', data: { sandbox_id: cur.sandbox_id, error: { ...command.data.error, at }, at } }];
+    }
     default: {
       const unhandled: never = command;
       throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);

@@ -33,6 +33,10 @@ export const SessionFailed = z.object({ error: errorInfo, at: time });
 export const SessionRestarted = z.object({ by: uuid, at: time });
 export const SessionRemoved = z.object({ by: uuid, at: time });
 export const SessionActivity = z.object({ at: time });
+/** The runtime behind the session's current sandbox answered (agent_state `ready`). */
+export const SessionAgentReady = z.object({ sandbox_id: uuid, at: time });
+/** The runtime never answered in time (agent_state `error`); the session stays running. */
+export const SessionAgentFailed = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
 
 export const sessionEventSchemas = {
   SessionCreated,
@@ -48,6 +52,8 @@ export const sessionEventSchemas = {
   SessionRestarted,
   SessionRemoved,
   SessionActivity,
+  SessionAgentReady,
+  SessionAgentFailed,
 } as const;
 
 const catalog = eventCatalog('session', sessionEventSchemas);

@@ -14,6 +14,9 @@ import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
+import { sessionUsage } from '../llm/gateway.js';
+import { assertModelOffered } from './model-choice.js';
+import { assertModelAvailable } from './prompt-guard.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -57,6 +60,9 @@ async function admitLive(tx: Executor, deps: SessionDeps, accountId: string, alr
 export async function createSession(deps: SessionDeps, input: CreateSessionInput): Promise<SessionView> {
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
   if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
+  assertModelOffered(deps.config, input.model);
+  // A first prompt no model can answer would be lost in the sandbox: refused now, like any prompt.
+  if (input.prompt !== undefined) await assertModelAvailable(deps, input.project, input.model ?? null);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
@@ -85,6 +91,14 @@ export async function findSession(deps: SessionDeps, projectId: string, sessionI
   const row = UUID.test(sessionId) ? await deps.db.one(sessionQueries.byId(projectId, sessionId.toLowerCase())) : undefined;
   if (!row) throw notFound('Session');
   return viewOfRow(row, publicUrl(deps));
+}
+
+/** One session with what only its own page shows: the model usage and a failed sandbox's log tail. */
+export async function sessionDetail(deps: SessionDeps, projectId: string, sessionId: string): Promise<SessionView> {
+  const v = await findSession(deps, projectId, sessionId);
+  const usage = await sessionUsage(deps.db, v.session_id);
+  const failure = v.error ? await deps.db.one<{ log: string }>(sessionQueries.failureLog(v.session_id)) : undefined;
+  return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage };
 }
 
 export async function listSessions(deps: SessionDeps, projectId: string, status: string | null, limit = 1000): Promise<SessionView[]> {

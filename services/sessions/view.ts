@@ -6,6 +6,8 @@ import { agentPath } from '../../projections/sessions.js';
 /** The Session JSON of contracts.md "Sessions": its one declaration is the contract's. */
 export type SessionView = Session;
 
+export type SessionUsage = NonNullable<Session['usage']>;
+
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 
 /** `publicUrl`: the server's public base; the sandbox URL is this server's agent proxy. */
@@ -16,6 +18,7 @@ export function viewOfState(s: SessionState, publicUrl = ''): SessionView {
     project_id: s.project_id,
     account_id: s.account_id,
     status: s.status,
+    agent_state: s.agent_state,
     base_ref: s.base_ref,
     branch: s.branch,
     agent: s.agent,
@@ -37,6 +40,7 @@ export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionVi
     project_id: r.project_id as string,
     account_id: r.account_id as string,
     status: r.status as SessionView['status'],
+    agent_state: (r.agent_state as SessionView['agent_state'] | undefined) ?? 'starting',
     base_ref: r.base_ref as string,
     branch: r.branch_name as string,
     agent: r.agent_name as string,

@@ -29,6 +29,12 @@ export const TEST_ENV: Record<string, string> = {
   SVC_REPO_ALLOW_LOCAL_NETWORKS: '1',
   SVC_REPO_ALLOW_HTTP_CREDENTIALS: '1',
   SVC_AUTH_FAILURE_LIMIT: '1000000',
+  // Sessions have a model by default (prompts are refused without one): a gateway whose
+  // upstream is the discard port. Specs that need a model that answers start the scripted
+  // one (scripted-model.ts); specs of "no model" unset these ('' is unset).
+  SVC_LLM_UPSTREAM_URL: 'http://127.0.0.1:9/v1',
+  SVC_LLM_UPSTREAM_KEY: 'test-upstream-key-never-in-a-sandbox',
+  SVC_LLM_MODEL: 'test-model',
 };
 
 export interface TestServer {
