@@ -72,6 +72,19 @@ const plain = (status: number, text: string, reason: string) => {
   return `HTTP/1.1 ${status} ${text}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
 };
 
+/**
+ * Answers and ends a raw socket (CONNECT refusals, limits). It is read to its end (a
+ * detached socket is not flowing: the peer's FIN would never be seen) and destroyed if
+ * the peer keeps it open.
+ */
+function refuse(socket: Duplex, status: number, text: string, reason: string): void {
+  socket.on('error', () => socket.destroy());
+  socket.resume();
+  socket.end(plain(status, text, reason));
+  const t = setTimeout(() => socket.destroy(), 5000);
+  socket.once('close', () => clearTimeout(t));
+}
+
 /** `host:port` or `[v6]:port` of a CONNECT request. */
 function authority(target: string): { host: string; port: number } | null {
   const m = /^(\[[^\]]+\]|[^:[\]]+):(\d{1,5})$/.exec(target);
@@ -150,12 +163,12 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
     socket.on('error', () => socket.destroy());
     void onConnect(req, socket as net.Socket, head).catch((err: Error) => {
       log.warn({ err: err.message }, 'egress tunnel failed');
-      if (socket.writable) socket.end(plain(502, 'Bad Gateway', 'egress proxy error'));
+      if (socket.writable) refuse(socket, 502, 'Bad Gateway', 'egress proxy error');
       else socket.destroy();
     });
   });
   server.on('upgrade', (_req, socket: Duplex) => {
-    socket.end(plain(501, 'Not Implemented', 'egress refused: upgrades over plain http are not proxied (use https, which goes through CONNECT)'));
+    refuse(socket, 501, 'Not Implemented', 'egress refused: upgrades over plain http are not proxied (use https, which goes through CONNECT)');
   });
   server.on('clientError', (_err, socket: Duplex) => {
     if (socket.writable) socket.end(plain(400, 'Bad Request', 'egress proxy: malformed request'));
@@ -210,23 +223,23 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
     const id = identities.get(socket)!;
     const target = authority(req.url ?? '');
     if (!target) {
-      socket.end(plain(400, 'Bad Request', 'egress proxy: CONNECT takes host:port'));
+      refuse(socket, 400, 'Bad Request', 'egress proxy: CONNECT takes host:port');
       return;
     }
     const d = await decide(id, target.host, target.port);
     if (!d.ok) {
-      socket.end(plain(403, 'Forbidden', `egress refused: ${d.reason}`));
+      refuse(socket, 403, 'Forbidden', `egress refused: ${d.reason}`);
       return;
     }
     if (socket.destroyed) return;
     const up = openUpstream(id, d.address, d.port);
     if (!up) {
-      socket.end(plain(429, 'Too Many Requests', `egress refused: this sandbox has ${max} connections open through the proxy`));
+      refuse(socket, 429, 'Too Many Requests', `egress refused: this sandbox has ${max} connections open through the proxy`);
       return;
     }
     let connected = false;
     up.once('error', (err) => {
-      if (!connected && socket.writable) socket.end(plain(502, 'Bad Gateway', `egress proxy: ${d.host}:${d.port} failed: ${err.message}`));
+      if (!connected && socket.writable) refuse(socket, 502, 'Bad Gateway', `egress proxy: ${d.host}:${d.port} failed: ${err.message}`);
       else socket.destroy();
     });
     socket.once('close', () => up.destroy());
@@ -250,7 +263,7 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
       }
       const u = use(id.sandboxId);
       if (u.clients >= max) {
-        socket.end(plain(429, 'Too Many Requests', `egress refused: this sandbox has ${max} connections open to the proxy`));
+        refuse(socket, 429, 'Too Many Requests', `egress refused: this sandbox has ${max} connections open to the proxy`);
         return;
       }
       u.clients++;

@@ -63,6 +63,7 @@ export interface EgressRefusals {
 
 const WINDOW_MS = 60_000;
 const MAX_TRACKED = 10_000;
+const MAX_QUEUED = 1000;
 
 /**
  * Refusals into the session's history as `SessionEgressRefused {host, port, reason}`, at
@@ -72,7 +73,8 @@ const MAX_TRACKED = 10_000;
  */
 export function egressRefusals(deps: Pick<SessionDeps, 'db' | 'logger' | 'now'>): EgressRefusals {
   const last = new Map<string, number>();
-  const pending = new Set<Promise<void>>();
+  let tail: Promise<void> = Promise.resolve();
+  let queued = 0;
   const now = () => (deps.now ? deps.now() : new Date());
   const log = deps.logger.child({ component: 'egress' });
 
@@ -106,13 +108,17 @@ export function egressRefusals(deps: Pick<SessionDeps, 'db' | 'logger' | 'now'>)
       if (last.size >= MAX_TRACKED) prune(t);
       last.delete(key); // re-inserted last: the map stays in time order for pruning
       last.set(key, t);
-      const p = write(id, r, at)
+      if (queued >= MAX_QUEUED) return; // the database is behind: the 403 stands, the history skips it
+      queued++;
+      // One write at a time, in the order refused: the history reads in that order, and a
+      // flood of distinct hosts queues here (bounded) instead of taking every pool connection.
+      tail = tail
+        .then(() => write(id, r, at))
         .catch((err: Error) => log.warn({ sandbox_id: id.sandboxId, err: err.message }, 'egress refusal not recorded'))
-        .finally(() => pending.delete(p));
-      pending.add(p);
+        .finally(() => queued--);
     },
     async settled() {
-      while (pending.size) await Promise.all([...pending]);
+      await tail;
     },
   };
 }
