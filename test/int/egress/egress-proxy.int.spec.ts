@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +36,7 @@ describe('egress proxy (issue 20 item 5)', function () {
   this.timeout(60_000);
   const PUBLIC_A = '93.184.215.14';
   const PUBLIC_B = '93.184.215.15';
+  const PUBLIC_C = '93.184.215.16';
   let db: TestDb;
   let repo: FixtureRepo;
   let dataDir: string;
@@ -45,6 +47,7 @@ describe('egress proxy (issue 20 item 5)', function () {
   let publicB: CountingServer;
   let loopV4: CountingServer;
   let loopV6: CountingServer | null;
+  let streaming: http.Server;
   let proxy: EgressProxy;
   let refusals: EgressRefusals;
   let clock = new Date('2026-11-25T12:00:00Z');
@@ -67,6 +70,8 @@ describe('egress proxy (issue 20 item 5)', function () {
     'intranet.test': () => ['192.168.1.10'],
     'cgnat.test': () => ['100.64.0.1'],
     'mixed.test': () => [PUBLIC_A, '10.0.0.7'],
+    'mapped.test': () => ['::ffff:127.0.0.1'],
+    'stream.test': () => [PUBLIC_C],
     // Public at the check, loopback at any later lookup.
     'rebind.test': () => (rebindAsked++ === 0 ? [PUBLIC_B] : ['127.0.0.1']),
     ...Object.fromEntries(hostAddresses.map((a, i) => [`self-${i}.test`, () => [a]])),
@@ -81,6 +86,7 @@ describe('egress proxy (issue 20 item 5)', function () {
     dials.push(`${address}:${port}`);
     if (address === PUBLIC_A) return net.connect(target.port, '127.0.0.1');
     if (address === PUBLIC_B) return net.connect(publicB.port, '127.0.0.1');
+    if (address === PUBLIC_C) return net.connect((streaming.address() as net.AddressInfo).port, '127.0.0.1');
     return net.connect(port, address);
   };
 
@@ -129,6 +135,14 @@ describe('egress proxy (issue 20 item 5)', function () {
     publicB = await countingServer('127.0.0.1', 'publicB');
     loopV4 = await countingServer('127.0.0.1', 'loopback');
     loopV6 = await countingServer('::1', 'loopback6').catch(() => null);
+    // Answers each chunk of a request body as it arrives: a proxy that buffered either
+    // direction would deadlock the exchange below.
+    streaming = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      req.on('data', (d: Buffer) => res.write(`got ${d.toString()};`));
+      req.on('end', () => res.end('end'));
+    });
+    await new Promise<void>((r) => streaming.listen(0, '127.0.0.1', () => r()));
     refusals = egressRefusals({ db: db.db, logger: silentLogger, now: () => clock });
     proxy = startEgressProxy({
       policy: egressPolicy({ resolve }),
@@ -147,6 +161,8 @@ describe('egress proxy (issue 20 item 5)', function () {
     await refusals?.settled();
     for (const f of fronts) await new Promise((r) => f.close(r));
     for (const s of [target, publicB, loopV4, loopV6]) await s?.close();
+    streaming?.closeAllConnections();
+    await new Promise((r) => (streaming ? streaming.close(r) : r(null)));
     await db?.drop();
     await repo?.cleanup();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
@@ -170,6 +186,8 @@ describe('egress proxy (issue 20 item 5)', function () {
       ['a name for a private address', 'intranet.test:443', /resolves to 192\.168\.1\.10/],
       ['a name for a CGNAT address', 'cgnat.test:443', /resolves to 100\.64\.0\.1/],
       ['a name with one public and one private address', 'mixed.test:443', /resolves to 10\.0\.0\.7/],
+      ['a name for an IPv4-mapped loopback address', 'mapped.test:443', /resolves to ::ffff:127\.0\.0\.1/],
+      ['an IPv4-mapped loopback literal', `[::ffff:7f00:1]:${loopV4.port}`, /IP address/],
       ...hostAddresses.flatMap((a, i): Array<[string, string, RegExp]> => [
         [`the host's own address ${a}`, `${net.isIPv6(a) ? `[${a}]` : a}:${loopV4.port}`, /IP address/],
         [`a name for the host's own address ${a}`, `self-${i}.test:${loopV4.port}`, /resolves to/],
@@ -284,6 +302,28 @@ describe('egress proxy (issue 20 item 5)', function () {
     });
   });
 
+  describe('streaming', () => {
+    it('bodies stream both ways through absolute-form http (nothing waits for a whole body)', async () => {
+      const text = await new Promise<string>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: open.port, method: 'POST', path: 'http://stream.test/up', agent: false }, (res) => {
+          let got = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => {
+            got += d;
+            // The second half goes only once the first came back through the proxy.
+            if (got === 'got first;') req.end('second');
+          });
+          res.on('end', () => resolve(got));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        req.flushHeaders();
+        req.write('first');
+      });
+      expect(text).to.equal('got first;got second;end');
+    });
+  });
+
   describe('refusals in the session history', () => {
     it('at most one SessionEgressRefused per host per minute', async () => {
       const s = await sandboxOf(listedProject); // allows second.test only now
@@ -305,6 +345,15 @@ describe('egress proxy (issue 20 item 5)', function () {
       ]);
       expect((events[0]!.data as any).reason).to.match(/^other\.test:443 is not in this project's \[sandbox\] egress list/);
       expect((events[0]!.data as any).sandbox_id).to.equal(s.id.sandboxId);
+    });
+
+    it("a sandbox named with another project (a wrong pairing) writes into no session's history", async () => {
+      const before = (await readStream(db.db, sessionStreamId(listed.sessionId))).length;
+      clock = new Date('2026-11-25T14:00:00Z');
+      refusals.record({ sandboxId: listed.id.sandboxId, projectId: open.id.projectId }, { ok: false, host: 'x.test', port: 443, rule: 'not listed', reason: 'x' });
+      await refusals.settled();
+      expect((await readStream(db.db, sessionStreamId(listed.sessionId))).length).to.equal(before);
+      expect((await readStream(db.db, sessionStreamId(open.sessionId))).filter((e) => (e.data as any).host === 'x.test')).to.deep.equal([]);
     });
   });
 
