@@ -1,4 +1,5 @@
 import { egressPolicy } from '../../infra/egress/policy.js';
+import { repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { startEgressProxy, type EgressProxy } from '../../infra/egress/proxy.js';
 import { egressRefusals, egressRulesFor } from '../../services/sessions/egress.js';
 import type { Core, Running } from './core.js';
@@ -22,7 +23,7 @@ export function wireEgress(core: Core): EgressWiring {
   const { config, logger, db, repos } = core;
   const refusals = egressRefusals({ db, logger });
   const proxy = startEgressProxy({
-    policy: egressPolicy({ blockedHosts: config.SVC_REPO_BLOCKED_HOSTS.split(',').map((s) => s.trim()).filter(Boolean) }),
+    policy: egressPolicy({ blockedHosts: repoUrlPolicy(config).blockedHosts }),
     rulesFor: egressRulesFor({ db, repos }),
     onRefused: (id, r) => refusals.record(id, r),
     logger,
