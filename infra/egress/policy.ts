@@ -51,7 +51,8 @@ function dnsResolve(timeoutMs: number): (host: string) => Promise<string[]> {
   };
 }
 
-const canonical = (ip: string) => (net.isIPv6(ip) ? ip.toLowerCase().split('%')[0]! : ip);
+/** One spelling per address: lowercase IPv6 without a zone, and IPv4-mapped IPv6 as its IPv4. */
+const canonical = (ip: string) => (net.isIPv6(ip) ? ip.toLowerCase().split('%')[0]!.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1') : ip);
 
 function interfaceAddresses(): () => ReadonlySet<string> {
   let at = 0;

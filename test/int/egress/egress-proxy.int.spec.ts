@@ -221,6 +221,8 @@ describe('egress proxy (issue 20 item 5)', function () {
       const policy = egressPolicy({ resolve: async () => [PUBLIC_A], ownAddresses: () => new Set([PUBLIC_A]) });
       const d = await policy.check('me.test', 443, null);
       expect(d).to.include({ ok: false, rule: 'own address' });
+      const mapped = egressPolicy({ resolve: async () => [`::ffff:${PUBLIC_A}`], ownAddresses: () => new Set([PUBLIC_A]) });
+      expect(await mapped.check('me.test', 443, null)).to.include({ ok: false, rule: 'own address' });
     });
 
     it('a name that rebinds to loopback: resolved once, the connection pinned to the public address it was checked with', async () => {
