@@ -225,6 +225,26 @@ describe('egress proxy (issue 20 item 5)', function () {
       expect(await mapped.check('me.test', 443, null)).to.include({ ok: false, rule: 'own address' });
     });
 
+    it("the operator's blocked hosts are refused before any lookup; a name that does not resolve is refused", async () => {
+      const policy = egressPolicy({ resolve, blockedHosts: ['*.blocked.test'] });
+      expect(await policy.check('a.blocked.test', 443, null)).to.include({ ok: false, rule: 'blocked host' });
+      expect(await policy.check('nowhere.test', 443, null)).to.include({ ok: false, rule: 'does not resolve' });
+      expect(asked).to.deep.equal(['nowhere.test']);
+    });
+
+    it('a plain-http upgrade (ws://) is refused; a request that is not absolute-form is a 400', async () => {
+      const up = await new Promise<number>((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: open.port, path: 'http://allowed.test/ws', agent: false, headers: { connection: 'Upgrade', upgrade: 'websocket' } });
+        req.on('response', (r) => (r.resume(), resolve(r.statusCode ?? 0)));
+        req.on('upgrade', (r, sock) => (sock.destroy(), resolve(r.statusCode ?? 0)));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(up).to.equal(501);
+      expect((await viaGet(open.port, '/relative')).status).to.equal(400);
+      expect(dials).to.deep.equal([]);
+    });
+
     it('a name that rebinds to loopback: resolved once, the connection pinned to the public address it was checked with', async () => {
       rebindAsked = 0;
       const first = await viaConnect(open.port, 'rebind.test:443');
@@ -377,6 +397,24 @@ describe('egress proxy (issue 20 item 5)', function () {
         expect((await viaConnect(a.port, 'second.test:443')).status).to.equal(200);
       } finally {
         await small.close();
+      }
+    });
+
+    it('an idle tunnel is closed', async () => {
+      const quick = startEgressProxy({ policy: egressPolicy({ resolve }), rulesFor: async () => null, logger: silentLogger, dial, idleMs: 300 });
+      try {
+        const s = await sandboxOf(listedProject, quick);
+        const c = net.connect(s.port, '127.0.0.1');
+        await new Promise((r) => c.once('connect', r));
+        c.write('CONNECT other.test:443 HTTP/1.1\r\nHost: other.test:443\r\n\r\n');
+        const head = await new Promise<string>((r) => c.once('data', (d: Buffer) => r(d.toString())));
+        expect(head).to.match(/^HTTP\/1\.1 200/);
+        await until(() => quick.usage(s.id.sandboxId).upstream === 1, 'the tunnel open');
+        // Nothing is sent either way: the idle limit ends both sides.
+        await new Promise((r) => (c.destroyed ? r(null) : c.once('close', r)));
+        await until(() => quick.usage(s.id.sandboxId).upstream === 0 && quick.usage(s.id.sandboxId).clients === 0, 'both sides released');
+      } finally {
+        await quick.close();
       }
     });
   });
