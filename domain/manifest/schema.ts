@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isRepoPath } from '../repo-path.js';
 import { CronError, parseCron } from './cron.js';
+import { EgressList } from './egress.js';
 
 /**
  * `svc.toml`, validated. Unknown keys are not errors (an older server must accept a newer
@@ -64,6 +65,8 @@ export const ManifestSchema = z
         cpus: z.number().min(0.01).max(64).optional(),
         memory_mb: z.number().int().min(64).max(262_144).optional(),
         idle_timeout_minutes: z.number().int().min(4).max(10_080).optional(),
+        /** Where the sandbox may connect through the egress proxy (domain/manifest/egress.ts); absent: the public internet. */
+        egress: EgressList.optional(),
       })
       .default({}),
     triggers: z.array(TriggerSpec).default([]),
@@ -90,7 +93,7 @@ export const KNOWN_KEYS: Record<string, string[]> = {
   '': ['agent', 'env', 'sandbox', 'triggers', 'apps'],
   agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
-  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes'],
+  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
   apps: ['name', 'command', 'port', 'env', 'health_path'],
 };

@@ -75,6 +75,11 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
       if (!sb || (sb.state !== 'provisioning' && sb.state !== 'active')) return [];
       return [{ type: 'SandboxStopped', data: { sandbox_id: sb.sandbox_id, at } }];
     }
+    case 'RecordEgressRefused': {
+      // Only for the sandbox still live: a late report about an older one is history no one needs.
+      if (liveSandbox(s)?.sandbox_id !== command.data.sandbox_id) return [];
+      return [{ type: 'SessionEgressRefused', data: { ...command.data, at } }];
+    }
     case 'RestartSession': {
       if (s.status === 'provisioning') throw conflict('The session is already provisioning.', { status: s.status });
       const cur = currentSandbox(s);

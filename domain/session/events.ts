@@ -27,6 +27,8 @@ export const SandboxActive = z.object({ sandbox_id: uuid, url: z.string().min(1)
 export const SandboxStopped = z.object({ sandbox_id: uuid, at: time });
 export const SandboxErrored = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
 export const SandboxArchived = z.object({ sandbox_id: uuid, at: time });
+/** The egress proxy refused a connection of the sandbox (recorded at most once per host per minute). */
+export const SessionEgressRefused = z.object({ sandbox_id: uuid, host: z.string().min(1).max(300), port: z.number().int().min(0).max(65535), reason: z.string().max(500), at: time });
 export const SessionRunning = z.object({ sandbox_id: uuid, at: time });
 export const SessionStopped = z.object({ reason: z.enum(['user', 'idle', 'lost']), by: uuid.nullable(), at: time });
 export const SessionFailed = z.object({ error: errorInfo, at: time });
@@ -46,6 +48,7 @@ export const sessionEventSchemas = {
   SandboxStopped,
   SandboxErrored,
   SandboxArchived,
+  SessionEgressRefused,
   SessionRunning,
   SessionStopped,
   SessionFailed,

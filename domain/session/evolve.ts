@@ -54,6 +54,8 @@ export function evolve(state: SessionState, event: SessionEvent): SessionState {
       return sandbox(event.data.sandbox_id, { state: 'error', error: event.data.error });
     case 'SandboxArchived':
       return sandbox(event.data.sandbox_id, { state: 'archived' });
+    case 'SessionEgressRefused':
+      return state; // history only: the session's row does not change
     case 'SessionRunning':
       return { ...touched, status: 'running', error: null, last_activity_at: at };
     case 'SessionStopped':
