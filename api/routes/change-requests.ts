@@ -51,6 +51,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   const crDeps = {
     db: deps.db,
+    commands: deps.crCommands,
     repos: deps.repos,
     logger: deps.logger,
     refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,
