@@ -12,7 +12,10 @@
  *   p99 <= 120 ms.
  * - GET of an open CR (live refresh: both branch tips re-read on every request), 32
  *   concurrent connections, a fixed number of requests. Goal: >= 1,000 req/s. Floors:
- *   `GET /healthz` at the same concurrency, and `git ls-remote` of the same repo.
+ *   `GET /healthz` at the same concurrency (alternated with it, round by round; the notes
+ *   give each round's ratio and the CPU per request of this process and of Postgres), and
+ *   `git ls-remote` of the same repo. `SVC_BENCH_API_ONLY=get` runs this row alone,
+ *   `SVC_BENCH_API_ROUNDS` sets the rounds.
  * - create: `POST .../change-requests`, 16 concurrent connections.
  */
 import http from 'node:http';
@@ -161,14 +164,15 @@ export const run: BenchSuite = async ({ quick }) => {
     const open = async (head: string, base = 'main') =>
       (await client.json<{ change_request: Cr }>('POST', crs, { title: `Bench ${head}`, head_ref: head, base_ref: base }, 201)).change_request;
 
-    // (a) merges, sequential, on each kind of repository.
+    // (a) merges, sequential, on each kind of repository. The managed project is made even
+    // when they are skipped, so the server's repositories directory exists as in a full run.
     const only = process.env.SVC_BENCH_API_ONLY;
+    const managed = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-managed' }, 201)).project;
+    const managedRepo = await benchRepo('svc-bench-managed-', { bare: managedRepoPath(reposDirOf(config), managed.project_id) });
+    extraRepos.push(managedRepo);
     if (only !== 'get') {
       const api: ApiJson = (method, urlPath, body, expect) => client.json(method, urlPath, body, expect);
       rows.push(...(await mergeRows(api, { kind: 'local', label: 'local file:// repo, in place', repo, crs }, merges, floorRuns)));
-      const managed = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-managed' }, 201)).project;
-      const managedRepo = await benchRepo('svc-bench-managed-', { bare: managedRepoPath(reposDirOf(config), managed.project_id) });
-      extraRepos.push(managedRepo);
       rows.push(...(await mergeRows(api, { kind: 'managed', label: 'managed repo', repo: managedRepo, crs: `/v1/projects/${managed.project_id}/change-requests` }, merges, floorRuns)));
       const remoteRepo = await benchRepo('svc-bench-remote-');
       extraRepos.push(remoteRepo);
