@@ -7,6 +7,7 @@ import { startQueue, type Queue } from '../infra/queue.js';
 import { loadKeyring, secretBox } from '../infra/secret-box.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/git/project-repos.js';
+import { createCrCommandPath } from '../services/change-requests/command-path.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
 import { CR_MERGE } from '../services/change-requests/merge.js';
@@ -67,7 +68,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY] });
-  const core: Core = { config, logger, roles, db, secrets, repos, queue };
+  const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };
 
   // The API URL sandboxes use is known once the HTTP server listens (PORT=0 in tests).
   let apiPort = config.PORT;

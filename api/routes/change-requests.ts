@@ -50,6 +50,7 @@ export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
 export function crDepsOf(deps: ApiDeps): CrDeps {
   return {
     db: deps.db,
+    commands: deps.crCommands,
     repos: deps.repos,
     logger: deps.logger,
     refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,

@@ -36,7 +36,7 @@ export function wireSessions(
       ? createSandboxProvider({ ...config, SVC_SANDBOX_PROVIDER: undefined }, { logger, ...extra })
       : provider;
   const deps: SessionDeps = {
-    config, db, logger, secrets, repos, queue, apiUrl,
+    config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(),
     ...(provider ? { provider } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };

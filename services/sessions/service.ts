@@ -228,13 +228,9 @@ export async function liveTarget(deps: SessionDeps, projectId: string, sessionId
   return { session, url: row.sb_url as string, key };
 }
 
-/** When each session last recorded activity, per service instance (a cache; the event is the truth). */
-const touchedBy = new WeakMap<SessionDeps, Map<string, number>>();
-
 /** Records activity (proxied requests, prompts) at most once per interval per session. */
 export async function touchSession(deps: SessionDeps, sessionId: string): Promise<void> {
-  let touched = touchedBy.get(deps);
-  if (!touched) touchedBy.set(deps, (touched = new Map()));
+  const touched = deps.activity;
   const interval = activityIntervalMs(deps.config);
   const now = nowOf(deps);
   const last = touched.get(sessionId) ?? 0;
