@@ -16,6 +16,8 @@ import {
 import * as crs from '../../services/change-requests/service.js';
 import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from '../../services/change-requests/merge.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
+import { assertMay, isAgent, openInputFor } from '../../services/tokens/agent-policy.js';
+import type { ProjectRecord } from '../../domain/project.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest) {
@@ -66,6 +68,11 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   };
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const crRef = (req: Request) => String(req.params.crId ?? '');
+  /** An agent changes only the CRs of its own session (services/tokens/agent-policy.ts). */
+  const mayChange = async (req: Request, project: ProjectRecord) => {
+    const p = principalOf(req);
+    if (isAgent(p)) assertMay(p, { kind: 'cr.change', cr: await crs.findCr(deps.db, project.project_id, crRef(req)) });
+  };
 
   r.get('/', async (req, res) => {
     const { project, actor } = await ctx(req);
@@ -77,7 +84,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
 
   r.post('/', async (req, res) => {
     const { project, actor } = await ctx(req);
-    const body = CreateChangeRequestBody.parse(req.body ?? {});
+    const body = openInputFor(principalOf(req), CreateChangeRequestBody.parse(req.body ?? {}));
     const cr = await crs.openCr(crDeps, project, actor, body);
     res.status(201).json({ change_request: serializeCr(cr) });
   });
@@ -92,6 +99,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.patch('/:crId', async (req, res) => {
     const { project, actor } = await ctx(req);
     const body = EditChangeRequestBody.parse(req.body ?? {});
+    await mayChange(req, project);
     const cr = await crs.editCr(crDeps, project, crRef(req), actor, body);
     res.json({ change_request: serializeCr(cr) });
   });
@@ -113,6 +121,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
 
   r.post('/:crId/merge', (req, res) =>
     traced('merge', async () => {
+      assertMay(principalOf(req), { kind: 'cr.merge' }); // a person merges, never a sandbox's credential
       const { project, actor } = await ctx(req);
       step('project');
       const body = MergeChangeRequestBody.parse(req.body ?? {});
@@ -129,12 +138,14 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.post('/:crId/close', async (req, res) => {
     const { project, actor } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
+    await mayChange(req, project);
     res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor)) });
   });
 
   r.post('/:crId/reopen', async (req, res) => {
     const { project, actor } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
+    await mayChange(req, project);
     res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor)) });
   });
 

@@ -10,7 +10,9 @@
  * of the project's account, or a project token of that project (the sessions' clone
  * credential is one). Missing or bad: 401 with `WWW-Authenticate: Basic realm="svc"`, so
  * git asks its credential helper. A project the caller cannot see is 404, like one that
- * does not exist. Pushes go through the pre-receive hook in infra/git/pre-receive.ts.
+ * does not exist. Pushes go through the pre-receive hook in infra/git/pre-receive.ts,
+ * told who pushes: a person, or an agent-grade credential (a sandbox's token or clone
+ * credential) bound to its session branch, the only ref it may move.
  */
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import path from 'node:path';
@@ -107,7 +109,7 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     const env: Record<string, string> = {};
     if (typeof proto === 'string' && GIT_PROTOCOL.test(proto)) env.GIT_PROTOCOL = proto;
     const v2 = env.GIT_PROTOCOL?.split(':').includes('version=2') ?? false;
-    const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, env);
+    const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
     const advertise = action === 'info/refs';
     await runGitService(req, res, {
       args: [...base, '--stateless-rpc', ...(advertise ? ['--advertise-refs'] : []), repoPath],
@@ -121,8 +123,11 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     });
   }
 
-  async function receivePackArgs(project: ProjectRecord, env: Record<string, string>): Promise<string[]> {
+  async function receivePackArgs(project: ProjectRecord, principal: Principal, env: Record<string, string>): Promise<string[]> {
     env.SVC_DEFAULT_BRANCH = assertBranchName(project.default_branch);
+    // An agent without a live session (its sandbox row gone) names no branch: the hook then refuses every ref.
+    env.SVC_PUSHER = principal.grade;
+    env.SVC_PUSHER_BRANCH = principal.grade === 'agent' && principal.session_id ? assertBranchName(principal.session_id) : '';
     const dir = await hooks;
     return ['-c', `core.hooksPath=${dir}`, '-c', 'receive.advertisePushOptions=false', 'receive-pack'];
   }
