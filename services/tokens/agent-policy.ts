@@ -28,7 +28,7 @@ export type AgentAction =
   | { kind: 'other'; what: string };
 
 export const AGENT_CANNOT_MERGE_MESSAGE =
-  'Agent credentials cannot merge change requests: hand this change request to a person to review and merge (its link, or `svc cr show`).';
+  'Agent credentials cannot merge change requests: hand this change request to a person, who reviews and merges it (`svc cr show` prints its link)';
 
 export const agentCannotMerge = (): DomainError => new DomainError('agent_cannot_merge', 'Forbidden', AGENT_CANNOT_MERGE_MESSAGE);
 
