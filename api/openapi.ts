@@ -53,7 +53,7 @@ const ops: Record<string, Record<string, Op>> = {
   [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head.', ok: { status: 200, schema: s.DiffSchema }, errors: [401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: s.MergePreviewSchema }, errors: [401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: z.object({ events: z.array(z.object({})) }) }, errors: [401, 403, 404] } },
-  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting.', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
+  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges).', body: s.MergeChangeRequestBody, ok: { status: 200, schema: one }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', ok: { status: 200, schema: one }, errors: [401, 403, 404, 409, 503] } },
   [sessPath]: {
@@ -69,7 +69,7 @@ const ops: Record<string, Record<string, Op>> = {
   [`${sessPath}/{sessionId}/restart`]: { post: { summary: 'A new sandbox with new credentials.', body: ss.AbortSessionBody, ok: { status: 200, schema: oneSession }, errors: [400, 401, 403, 404, 409, 429] } },
   [`${sessPath}/{sessionId}/prompt`]: { post: { summary: 'Deliver a prompt to the running agent.', body: ss.PromptSessionBody, ok: { status: 202, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${sessPath}/{sessionId}/abort`]: { post: { summary: 'Abort the agent’s current run.', body: ss.AbortSessionBody, ok: { status: 200, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
-  '/v1/projects/{projectId}/git/clone-credential': { get: { summary: 'A short-lived git credential; only the SVC_TOKEN of a live sandbox of the project.', ok: { status: 200, schema: ss.CloneCredentialSchema }, errors: [401] } },
+  '/v1/projects/{projectId}/git/clone-credential': { get: { summary: "A short-lived agent-grade git credential for a repository this server serves (never a remote's stored credentials: 404); only the SVC_TOKEN of a live sandbox of the project.", ok: { status: 200, schema: ss.CloneCredentialSchema }, errors: [401, 404] } },
   '/v1/projects/{projectId}/events': {
     get: {
       summary:
