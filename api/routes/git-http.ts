@@ -1,6 +1,9 @@
 /**
- * Smart HTTP for managed repositories, at `/git/<project slug or id>.git/...` (outside
- * /v1: git clients build these paths themselves):
+ * Smart HTTP for every project, at `/git/<project slug or id>.git/...` (outside /v1: git
+ * clients build these paths themselves): a managed repository is served as is; a project
+ * with a remote repository through its relay (infra/git/relay.ts: fetched from the remote
+ * before each advertisement, pushes relayed to the remote with the stored credentials,
+ * which never leave the server):
  *
  *   GET  .../info/refs?service=git-upload-pack|git-receive-pack   ref advertisement
  *   POST .../git-upload-pack                                      fetch / clone
@@ -23,6 +26,9 @@ import { bodyOf, statusOf } from '../errors.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
+import { RelayRepos, relayDirOf, relayEnv } from '../../infra/git/relay.js';
+import { repoUrlPolicy } from '../../infra/git/url-policy.js';
+import type { RepoLocation } from '../../infra/git/port.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { runGitService } from '../git-http-stream.js';
@@ -65,6 +71,8 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
   const hooks = installHooks(path.join(deps.config.dataDir, 'git-hooks'));
   hooks.catch((err: unknown) => deps.logger.error({ err: (err as Error).message }, 'could not install the git hooks'));
   const log = deps.logger.child({ component: 'git-http' });
+  const policy = repoUrlPolicy(deps.config);
+  const relays = new RelayRepos(relayDirOf(deps.config), policy);
 
   r.use((req: Request, res: Response, next: NextFunction) => {
     handle(req, res).catch((err: unknown) => {
@@ -100,17 +108,27 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     if (!principal) return void sendError(res, unauthorized(), { 'WWW-Authenticate': 'Basic realm="svc"' });
     const project = await visibleProject(principal, ref);
     // Every member may write; the hook still guards the default branch and session branches.
-    const repoPath = managedRepoPath(reposDir, project.project_id);
-    if (!(await managedRepoExists(repoPath))) {
-      log.error({ project_id: project.project_id }, 'managed repository missing on disk');
-      throw new DomainError('unavailable', 'Unavailable', 'The repository is not available on this server.');
+    const remote = project.repo_managed ? null : locationOf(project);
+    const advertising = action === 'info/refs';
+    let repoPath: string;
+    if (remote) {
+      // The remote as it is now, at the start of every fetch and push (and whenever the relay is missing).
+      repoPath = advertising || !(await relays.exists(project.project_id)) ? await relays.sync(remote, assertBranchName(project.default_branch)) : relays.path(project.project_id);
+    } else {
+      repoPath = managedRepoPath(reposDir, project.project_id);
+      if (!(await managedRepoExists(repoPath))) {
+        log.error({ project_id: project.project_id }, 'managed repository missing on disk');
+        throw new DomainError('unavailable', 'Unavailable', 'The repository is not available on this server.');
+      }
     }
     const proto = req.headers['git-protocol'];
     const env: Record<string, string> = {};
     if (typeof proto === 'string' && GIT_PROTOCOL.test(proto)) env.GIT_PROTOCOL = proto;
     const v2 = env.GIT_PROTOCOL?.split(':').includes('version=2') ?? false;
     const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
-    const advertise = action === 'info/refs';
+    // A relayed push: the hook pushes what it accepted to the remote before any ref moves here.
+    if (remote && service === 'git-receive-pack' && !advertising) Object.assign(env, relayEnv(remote, policy));
+    const advertise = advertising;
     await runGitService(req, res, {
       args: [...base, '--stateless-rpc', ...(advertise ? ['--advertise-refs'] : []), repoPath],
       env,
@@ -146,8 +164,16 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
       if (err instanceof DomainError && (err.code === 'forbidden' || err.code === 'not_found')) throw notFound('Repository');
       throw err;
     }
-    if (!project.repo_managed) throw notFound('Repository');
+    if (!project.repo_managed && !project.repo_url) throw notFound('Repository');
     return project;
+  }
+
+  /** A remote project's repository, with its stored credentials (they stay in this process and its git children). */
+  function locationOf(project: ProjectRecord): RepoLocation {
+    const credentials = project.repo_credentials_enc
+      ? (JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
+      : undefined;
+    return { projectId: project.project_id, url: project.repo_url ?? '', ...(credentials ? { credentials } : {}) };
   }
 
   return r;

@@ -22,6 +22,9 @@ import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redact } from '../../lib/git-run.js';
+import { relayAuth, relayLocationFromEnv } from './relay.js';
+import type { RepoLocation } from './port.js';
 
 export const CR_ONLY_MESSAGE =
   'the default branch moves only through change requests: push a branch and open one with `svc cr open`';
@@ -112,8 +115,42 @@ function main(): number {
     empty: () => (empty ??= git(['for-each-ref', '--count=1', '--format=%(refname)']).stdout.trim() === ''),
     isAncestor: (a, d) => git(['merge-base', '--is-ancestor', '--end-of-options', a, d]).code === 0,
   }, pusher);
-  if (refusals.length === 0) return 0;
-  process.stderr.write(refusals.map((r) => `svc: refused ${r}\n`).join(''));
+  if (refusals.length > 0) {
+    process.stderr.write(refusals.map((r) => `svc: refused ${r}\n`).join(''));
+    return 1;
+  }
+  const relay = relayLocationFromEnv(process.env);
+  return relay && updates.length > 0 ? relayPush(updates, relay) : 0;
+}
+
+/** The `git push` arguments that relay `updates` to the remote: atomic, each leased on its old value. */
+export function relayPushArgs(updates: RefUpdate[], url: string): string[] {
+  const leases = updates.map((u) => `--force-with-lease=${u.ref}:${isZero(u.old) ? '' : u.old}`);
+  const specs = updates.map((u) => (isZero(u.next) ? `:${u.ref}` : `${u.next}:${u.ref}`));
+  return ['push', '--porcelain', '--atomic', '--no-verify', ...leases, '--end-of-options', url, ...specs];
+}
+
+/**
+ * A relayed push (infra/git/relay.ts): the accepted commands go to the remote first, with
+ * the objects still in quarantine; only if the remote takes them all do the relay's refs
+ * move. The remote's refusal reaches the pusher, its credentials never do.
+ */
+function relayPush(updates: RefUpdate[], location: RepoLocation): number {
+  const auth = relayAuth(location);
+  const r = spawnSync('git', [...auth.configArgs, '-c', 'http.followRedirects=false', ...relayPushArgs(updates, location.url)], {
+    encoding: 'utf8',
+    env: { ...process.env, ...auth.env, GIT_TERMINAL_PROMPT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    shell: false,
+    timeout: 300_000,
+  });
+  if (r.status === 0) return 0;
+  const said = redact(`${r.stdout ?? ''}\n${r.stderr ?? ''}`, auth.secrets)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('To ') && l !== 'Done')
+    .slice(0, 20);
+  process.stderr.write(`svc: the project's repository refused this push\n${said.map((l) => `svc:   ${l}\n`).join('')}`);
   return 1;
 }
 

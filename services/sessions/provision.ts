@@ -149,9 +149,14 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
   }
 }
 
-/** The repo URL a sandbox clones: the project's, or this server's git endpoint for a managed repo. */
+/**
+ * The URL a sandbox clones, fetches and pushes: the server's smart HTTP, for a remote
+ * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
+ * sandbox, and every push is checked before the remote sees it. A local repository
+ * (`file://`, a path) is still cloned as is (see docs/git-http.md "Relay").
+ */
 export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  if (project.repo_url) return project.repo_url;
+  if (project.repo_url && (/^file:/i.test(project.repo_url) || project.repo_url.startsWith('/'))) return project.repo_url;
   return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 

@@ -48,7 +48,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     const env = (await agentReady(api, `${P}/sessions/${sa.session_id}/agent/fake/state`)).body.env as Record<string, string>;
     const cred = await client(srv.url, env.SVC_TOKEN!).get(`/v1/projects/${projectId}/git/clone-credential`);
     expect(cred.status, JSON.stringify(cred.body)).to.equal(200);
-    expect(cred.body.repo_url).to.equal(repoUrl);
+    expect(cred.body.repo_url).to.equal(`${srv.url}/git/${projectId}.git`);
     a = { id: sa.session_id, cli: env.SVC_CLI_TOKEN!, svc: env.SVC_TOKEN!, clone: cred.body.password };
     b = sb.session_id;
     expect(env.SVC_EXECUTOR_TOKEN).to.equal(a.cli);
