@@ -107,7 +107,8 @@ export class RelayRepos {
     await checkRepoUrl(location.url, this.policy, { hasCredentials: location.credentials !== undefined });
     if (!(await this.exists(location.projectId))) {
       await mkdir(path.dirname(repoPath), { recursive: true });
-      await runGit(['init', '-q', '--bare', repoPath]);
+      await runGit(['init', '-q', '--bare', '--template=', repoPath]); // no template: no hooks inside it
+      await runGit(['config', 'receive.fsckObjects', 'true'], { cwd: repoPath }); // as managed repositories
     }
     // A clone checks out HEAD: the project's default branch (a validated branch name).
     await runGit(['symbolic-ref', 'HEAD', `refs/heads/${defaultBranch}`], { cwd: repoPath });
