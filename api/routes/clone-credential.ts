@@ -15,10 +15,11 @@ export const CLONE_CREDENTIAL_MINUTES = 15;
  * sandbox's SVC_TOKEN (and nothing else): a short-lived credential for the project's
  * repository, always agent-grade (services/tokens/agent-policy.ts): a project token of the
  * sandbox's own session that expires in 15 minutes, as the password for user
- * `x-access-token`, for a repository this server serves (a managed repository, or a local
- * path). A remote's stored credentials never leave the server (they would push the
- * remote's default branch directly): for such a repository, as for any other remote, the
- * answer is 404 and the sandbox has no credential for it. Mounted before the PAT middleware.
+ * `x-access-token`, for a repository this server serves: the server's own smart HTTP
+ * (a managed repository, or a remote one through its relay, infra/git/relay.ts), or a
+ * local path. A remote's stored credentials never leave the server (they would push the
+ * remote's default branch directly); a clone URL on another host gets nothing (404).
+ * Mounted before the PAT middleware.
  */
 function origin(url: string): string | null {
   try {
