@@ -128,13 +128,12 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
     // A relayed push: the hook pushes what it accepted to the remote before any ref moves here.
     if (remote && service === 'git-receive-pack' && !advertising) Object.assign(env, relayEnv(remote, policy));
-    const advertise = advertising;
     await runGitService(req, res, {
-      args: [...base, '--stateless-rpc', ...(advertise ? ['--advertise-refs'] : []), repoPath],
+      args: [...base, '--stateless-rpc', ...(advertising ? ['--advertise-refs'] : []), repoPath],
       env,
-      contentType: advertise ? `application/x-${service}-advertisement` : `application/x-${service}-result`,
-      ...(advertise && !(v2 && service === 'git-upload-pack') ? { prefix: banner(service) } : {}),
-      input: !advertise,
+      contentType: advertising ? `application/x-${service}-advertisement` : `application/x-${service}-result`,
+      ...(advertising && !(v2 && service === 'git-upload-pack') ? { prefix: banner(service) } : {}),
+      input: !advertising,
       maxInputBytes: service === 'git-receive-pack' ? deps.config.SVC_GIT_MAX_PUSH_BYTES : (opts.maxFetchRequestBytes ?? 64 * 1024 * 1024),
       idleTimeoutMs: opts.idleTimeoutMs ?? deps.config.SVC_GIT_IDLE_TIMEOUT_SECONDS * 1000,
       logger: log,
