@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import WebSocket from 'ws';
 import { client } from '../../support/http.js';
 import { authedUrl, workDir, type WorkDir } from '../../support/git-client.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -170,6 +171,23 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     expect((await client(srv.url, srv.token).get(`${P}/change-requests/${theirs.body.change_request.number}`)).body.change_request).to.include({ status: 'open', title: 'B' });
     expect(JSON.stringify((await client(srv.url, srv.token).get(`${P}/secrets`)).body)).to.not.match(/API_KEY|"A"/);
     expect((await client(srv.url, srv.token).get(`${P}/sessions?status=all`)).body.sessions).to.have.length(2);
+  });
+
+  it('the session proxy\'s WebSocket refuses agent tokens too (its own session and another)', async () => {
+    for (const id of [a.id, b]) {
+      for (const token of [a.cli, a.clone]) {
+        const status = await new Promise<number>((resolve) => {
+          const ws = new WebSocket(`${srv.url.replace('http', 'ws')}${P}/sessions/${id}/agent/socket?access_token=${token}`);
+          ws.on('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0));
+          ws.on('open', () => {
+            ws.close();
+            resolve(101);
+          });
+          ws.on('error', () => resolve(-1));
+        });
+        expect(status, `session ${id === a.id ? 'A' : 'B'}`).to.equal(403);
+      }
+    }
   });
 
   it('`svc cr merge` with the sandbox\'s token exits 1 with the message on one stderr line', async () => {
