@@ -22,6 +22,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
+import { agentGate } from './agent-gate.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -44,6 +45,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet
   v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
+  v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));

@@ -10,6 +10,8 @@ export const statusOf: Record<ErrorCode, number> = {
   validation: 400,
   unauthorized: 401,
   forbidden: 403,
+  agent_cannot_merge: 403,
+  agent_forbidden: 403,
   not_found: 404,
   gone: 410,
   conflict: 409,
@@ -28,8 +30,11 @@ export interface ErrorBody {
   [k: string]: unknown;
 }
 
+/** Refusals an agent must tell apart carry the machine-readable `code` (contracts.md "Agent tokens"). */
+const CODED = new Set<ErrorCode>(['agent_cannot_merge', 'agent_forbidden']);
+
 export function bodyOf(err: DomainError): ErrorBody {
-  return { error: err.reason, message: err.message, ...err.details };
+  return { error: err.reason, message: err.message, ...(CODED.has(err.code) ? { code: err.code } : {}), ...err.details };
 }
 
 export const zodIssues = (err: z.ZodError) =>

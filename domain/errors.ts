@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'validation' // 400: input breaks a rule (bad ref name, empty title, head == base)
   | 'unauthorized' // 401: no or unknown credential
   | 'forbidden' // 403: credential valid but not allowed here
+  | 'agent_cannot_merge' // 403: an agent-grade credential asked to merge (a person merges)
+  | 'agent_forbidden' // 403: an agent-grade credential asked for something only a person may do
   | 'not_found' // 404
   | 'gone' // 410: a one-time thing (a login link) was used or has expired
   | 'conflict' // 409: state does not allow the command (merge a closed CR ...)

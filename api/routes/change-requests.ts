@@ -18,6 +18,7 @@ import { requestMerge, type MergeRequest } from '../../services/change-requests/
 import type { CrDeps } from '../../services/change-requests/service.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
+import { assertMay, isAgent, openInputFor } from '../../services/tokens/agent-policy.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
@@ -82,6 +83,11 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   const crDeps = crDepsOf(deps);
   const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
   const crRef = (req: Request) => String(req.params.crId ?? '');
+  /** An agent changes only the CRs of its own session (services/tokens/agent-policy.ts). */
+  const mayChange = async (req: Request, project: ProjectRecord) => {
+    const p = principalOf(req);
+    if (isAgent(p)) assertMay(p, { kind: 'cr.change', cr: await crs.findCr(deps.db, project.project_id, crRef(req)) });
+  };
 
   r.get('/', async (req, res) => {
     const { project, actor } = await ctx(req);
@@ -93,7 +99,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
 
   r.post('/', async (req, res) => {
     const { project, actor } = await ctx(req);
-    const body = CreateChangeRequestBody.parse(req.body ?? {});
+    const body = openInputFor(principalOf(req), CreateChangeRequestBody.parse(req.body ?? {}));
     const cr = await crs.openCr(crDeps, project, actor, body);
     res.status(201).json({ change_request: serializeCr(cr) });
   });
@@ -108,6 +114,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.patch('/:crId', async (req, res) => {
     const { project, actor } = await ctx(req);
     const body = EditChangeRequestBody.parse(req.body ?? {});
+    await mayChange(req, project);
     const cr = await crs.editCr(crDeps, project, crRef(req), actor, body);
     res.json({ change_request: serializeCr(cr) });
   });
@@ -129,6 +136,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
 
   r.post('/:crId/merge', (req, res) =>
     traced('merge', async () => {
+      assertMay(principalOf(req), { kind: 'cr.merge' }); // a person merges, never a sandbox's credential
       const { project, actor } = await ctx(req);
       step('project');
       const body = MergeChangeRequestBody.parse(req.body ?? {});
@@ -140,12 +148,14 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.post('/:crId/close', async (req, res) => {
     const { project, actor } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
+    await mayChange(req, project);
     res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor)) });
   });
 
   r.post('/:crId/reopen', async (req, res) => {
     const { project, actor } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
+    await mayChange(req, project);
     res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor)) });
   });
 

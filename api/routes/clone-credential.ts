@@ -13,9 +13,13 @@ export const CLONE_CREDENTIAL_MINUTES = 15;
 /**
  * `GET /v1/projects/:projectId/git/clone-credential`: the one route that takes a
  * sandbox's SVC_TOKEN (and nothing else): a short-lived credential for the project's
- * repository. For a repository with stored credentials, those; otherwise (a managed
- * repository, or one served by this server) a project token that expires in 15 minutes,
- * as the password for user `x-access-token`. Mounted before the PAT middleware.
+ * repository, always agent-grade (services/tokens/agent-policy.ts): a project token of the
+ * sandbox's own session that expires in 15 minutes, as the password for user
+ * `x-access-token`, for a repository this server serves: the server's own smart HTTP
+ * (a managed repository, or a remote one through its relay, infra/git/relay.ts), or a
+ * local path. A remote's stored credentials never leave the server (they would push the
+ * remote's default branch directly); a clone URL on another host gets nothing (404).
+ * Mounted before the PAT middleware.
  */
 function origin(url: string): string | null {
   try {
@@ -51,16 +55,16 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);
     const repoUrl = repoUrlOf(sessionDepsOf(deps), project);
     res.set('Cache-Control', 'no-store');
-    if (project.repo_credentials_enc) {
-      const c = JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { username: string; password: string };
-      if (!c.username || !c.password) throw new DomainError('unavailable', 'No credential', 'The stored repository credentials are incomplete.');
-      res.json({ username: c.username, password: c.password, expires_at: expires.toISOString(), repo_url: repoUrl });
-      return;
-    }
     // A token of this server goes only to a repository this server serves (or a local
     // path, which never sends it anywhere): never to a third-party host.
     if (!servedHere(project, repoUrl, sessionDepsOf(deps).apiUrl())) {
-      throw new DomainError('not_found', 'No credential', 'No credential is stored for this repository; it is cloned without one.');
+      throw new DomainError(
+        'not_found',
+        'No credential',
+        project.repo_credentials_enc
+          ? "This repository's stored credentials never enter a sandbox; it is cloned without a credential."
+          : 'No credential is stored for this repository; it is cloned without one.',
+      );
     }
     // Recorded against the sandbox: stopping, restarting or removing the session revokes it at once.
     const minted = await mintCloneCredential(deps.db, sandbox.sandbox_id, expires);

@@ -1,6 +1,9 @@
 /**
- * Smart HTTP for managed repositories, at `/git/<project slug or id>.git/...` (outside
- * /v1: git clients build these paths themselves):
+ * Smart HTTP for every project, at `/git/<project slug or id>.git/...` (outside /v1: git
+ * clients build these paths themselves): a managed repository is served as is; a project
+ * with a remote repository through its relay (infra/git/relay.ts: fetched from the remote
+ * before each advertisement, pushes relayed to the remote with the stored credentials,
+ * which never leave the server):
  *
  *   GET  .../info/refs?service=git-upload-pack|git-receive-pack   ref advertisement
  *   POST .../git-upload-pack                                      fetch / clone
@@ -10,7 +13,9 @@
  * of the project's account, or a project token of that project (the sessions' clone
  * credential is one). Missing or bad: 401 with `WWW-Authenticate: Basic realm="svc"`, so
  * git asks its credential helper. A project the caller cannot see is 404, like one that
- * does not exist. Pushes go through the pre-receive hook in infra/git/pre-receive.ts.
+ * does not exist. Pushes go through the pre-receive hook in infra/git/pre-receive.ts,
+ * told who pushes: a person, or an agent-grade credential (a sandbox's token or clone
+ * credential) bound to its session branch, the only ref it may move.
  */
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import path from 'node:path';
@@ -21,6 +26,9 @@ import { bodyOf, statusOf } from '../errors.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
+import { RelayRepos, relayDirOf, relayEnv } from '../../infra/git/relay.js';
+import { repoUrlPolicy } from '../../infra/git/url-policy.js';
+import type { RepoLocation } from '../../infra/git/port.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { runGitService } from '../git-http-stream.js';
@@ -66,6 +74,8 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
   hooks.catch((err: unknown) => deps.logger.error({ err: (err as Error).message }, 'could not install the git hooks'));
   const log = deps.logger.child({ component: 'git-http' });
   const guard = authGuardOf(deps.config);
+  const policy = repoUrlPolicy(deps.config);
+  const relays = new RelayRepos(relayDirOf(deps.config), policy);
 
   r.use((req: Request, res: Response, next: NextFunction) => {
     handle(req, res).catch((err: unknown) => {
@@ -101,31 +111,43 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     if (!principal) return void sendError(res, unauthorized(), { 'WWW-Authenticate': 'Basic realm="svc"' });
     const project = await visibleProject(principal, ref);
     // Every member may write; the hook still guards the default branch and session branches.
-    const repoPath = managedRepoPath(reposDir, project.project_id);
-    if (!(await managedRepoExists(repoPath))) {
-      log.error({ project_id: project.project_id }, 'managed repository missing on disk');
-      throw new DomainError('unavailable', 'Unavailable', 'The repository is not available on this server.');
+    const remote = project.repo_managed ? null : locationOf(project);
+    const advertising = action === 'info/refs';
+    let repoPath: string;
+    if (remote) {
+      // The remote as it is now, at the start of every fetch and push (and whenever the relay is missing).
+      repoPath = advertising || !(await relays.exists(project.project_id)) ? await relays.sync(remote, assertBranchName(project.default_branch)) : relays.path(project.project_id);
+    } else {
+      repoPath = managedRepoPath(reposDir, project.project_id);
+      if (!(await managedRepoExists(repoPath))) {
+        log.error({ project_id: project.project_id }, 'managed repository missing on disk');
+        throw new DomainError('unavailable', 'Unavailable', 'The repository is not available on this server.');
+      }
     }
     const proto = req.headers['git-protocol'];
     const env: Record<string, string> = {};
     if (typeof proto === 'string' && GIT_PROTOCOL.test(proto)) env.GIT_PROTOCOL = proto;
     const v2 = env.GIT_PROTOCOL?.split(':').includes('version=2') ?? false;
-    const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, env);
-    const advertise = action === 'info/refs';
+    const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
+    // A relayed push: the hook pushes what it accepted to the remote before any ref moves here.
+    if (remote && service === 'git-receive-pack' && !advertising) Object.assign(env, relayEnv(remote, policy));
     await runGitService(req, res, {
-      args: [...base, '--stateless-rpc', ...(advertise ? ['--advertise-refs'] : []), repoPath],
+      args: [...base, '--stateless-rpc', ...(advertising ? ['--advertise-refs'] : []), repoPath],
       env,
-      contentType: advertise ? `application/x-${service}-advertisement` : `application/x-${service}-result`,
-      ...(advertise && !(v2 && service === 'git-upload-pack') ? { prefix: banner(service) } : {}),
-      input: !advertise,
+      contentType: advertising ? `application/x-${service}-advertisement` : `application/x-${service}-result`,
+      ...(advertising && !(v2 && service === 'git-upload-pack') ? { prefix: banner(service) } : {}),
+      input: !advertising,
       maxInputBytes: service === 'git-receive-pack' ? deps.config.SVC_GIT_MAX_PUSH_BYTES : (opts.maxFetchRequestBytes ?? 64 * 1024 * 1024),
       idleTimeoutMs: opts.idleTimeoutMs ?? deps.config.SVC_GIT_IDLE_TIMEOUT_SECONDS * 1000,
       logger: log,
     });
   }
 
-  async function receivePackArgs(project: ProjectRecord, env: Record<string, string>): Promise<string[]> {
+  async function receivePackArgs(project: ProjectRecord, principal: Principal, env: Record<string, string>): Promise<string[]> {
     env.SVC_DEFAULT_BRANCH = assertBranchName(project.default_branch);
+    // An agent without a live session (its sandbox row gone) names no branch: the hook then refuses every ref.
+    env.SVC_PUSHER = principal.grade;
+    env.SVC_PUSHER_BRANCH = principal.grade === 'agent' && principal.session_id ? assertBranchName(principal.session_id) : '';
     const dir = await hooks;
     return ['-c', `core.hooksPath=${dir}`, '-c', 'receive.advertisePushOptions=false', 'receive-pack'];
   }
@@ -146,8 +168,16 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
       if (err instanceof DomainError && (err.code === 'forbidden' || err.code === 'not_found')) throw notFound('Repository');
       throw err;
     }
-    if (!project.repo_managed) throw notFound('Repository');
+    if (!project.repo_managed && !project.repo_url) throw notFound('Repository');
     return project;
+  }
+
+  /** A remote project's repository, with its stored credentials (they stay in this process and its git children). */
+  function locationOf(project: ProjectRecord): RepoLocation {
+    const credentials = project.repo_credentials_enc
+      ? (JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
+      : undefined;
+    return { projectId: project.project_id, url: project.repo_url ?? '', ...(credentials ? { credentials } : {}) };
   }
 
   return r;

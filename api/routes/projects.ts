@@ -10,6 +10,7 @@ import { createProject, deleteProject, listProjectsForUser, projectsById } from 
 import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { mintToken } from '../../services/tokens/service.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
+import { relayDirOf } from '../../infra/git/relay.js';
 import type { Request } from 'express';
 
 /**
@@ -126,7 +127,7 @@ export function projectRoutes(deps: ApiDeps): Router {
   r.delete('/:projectId', async (req, res) => {
     if (principalOf(req).project_id) throw new DomainError('forbidden', 'Forbidden', 'Project tokens cannot delete projects; use a user token.');
     const project = await resolveProject(deps.db, req);
-    await deleteProject({ db: deps.db, reposDir: reposDirOf(deps.config), logger: deps.logger }, project);
+    await deleteProject({ db: deps.db, reposDir: reposDirOf(deps.config), relayDir: relayDirOf(deps.config), logger: deps.logger }, project);
     res.status(204).end();
   });
 

@@ -12,6 +12,10 @@ import { liveTarget, touchSession, type LiveTarget } from '../../services/sessio
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
 import { proxiedSocketsOf } from '../proxy-sockets.js';
+import { assertMay } from '../../services/tokens/agent-policy.js';
+
+/** Agents do not drive sessions, their own included: the proxy is a person's way in. */
+const PROXY_ACTION = { kind: 'other', what: 'use the session proxy' } as const;
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -57,6 +61,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
   r.use(['/agent', '/preview/:port'], requireAuth(deps.db, authGuardOf(deps.config)));
   const handler = (kind: 'agent' | 'preview') => async (req: Request, res: Response, next: NextFunction) => {
     try {
+      assertMay(req.principal!, PROXY_ACTION);
       const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
       const project = await resolveProject(deps.db, req);
       const s = sessionDepsOf(deps);
@@ -120,6 +125,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
       const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
+      assertMay(principal, PROXY_ACTION);
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
       const project = await resolveProject(deps.db, fake);

@@ -6,22 +6,31 @@
  * Anything it prints on stderr reaches the pusher as `remote: ...`; a non-zero exit
  * refuses every ref of the push.
  *
- * Rules (SVC_DEFAULT_BRANCH comes from the server, already validated):
+ * The server says who pushes (SVC_DEFAULT_BRANCH, SVC_PUSHER, SVC_PUSHER_BRANCH come
+ * from api/routes/git-http.ts, already validated; missing or unknown: the push is refused):
+ *  - `refs/svc/*` is the server's own namespace: nobody pushes there;
  *  - the default branch is never created, updated or deleted by a push, except by the
- *    very first push into an empty repository;
+ *    very first push into an empty repository (by a person);
  *  - a session branch (a uuid name) is never deleted or moved to a commit that does not
- *    contain its current tip: no rewriting history.
- * Tags and other branches are not the service's business.
+ *    contain its current tip: no rewriting history;
+ *  - an agent (SVC_PUSHER=agent, an agent-grade credential) pushes only its own session
+ *    branch (SVC_PUSHER_BRANCH): create or fast-forward, nothing else, no tags.
+ * For people, tags and other branches are not the service's business.
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { chmod, mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { redact } from '../../lib/git-run.js';
+import { relayAuth, relayLocationFromEnv } from './relay.js';
+import type { RepoLocation } from './port.js';
 
 export const CR_ONLY_MESSAGE =
   'the default branch moves only through change requests: push a branch and open one with `svc cr open`';
 export const NO_REWRITE_MESSAGE = 'no rewriting history: a session branch accepts only fast-forward pushes and is never deleted';
+export const AGENT_BRANCH_MESSAGE = 'agent credentials push only their own session branch';
+export const SVC_NAMESPACE_MESSAGE = 'refs/svc/ belongs to the server: nobody pushes there';
 
 const SESSION_BRANCH = /^refs\/heads\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -33,6 +42,9 @@ export interface RefUpdate {
   ref: string;
 }
 
+/** Who pushes: a person (the spec's rights) or an agent bound to its session branch. */
+export type Pusher = { kind: 'person' } | { kind: 'agent'; branch: string };
+
 export interface RepoFacts {
   /** No ref at all before this push. */
   empty(): boolean;
@@ -40,11 +52,15 @@ export interface RepoFacts {
 }
 
 /** The refusals for a push, one line each (empty: accept). Pure but for the two facts. */
-export function checkPush(updates: RefUpdate[], defaultBranch: string, facts: RepoFacts): string[] {
+export function checkPush(updates: RefUpdate[], defaultBranch: string, facts: RepoFacts, pusher: Pusher): string[] {
   const refusals: string[] = [];
   const defaultRef = `refs/heads/${defaultBranch}`;
   for (const u of updates) {
-    if (u.ref === defaultRef) {
+    if (u.ref.startsWith('refs/svc/')) {
+      refusals.push(`${u.ref}: ${SVC_NAMESPACE_MESSAGE}`);
+    } else if (pusher.kind === 'agent' && u.ref !== `refs/heads/${pusher.branch}`) {
+      refusals.push(`${u.ref}: ${u.ref === defaultRef ? CR_ONLY_MESSAGE : `${AGENT_BRANCH_MESSAGE} (refs/heads/${pusher.branch})`}`);
+    } else if (u.ref === defaultRef) {
       const firstPush = isZero(u.old) && !isZero(u.next) && facts.empty();
       if (!firstPush) refusals.push(`${u.ref}: ${CR_ONLY_MESSAGE}`);
     } else if (SESSION_BRANCH.test(u.ref) && !isZero(u.old)) {
@@ -72,8 +88,17 @@ function git(args: string[]): { code: number | null; stdout: string } {
   return { code: r.status, stdout: r.stdout ?? '' };
 }
 
+/** The pusher the server named, or null (refuse) when it named none or something else. */
+export function pusherFrom(env: NodeJS.ProcessEnv): Pusher | null {
+  if (env.SVC_PUSHER === 'person') return { kind: 'person' };
+  const branch = env.SVC_PUSHER_BRANCH ?? '';
+  if (env.SVC_PUSHER === 'agent' && SESSION_BRANCH.test(`refs/heads/${branch}`)) return { kind: 'agent', branch };
+  return null;
+}
+
 function main(): number {
   const defaultBranch = process.env.SVC_DEFAULT_BRANCH ?? '';
+  const pusher = pusherFrom(process.env);
   let input = '';
   try {
     input = readFileSync(0, 'utf8'); // the whole input is a few lines
@@ -81,7 +106,7 @@ function main(): number {
     input = '';
   }
   const updates = parseUpdates(input);
-  if (updates === null || !defaultBranch) {
+  if (updates === null || !defaultBranch || !pusher) {
     process.stderr.write('svc: this push could not be checked; try again\n');
     return 1;
   }
@@ -89,9 +114,43 @@ function main(): number {
   const refusals = checkPush(updates, defaultBranch, {
     empty: () => (empty ??= git(['for-each-ref', '--count=1', '--format=%(refname)']).stdout.trim() === ''),
     isAncestor: (a, d) => git(['merge-base', '--is-ancestor', '--end-of-options', a, d]).code === 0,
+  }, pusher);
+  if (refusals.length > 0) {
+    process.stderr.write(refusals.map((r) => `svc: refused ${r}\n`).join(''));
+    return 1;
+  }
+  const relay = relayLocationFromEnv(process.env);
+  return relay && updates.length > 0 ? relayPush(updates, relay) : 0;
+}
+
+/** The `git push` arguments that relay `updates` to the remote: atomic, each leased on its old value. */
+export function relayPushArgs(updates: RefUpdate[], url: string): string[] {
+  const leases = updates.map((u) => `--force-with-lease=${u.ref}:${isZero(u.old) ? '' : u.old}`);
+  const specs = updates.map((u) => (isZero(u.next) ? `:${u.ref}` : `${u.next}:${u.ref}`));
+  return ['push', '--porcelain', '--atomic', '--no-verify', ...leases, '--end-of-options', url, ...specs];
+}
+
+/**
+ * A relayed push (infra/git/relay.ts): the accepted commands go to the remote first, with
+ * the objects still in quarantine; only if the remote takes them all do the relay's refs
+ * move. The remote's refusal reaches the pusher, its credentials never do.
+ */
+function relayPush(updates: RefUpdate[], location: RepoLocation): number {
+  const auth = relayAuth(location);
+  const r = spawnSync('git', [...auth.configArgs, '-c', 'http.followRedirects=false', ...relayPushArgs(updates, location.url)], {
+    encoding: 'utf8',
+    env: { ...process.env, ...auth.env, GIT_TERMINAL_PROMPT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    shell: false,
+    timeout: 300_000,
   });
-  if (refusals.length === 0) return 0;
-  process.stderr.write(refusals.map((r) => `svc: refused ${r}\n`).join(''));
+  if (r.status === 0) return 0;
+  const said = redact(`${r.stdout ?? ''}\n${r.stderr ?? ''}`, auth.secrets)
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('To ') && l !== 'Done')
+    .slice(0, 20);
+  process.stderr.write(`svc: the project's repository refused this push\n${said.map((l) => `svc:   ${l}\n`).join('')}`);
   return 1;
 }
 

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { DomainError } from '../../domain/errors.js';
 import { pgCode, type Db, type Executor } from '../../infra/db/db.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { createManagedRepo, managedRepoPath, removeManagedRepo } from '../../infra/git/managed-repo.js';
+import { relayRepoPath } from '../../infra/git/relay.js';
 import type { Logger } from '../../lib/logger.js';
 import { accountsOfUser } from '../accounts/service.js';
 import { projectQueries, type NewProject } from '../../sql/queries/projects.js';
@@ -86,8 +88,14 @@ export async function createProject(deps: ProjectDeps, input: CreateProjectInput
 }
 
 /** Deletes the project, everything that cascades from it, and its managed repository. */
-export async function deleteProject(deps: ProjectDeps & { logger: Logger }, project: ProjectRecord): Promise<void> {
+export async function deleteProject(deps: ProjectDeps & { logger: Logger; relayDir?: string }, project: ProjectRecord): Promise<void> {
   await removeProject(deps.db, project.project_id);
+  // A remote project's relay repository (infra/git/relay.ts), if smart HTTP ever made one.
+  if (!project.repo_managed && deps.relayDir) {
+    await rm(relayRepoPath(deps.relayDir, project.project_id), { recursive: true, force: true }).catch((err: unknown) =>
+      deps.logger.warn({ project_id: project.project_id, err: (err as Error).message }, 'could not remove a relay repository'),
+    );
+  }
   if (project.repo_managed) {
     await removeManagedRepo(managedRepoPath(deps.reposDir, project.project_id)).catch((err: unknown) =>
       deps.logger.warn({ project_id: project.project_id, err: (err as Error).message }, 'could not remove a managed repository'),

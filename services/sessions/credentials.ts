@@ -10,10 +10,12 @@ import { sandboxCredentialQueries as q } from '../../sql/queries/sessions.js';
  *  - SVC_TOKEN, the sandbox service key: not a PAT (its prefix is `svc_sbx_`, it has no
  *    row in `tokens`), kept as a sha256 (to authenticate the daemon's calls to the
  *    clone-credential route) and sealed (to sign X-Svc-User-Context for the proxy);
- *  - a project token (`svc_pat_`) bound to the project and, through this table, to the
- *    session, acting as the launching user: SVC_CLI_TOKEN = SVC_EXECUTOR_TOKEN.
- * Clone credentials minted with the key (15-minute project tokens, `tokens.sandbox_id`)
- * are revoked with them.
+ *  - an agent-grade project token (`svc_pat_`) bound to the project and naming the
+ *    sandbox (so, through this table, the session), acting as the launching user:
+ *    SVC_CLI_TOKEN = SVC_EXECUTOR_TOKEN.
+ * Clone credentials minted with the key (15-minute agent-grade project tokens,
+ * `tokens.sandbox_id`) are revoked with them. Everything here is obtainable inside the
+ * sandbox, so nothing here can merge (services/tokens/agent-policy.ts).
  */
 export const SANDBOX_KEY_PREFIX = 'svc_sbx_';
 /** The sandbox's model-gateway key (SVC_LLM_API_KEY): accepted by `/v1/llm` only, revoked with the sandbox. */
@@ -32,7 +34,7 @@ export async function mintSandboxCredentials(
 ): Promise<SandboxCredentials> {
   const serviceKey = SANDBOX_KEY_PREFIX + randomBytes(32).toString('base64url');
   const llmKey = LLM_KEY_PREFIX + randomBytes(32).toString('base64url');
-  const cli = await mintToken(tx, { userId: c.userId, projectId: c.projectId, name: `session ${c.sessionId}` });
+  const cli = await mintToken(tx, { userId: c.userId, projectId: c.projectId, name: `session ${c.sessionId}`, agent: { sandboxId: c.sandboxId } });
   await tx.run(
     q.insert({
       sandboxId: c.sandboxId,

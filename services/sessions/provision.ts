@@ -156,13 +156,15 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
 }
 
 /**
- * The repo URL a sandbox clones: the project's, or, for a managed repo, this server's git
- * endpoint as sandboxes reach it (from the configuration, never the repo_url stored at
- * creation: a row written before SVC_PUBLIC_HOSTS may hold a Host header's choice, and
- * sandboxes send clone credentials to this URL).
+ * The URL a sandbox clones, fetches and pushes: this server's smart HTTP, for a remote
+ * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
+ * sandbox, and every push is checked before the remote sees it. A local repository
+ * (`file://`, a path) is still cloned as is (see docs/git-http.md "Relay"). The server's
+ * URL comes from the configuration, never the repo_url stored at creation (a row written
+ * before SVC_PUBLIC_HOSTS may hold a Host header's choice, and sandboxes send credentials to it).
  */
 export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  if (project.repo_url && !project.repo_managed) return project.repo_url;
+  if (project.repo_url && !project.repo_managed && (/^file:/i.test(project.repo_url) || project.repo_url.startsWith('/'))) return project.repo_url;
   return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 

@@ -9,6 +9,13 @@ import { tokenQueries } from '../../sql/queries/accounts.js';
  */
 export const TOKEN_PREFIX = 'svc_pat_';
 
+/**
+ * `person`: a user token, or a project token a user minted (`POST .../cli-token`): the
+ * spec's rights. `agent`: a credential handed to a sandbox (its SVC_CLI_TOKEN, a clone
+ * credential): what services/tokens/agent-policy.ts allows, never a merge.
+ */
+export type TokenGrade = 'person' | 'agent';
+
 export interface Principal {
   token_id: string;
   user_id: string;
@@ -16,6 +23,13 @@ export interface Principal {
   user_name: string;
   /** Set for project tokens: the one project this token may touch. */
   project_id: string | null;
+  grade: TokenGrade;
+  /**
+   * Agent tokens: the sandbox and session they were minted for (null otherwise). The
+   * session id is also the one branch the agent may push.
+   */
+  sandbox_id: string | null;
+  session_id: string | null;
 }
 
 export const hashToken = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
@@ -36,8 +50,16 @@ export const newTokenValue = (): string => TOKEN_PREFIX + randomBytes(32).toStri
 
 export async function mintToken(
   db: Executor,
-  opts: { userId: string; projectId?: string | null; name?: string; expiresAt?: Date | null },
+  opts: {
+    userId: string;
+    projectId?: string | null;
+    name?: string;
+    expiresAt?: Date | null;
+    /** An agent token is bound to a project and names the sandbox it is minted for. */
+    agent?: { sandboxId: string };
+  },
 ): Promise<MintedToken> {
+  if (opts.agent && !opts.projectId) throw new Error('an agent token is bound to a project');
   const token = newTokenValue();
   const row = await db.one<{ token_id: string; name: string; project_id: string | null; created_at: Date; expires_at: Date | null }>(
     tokenQueries.insert({
@@ -47,6 +69,8 @@ export async function mintToken(
       name: opts.name ?? '',
       hash: hashToken(token),
       expiresAt: opts.expiresAt ?? null,
+      grade: opts.agent ? 'agent' : 'person',
+      sandboxId: opts.agent?.sandboxId ?? null,
     }),
   );
   return {

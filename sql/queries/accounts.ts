@@ -29,10 +29,19 @@ export const accountQueries = {
 };
 
 export const tokenQueries = {
-  insert: (t: { tokenId: string; userId: string; projectId: string | null; name: string; hash: Buffer; expiresAt: Date | null }): Query => ({
-    text: `INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at)
-      VALUES ($1, $2, $3, $4, $5, $6) RETURNING token_id, name, project_id, created_at, expires_at`,
-    values: [t.tokenId, t.userId, t.projectId, t.name, t.hash, t.expiresAt],
+  insert: (t: {
+    tokenId: string;
+    userId: string;
+    projectId: string | null;
+    name: string;
+    hash: Buffer;
+    expiresAt: Date | null;
+    grade: 'person' | 'agent';
+    sandboxId: string | null;
+  }): Query => ({
+    text: `INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at, grade, sandbox_id)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING token_id, name, project_id, created_at, expires_at`,
+    values: [t.tokenId, t.userId, t.projectId, t.name, t.hash, t.expiresAt, t.grade, t.sandboxId],
   }),
   /** Of `tokenIds`, those no longer live (revoked, expired or deleted): their feeds are closed. */
   deadAmong: (tokenIds: string[]): Query => ({
@@ -42,11 +51,13 @@ export const tokenQueries = {
         AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))`,
     values: [tokenIds],
   }),
-  /** A live token by the hash of its value, with its owner. */
+  /** A live token by the hash of its value, with its owner, its grade and (agent tokens) its sandbox and session. */
   byHash: (hash: Buffer): Query => ({
     name: 'token_by_hash',
-    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name
+    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
+        t.grade, t.sandbox_id, c.session_id
       FROM tokens t JOIN users u USING (user_id)
+        LEFT JOIN sandbox_credentials c ON c.sandbox_id = t.sandbox_id
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     values: [hash],
   }),

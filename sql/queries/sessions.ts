@@ -181,16 +181,16 @@ export const sandboxCredentialQueries = {
     values: [sandboxId],
   }),
   /**
-   * A clone credential: a project token for the sandbox's project and user, naming the
-   * sandbox, minted only while the sandbox's key is live. FOR SHARE orders it against a
+   * A clone credential: an agent-grade project token for the sandbox's project and user,
+   * naming the sandbox, minted only while the sandbox's key is live. FOR SHARE orders it against a
    * revocation: one that committed first leaves nothing to mint from; one that waits on
    * this lock then revokes the new row too (its tokens statement runs after, see below).
    */
   mintCloneToken: (t: { sandboxId: string; tokenId: string; name: string; hash: Buffer; expiresAt: Date }): Query => ({
     text: `WITH live AS (SELECT sandbox_id, project_id, user_id FROM sandbox_credentials
         WHERE sandbox_id = $1 AND revoked_at IS NULL FOR SHARE)
-      INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at, sandbox_id)
-      SELECT $2, user_id, project_id, $3, $4, $5, sandbox_id FROM live
+      INSERT INTO tokens (token_id, user_id, project_id, name, token_hash, expires_at, sandbox_id, grade)
+      SELECT $2, user_id, project_id, $3, $4, $5, sandbox_id, 'agent' FROM live
       RETURNING token_id, expires_at`,
     values: [t.sandboxId, t.tokenId, t.name, t.hash, t.expiresAt],
   }),

@@ -82,7 +82,7 @@ async function standaloneFeed(feedUnderTest: ReturnType<typeof createEventsFeed>
   // A live token: feeds close when their token is revoked (or has no row).
   const { token_id } = await mintToken(standaloneUser.db, { userId: standaloneUser.id, name: 'standalone-feed' });
   app.use('/v1/projects/:projectId/events', (req, _res, next) => {
-    req.principal = { token_id, user_id: standaloneUser.id, email: 'owner@example.test', user_name: 'Owner', project_id: null };
+    req.principal = { token_id, user_id: standaloneUser.id, email: 'owner@example.test', user_name: 'Owner', project_id: null, grade: 'person', sandbox_id: null, session_id: null };
     next();
   }, feedUnderTest.routes({ db: standaloneUser.db } as ApiDeps));
   const server = http.createServer(app);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -8,42 +8,51 @@ import { client } from '../../support/http.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { killSandboxes, killSandboxesUnder, pidAlive, waitForStatus } from '../../support/sessions.js';
-import { startGitHttpServer, type GitHttpServer } from '../../agentd/support/git-http-server.js';
+import { authedUrl } from '../../support/git-client.js';
 import { skipUnlessCi } from '../../support/skip.js';
+import { managedRepoPath } from '../../../infra/git/managed-repo.js';
+import { AGENT_CANNOT_MERGE_MESSAGE } from '../../../services/tokens/agent-policy.js';
 
 /**
  * End to end with the real `opencode serve` (the opencode-ai devDependency) on the
- * `process` provider, against a repository served over authenticated smart HTTP: the
- * sandbox clones and pushes only with credentials its daemon fetched just in time.
+ * `process` provider, against a managed repository on the server's authenticated smart
+ * HTTP: the sandbox clones and pushes only with agent-grade credentials its daemon fetched
+ * just in time, and cannot merge its own CR (a person does).
  */
 describe('sessions end to end with the real opencode runtime (e2e)', function () {
   this.timeout(240_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
   let srv: TestServer;
   let repo: FixtureRepo;
-  let git: GitHttpServer;
 
   before(async function () {
     if (!existsSync(opencode)) {
       skipUnlessCi(this, `${opencode} is not installed`);
     }
     repo = await fixtureRepo();
-    git = await startGitHttpServer(path.dirname(repo.bare), 'agent-user', 's3cret-pass');
     srv = await startTestServer({ env: { SVC_AGENT_RUNTIME: opencode } });
   });
   after(async () => {
     if (srv) await killSandboxes(srv.db);
     await srv?.stop();
     if (srv) await killSandboxesUnder(srv.dataDir);
-    await git?.close();
     await repo?.cleanup();
   });
 
   it('create → running → the agent answers through the proxy → push + cr open from inside → stop → restart → rm', async () => {
     const api = client(srv.url, srv.token);
-    const p = await api.post('/v1/projects', { name: 'e2e', slug: 'e2e', repo_url: `${git.url.replace('http://', 'http://agent-user:s3cret-pass@')}/remote.git` });
+    const p = await api.post('/v1/projects', { name: 'e2e', slug: 'e2e' });
     expect(p.status, JSON.stringify(p.body)).to.equal(201);
-    expect(p.body.project.repo_url).to.not.include('s3cret');
+    // A person's first push fills the managed repository (async: the server is in this process).
+    await promisify(execFile)('git', ['push', '-q', authedUrl(p.body.project.repo_url, srv.token), 'main'], { cwd: repo.work });
+    const managed = managedRepoPath(path.join(srv.dataDir, 'repos'), p.body.project.project_id);
+    const tip = (ref: string) => {
+      try {
+        return execFileSync('git', ['rev-parse', '--verify', '-q', `refs/heads/${ref}`], { cwd: managed, encoding: 'utf8' }).trim();
+      } catch {
+        return null;
+      }
+    };
     const sessions = '/v1/projects/e2e/sessions';
 
     const created = await api.post(sessions, { prompt: 'say hello' });
@@ -57,8 +66,8 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
     // The daemon's health through the proxy: cloned on branch = session id at the base tip.
     const health = await api.get(`${one}/agent/svc/health`);
     expect(health.status).to.equal(200);
-    expect(health.body).to.include({ daemon: 'ok', branch: id, commit: repo.tip('main') });
-    expect(health.body.repo).to.not.include('s3cret');
+    expect(health.body).to.include({ daemon: 'ok', branch: id, commit: tip('main') });
+    expect(health.body.repo).to.not.include('svc_pat_');
 
     // The agent answers through the server (503 while opencode boots).
     const deadline = Date.now() + 90_000;
@@ -84,7 +93,7 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
       readFileSync(`/proc/${row.ref}/environ`, 'utf8').split('\0').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
     );
     expect(Object.keys(env).filter((k) => /PASSWORD|GIT_TOKEN|DATABASE_URL|SECRET_KEY/.test(k))).to.deep.equal([]);
-    expect(JSON.stringify(env)).to.not.include('s3cret');
+    expect(JSON.stringify(env)).to.not.include(srv.token);
     const ws = env.SVC_WORKSPACE!;
     // Async: the git server and the API answering these commands live in this process.
     const run = promisify(execFile);
@@ -92,20 +101,29 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
     writeFileSync(path.join(ws, 'agent-work.txt'), 'made in the sandbox\n');
     await inSandbox('git', ['add', 'agent-work.txt']);
     await inSandbox('git', ['-c', 'user.name=agent', '-c', 'user.email=agent@example.test', 'commit', '-q', '-m', 'agent work']);
-    const usersBefore = git.users.length;
     await inSandbox('git', ['push', '-q', 'origin', 'HEAD']);
-    expect(git.users.length, 'the push authenticated with a fetched credential').to.be.greaterThan(usersBefore);
-    expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).to.not.include('s3cret');
+    // It authenticated with fetched clone credentials, all agent-grade; none is in .git/config.
+    const creds = await srv.db.db.rows<{ grade: string }>({ text: "SELECT grade FROM tokens WHERE name = 'clone-credential'", values: [] });
+    expect(creds.length).to.be.greaterThan(0);
+    expect(creds.every((c) => c.grade === 'agent')).to.equal(true);
+    expect(readFileSync(path.join(ws, '.git', 'config'), 'utf8')).to.not.include('svc_pat_');
     const pushed = (await inSandbox('git', ['rev-parse', 'HEAD'])).trim();
-    expect(repo.tip(id)).to.equal(pushed);
+    expect(tip(id)).to.equal(pushed);
     const cr = JSON.parse(await inSandbox('svc', ['cr', 'open', '--title', 'x', '--json']));
     expect(cr).to.include({ title: 'x', head_ref: id, base_ref: 'main', origin_session_id: id, head_commit_sha: pushed });
 
-    // The user merges it: only so does the agent's work reach main.
-    expect(repo.tip('main')).to.not.equal(pushed);
+    // The agent cannot merge it (exit 1, the message on stderr); the user merges it: only so
+    // does the agent's work reach main.
+    const selfMerge = await inSandbox('svc', ['cr', 'merge', String(cr.number)]).then(
+      () => null,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(selfMerge?.code).to.equal(1);
+    expect(selfMerge?.stderr).to.contain(AGENT_CANNOT_MERGE_MESSAGE);
+    expect(tip('main')).to.not.equal(pushed);
     const merged = await api.post(`/v1/projects/e2e/change-requests/${cr.number}/merge`, {});
     expect(merged.status, JSON.stringify(merged.body)).to.equal(200);
-    expect(repo.tip('main')).to.equal(pushed);
+    expect(tip('main')).to.equal(pushed);
 
     // Stop: the sandbox's credentials die at once.
     const oldSvc = env.SVC_TOKEN!;
@@ -138,7 +156,7 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
     const deadline4 = Date.now() + 15_000;
     while (existsSync(path.dirname(ws)) && Date.now() < deadline4) await new Promise((r) => setTimeout(r, 100));
     expect(existsSync(path.dirname(ws)), 'workspace removed').to.equal(false);
-    expect(repo.tip(id)).to.equal(pushed);
+    expect(tip(id)).to.equal(pushed);
     expect((await api.get(`/v1/projects/e2e/change-requests/${cr.number}`)).body.change_request.origin_session_id).to.equal(null);
   });
 });
