@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import type { GitEngine, ProjectRepo } from '../../infra/git/port.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { nodePushApplies, parseAdvertisement, parseReport } from '../../infra/git/http-push.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
