@@ -31,6 +31,8 @@ export class RemotePublisher {
       credentials: { username: string; password: string } | null;
       timeoutMs: number;
       log: Logger | undefined;
+      /** false: every push is a `git push`. */
+      nodePush: boolean;
     },
   ) {}
 
@@ -140,8 +142,8 @@ export class RemotePublisher {
   }
 
   /**
-   * The Node push (./http-push.ts) where it applies: an http(s) URL, none of git's http
-   * variables in git's environment, not given up on for this repository. Null when it was
+   * The Node push (./http-push.ts) where it applies: turned on, an http(s) URL, none of
+   * git's http variables in git's environment, not given up on for this repository. Null when it was
    * not tried or could not push with nothing sent (then `git push` runs; a Node push that
    * could not is not tried again for a while).
    */
@@ -150,7 +152,7 @@ export class RemotePublisher {
     leases: Array<{ ref: string; expected: string | null }>,
     haves: string[],
   ): Promise<Exclude<HttpPushOutcome, { kind: 'fallback' }> | null> {
-    if (Date.now() < this.nodePushAfter || !nodePushApplies(this.transport.url)) return null;
+    if (!this.o.nodePush || Date.now() < this.nodePushAfter || !nodePushApplies(this.transport.url)) return null;
     await this.o.mirror.ensureCreated();
     const t = this.o.policy ? await checkRepoUrl(this.transport.url, this.o.policy, { hasCredentials: this.o.hasCredentials }) : null;
     step('git: push: policy');

@@ -34,6 +34,8 @@ export interface OpenProjectRepoOptions {
    * http(s) calls are pinned to the addresses that were checked. Absent: syntax checks only.
    */
   policy?: RepoUrlPolicy;
+  /** false: pushes always run `git push`, never the Node push (./http-push.ts). Default true. */
+  nodePush?: boolean;
 }
 
 /**
@@ -71,7 +73,7 @@ class RemoteProjectRepo implements ProjectRepo {
     this.log = opts.logger?.child({ component: 'git-remote', project_id: opts.location.projectId });
     const common = { mirror: this.mirror, policy: opts.policy, hasCredentials, timeoutMs, log: this.log };
     this.transport = new RemoteTransport(url, { ...common, auth: gitAuth(opts.location, { allowHttp }) });
-    this.publisher = new RemotePublisher(this.transport, { ...common, credentials: sendableCredentials(opts.location, { allowHttp }) });
+    this.publisher = new RemotePublisher(this.transport, { ...common, credentials: sendableCredentials(opts.location, { allowHttp }), nodePush: opts.nodePush ?? true });
     this.commits = new MirrorCommits(this.mirror, () => this.transport.fetchAll());
     this.lsRemote = new LsRemoteBatcher((names) => this.transport.lsRemoteHeads(names));
   }
