@@ -9,7 +9,7 @@ import type { GitEngine, ProjectRepo } from '../../infra/git/port.js';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { cutSessionBranch } from '../../services/sessions/branch-cut.js';
-import { runGit } from '../../lib/git-run.js';
+import { cleanEnv, runGit } from '../../lib/git-run.js';
 import { silentLogger as logger } from '../../lib/logger.js';
 import { git, gitOk, authedUrl, workDir } from '../support/git-client.js';
 import { startTestServer } from '../support/server.js';
@@ -134,7 +134,7 @@ forEachEngine(engines, 'server-side git runs nothing a file:// repository carrie
   });
   afterEach(() => rm(root, { recursive: true, force: true }));
 
-  it('the traps are live: plain git in the repository runs its hooks, fsmonitor-free update-ref and its filters', async () => {
+  it('the traps are live: plain git in the repository runs its hooks and its filters', async () => {
     await gitOk(origin, ['update-ref', 'refs/heads/probe', main]);
     await gitOk(origin, ['archive', '--format=tar', '-o', path.join(root, 'probe.tar'), main]);
     const ran = await trap.ran();
@@ -197,6 +197,19 @@ describe('server-side git runs nothing a repository carries: the runner', () => 
     } finally {
       await rm(root, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the runner keeps a caller’s own GIT_CONFIG_COUNT pairs', () => {
+  it('agentd’s credential helper (two env pairs) follows the hardened ones; no pair is lost or renumbered over', async () => {
+    const env = cleanEnv({ GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '', GIT_CONFIG_KEY_1: 'credential.helper', GIT_CONFIG_VALUE_1: 'theirs', OTHER: 'x' });
+    const n = Number(env.GIT_CONFIG_COUNT);
+    const pairs = Array.from({ length: n }, (_, i) => [env[`GIT_CONFIG_KEY_${i}`], env[`GIT_CONFIG_VALUE_${i}`]]);
+    expect(pairs.slice(-2)).to.deep.equal([['credential.helper', ''], ['credential.helper', 'theirs']]);
+    expect(pairs).to.deep.include(['core.hooksPath', '/dev/null']);
+    expect(env.OTHER).to.equal('x');
+    const r = await runGit(['config', '--get-all', 'credential.helper'], { cwd: os.tmpdir(), env: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: 'theirs' } });
+    expect(r.stdout.toString().split('\n').slice(0, -1)).to.deep.equal(['', 'theirs']);
   });
 });
 
