@@ -29,7 +29,8 @@ export const isGitCommandError = (e: unknown): e is GitCommandError => e instanc
 /**
  * The one place that starts git. Arguments are always an array (no shell), the
  * environment is built from scratch so the host's git config, prompts, locale and any
- * GIT_DIR-style variables of the parent cannot change an outcome, and results are read
+ * GIT_DIR-style variables of the parent cannot change an outcome, no hook or
+ * command-running setting of a repository runs (HARDENED_CONFIG), and results are read
  * from the exit code and stdout bytes only.
  */
 export interface GitRunOptions {
@@ -63,12 +64,72 @@ export interface GitResult {
 /** Variables taken from the parent: enough to find git and ssh, nothing that steers git. */
 const INHERITED = ['PATH', 'HOME', 'TMPDIR', 'SSH_AUTH_SOCK', 'GIT_SSH_COMMAND', 'GIT_EXEC_PATH'] as const;
 
+/**
+ * Configuration every git started here runs with, at command scope (it wins over a
+ * repository's own config file; a caller's later `-c` wins over it): git runs nothing a
+ * repository carries. Hooks are off (`core.hooksPath=/dev/null`: the managed repository's
+ * pre-receive is the one hook, given by the caller on the command line), and each key that
+ * names a command to run is set to nothing or to a harmless constant. Drivers keyed by a
+ * name of the repository's choosing (`filter.<x>.*`, `merge.<x>.driver`,
+ * `diff.<x>.textconv`) cannot be listed here: the server only ever runs git on
+ * repositories whose config file is its own (managed repositories, mirrors, and the view
+ * of a `file://` repository: infra/git/local-view.ts), and diffs run with
+ * `--no-ext-diff --no-textconv`. git >= 2.31 reads these variables.
+ */
+export const HARDENED_CONFIG: ReadonlyArray<readonly [string, string]> = [
+  ['core.hooksPath', '/dev/null'],
+  ['core.fsmonitor', 'false'],
+  ['core.sshCommand', 'ssh'],
+  ['core.pager', 'cat'],
+  ['core.editor', ':'],
+  ['core.askPass', ''],
+  ['core.attributesFile', '/dev/null'],
+  // Empty would make git try to run "" (and complain); `true` lists no alternate refs.
+  ['core.alternateRefsCommand', 'true'],
+  // An empty value empties the helper list; a caller's helper (a later `-c`) is added after it.
+  ['credential.helper', ''],
+  ['commit.gpgSign', 'false'],
+  ['tag.gpgSign', 'false'],
+  ['push.gpgSign', 'false'],
+  // Transports: the usual ones; never `ext::` (runs a command) or `fd::`.
+  ['protocol.allow', 'never'],
+  ['protocol.file.allow', 'always'],
+  ['protocol.git.allow', 'always'],
+  ['protocol.http.allow', 'always'],
+  ['protocol.https.allow', 'always'],
+  ['protocol.ssh.allow', 'always'],
+  ['protocol.ext.allow', 'never'],
+  ['protocol.fd.allow', 'never'],
+];
+
+/**
+ * `GIT_CONFIG_COUNT`/`KEY_n`/`VALUE_n` for HARDENED_CONFIG followed by the pairs the
+ * caller's own variables carry (agentd's credential helper): both stay, ours first.
+ */
+function configEnv(extra: Record<string, string>): Record<string, string> {
+  const pairs: Array<readonly [string, string]> = [...HARDENED_CONFIG];
+  const theirs = Number(extra.GIT_CONFIG_COUNT ?? 0);
+  for (let i = 0; Number.isInteger(theirs) && i < theirs; i++) {
+    const key = extra[`GIT_CONFIG_KEY_${i}`];
+    if (key !== undefined) pairs.push([key, extra[`GIT_CONFIG_VALUE_${i}`] ?? '']);
+  }
+  const env: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([k, v], i) => {
+    env[`GIT_CONFIG_KEY_${i}`] = k;
+    env[`GIT_CONFIG_VALUE_${i}`] = v;
+  });
+  return env;
+}
+
+const CONFIG_VAR = /^GIT_CONFIG_(COUNT|KEY_\d+|VALUE_\d+)$/;
+
 export function cleanEnv(extra: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
   for (const key of INHERITED) {
     const value = process.env[key];
     if (value !== undefined) env[key] = value;
   }
+  const rest = Object.fromEntries(Object.entries(extra).filter(([k]) => !CONFIG_VAR.test(k)));
   return {
     ...env,
     LC_ALL: 'C',
@@ -76,11 +137,14 @@ export function cleanEnv(extra: Record<string, string> = {}): Record<string, str
     GIT_TERMINAL_PROMPT: '0',
     GIT_CONFIG_NOSYSTEM: '1',
     GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ATTR_NOSYSTEM: '1',
     GIT_ASKPASS: '',
     SSH_ASKPASS: '',
     GIT_NO_REPLACE_OBJECTS: '1',
     GIT_OPTIONAL_LOCKS: '0',
-    ...extra,
+    GIT_PROTOCOL_FROM_USER: '0',
+    ...rest,
+    ...configEnv(extra),
   };
 }
 

@@ -22,6 +22,7 @@ import { wireSessions } from './wiring/sessions.js';
 import { wireManifest } from './wiring/manifest.js';
 import { wireMerges } from './wiring/merges.js';
 import { wireChannels } from './wiring/channels.js';
+import { wireMaintenance } from './wiring/maintenance.js';
 import { listenHttp } from './wiring/http.js';
 
 export interface ServerOptions {
@@ -76,7 +77,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const manifest = await wireManifest(core, sessions.deps, sessions.appProvider, opts.spawnSession);
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
-  const features: Running[] = [sessions, manifest, channels];
+  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core)];
 
   const httpServer = await listenHttp(core, { sessions: sessions.deps, spawnSession: manifest.spawnSession });
   const { port } = httpServer;

@@ -11,7 +11,7 @@ import { createEngine, EngineUnavailableError, type EngineName } from '../../inf
 import { runGit } from '../../lib/git-run.js';
 import { SYSTEM_IDENTITY, type GitEngine } from '../../infra/git/port.js';
 import { identityEnv } from '../../infra/git/engine-ort.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { median, timeRuns, type BenchRow, type BenchSuite } from '../types.js';
 
 export interface Shape {

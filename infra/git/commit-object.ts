@@ -51,9 +51,19 @@ function writeLooseObject(repoDir: string, type: string, body: Buffer): string {
   const dir = path.join(repoDir, 'objects', id.slice(0, 2));
   const file = path.join(dir, id.slice(2));
   if (exists(file)) return id;
-  mkdirSync(dir, { recursive: true });
   const tmp = path.join(dir, `tmp_obj_${randomBytes(6).toString('hex')}`);
-  writeFileSync(tmp, deflateSync(full), { mode: 0o444, flag: 'wx' });
+  const bytes = deflateSync(full);
+  // Repository maintenance (`prune-packed`) removes an empty fan-out directory at any
+  // moment, also between our mkdir and our write: then make it again, as git does.
+  for (let attempt = 0; ; attempt++) {
+    mkdirSync(dir, { recursive: true });
+    try {
+      writeFileSync(tmp, bytes, { mode: 0o444, flag: 'wx' });
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 3) throw e;
+    }
+  }
   try {
     linkSync(tmp, file);
   } catch (e) {

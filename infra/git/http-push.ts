@@ -49,21 +49,22 @@ export type HttpPushOutcome =
   /** The POST started and no report came back: the update may or may not have happened. */
   | { kind: 'unknown'; why: string };
 
-const PROXY = /^(https?_proxy|all_proxy)$/i;
 const GIT_HTTP_ENV = /^(git_ssl_.*|git_curl.*|git_http_.*)$/i;
 
 /**
- * Whether a push to `url` may be made here: http(s), no proxy variable in the process's
- * environment (an operator's proxy: `git push`), and none of git's http variables
+ * Whether a push to `url` may be made here: http(s), and none of git's http variables
  * (GIT_SSL_*, GIT_CURL*, GIT_HTTP_*) in the environment git runs with. That one is
- * `cleanEnv()` (./run.ts), which drops them today, so `git push` never sees a
+ * `cleanEnv()` (lib/git-run.ts), which drops them today, so `git push` never sees a
  * GIT_SSL_CAINFO of the parent either; Node's TLS checks certificates against its own
- * roots and any failure before the POST falls back to `git push`.
+ * roots and any failure before the POST falls back to `git push`. Proxy variables play no
+ * part: the server reaches repositories directly, never through an outbound proxy (the
+ * URL policy judges, and pins, the address connected to; git runs without the parent's
+ * proxy variables and with `http.proxy` emptied, ./remote-transport.ts), so this push and
+ * `git push` connect to the same place.
  */
-export function nodePushApplies(url: string, env: NodeJS.ProcessEnv = process.env, gitEnv: Record<string, string> = cleanEnv()): boolean {
+export function nodePushApplies(url: string, gitEnv: Record<string, string> = cleanEnv()): boolean {
   if (!/^https?:\/\//i.test(url)) return false;
-  const set = (e: Record<string, string | undefined>, re: RegExp) => Object.keys(e).some((k) => re.test(k) && e[k] !== undefined && e[k] !== '');
-  return !set(env, PROXY) && !set(gitEnv, GIT_HTTP_ENV);
+  return !Object.keys(gitEnv).some((k) => GIT_HTTP_ENV.test(k) && gitEnv[k] !== undefined && gitEnv[k] !== '');
 }
 
 const MAX_ADVERTISEMENT = 32 << 20;

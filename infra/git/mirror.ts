@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError } from '../../domain/errors.js';
@@ -29,18 +30,28 @@ export const processMirrors = new MirrorRegistry();
 
 export class MirrorState {
   private created: Promise<void> | null = null;
+  private made = false;
   private inflight: Promise<void> | null = null;
   /** Number of fetches started, for tests and logs. */
   fetches = 0;
 
   constructor(readonly path: string) {}
 
-  /** Creates the bare mirror once; later calls are free. */
+  /**
+   * Creates the bare mirror once; later calls cost one stat (a mirror is a cache that may
+   * be deleted: it is then made again).
+   */
   ensureCreated(): Promise<void> {
+    if (this.made && !existsSync(path.join(this.path, 'HEAD'))) {
+      this.made = false;
+      this.created = null;
+    }
     this.created ??= (async () => {
       await mkdir(path.dirname(this.path), { recursive: true });
-      // No template: a mirror never runs hooks. `git init` on an existing repo is a no-op.
+      // No template: no sample hooks (and no git the server runs runs hooks anyway).
+      // `git init` on an existing repository is a no-op.
       await runGit(['init', '--bare', '--quiet', '--template=', '--', this.path]);
+      this.made = true;
     })().catch((e: unknown) => {
       this.created = null;
       throw e;

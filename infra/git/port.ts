@@ -117,8 +117,9 @@ export interface ProjectRepo {
   /**
    * Merges head into base on the remote: fast-forward when head is strictly ahead, else
    * a merge commit by the system identity; the base moves only if it still has the tip
-   * the merge was computed from (else `concurrency`). The merge commit is made in the
-   * mirror, which so already holds the new base tip: nothing needs fetching afterwards.
+   * the merge was computed from (else `concurrency`). The merge commit is made where the
+   * objects are (a local repository itself, a remote's mirror), which so already holds the
+   * new base tip: nothing needs fetching afterwards.
    */
   merge(req: MergeRequest, hooks?: MergeHooks): Promise<MergeResult>;
   /** Creates `branch` at the tip of `fromRef` on the remote (session branches). */

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { GitEngine, ProjectRepo } from './port.js';
-import { openProjectRepo } from './remote-repo.js';
+import { openProjectRepo } from './open-repo.js';
 import type { RepoUrlPolicy } from './url-policy.js';
 import { managedRepoPath, openManagedRepo } from './managed-repo.js';
 import { DomainError } from '../../domain/errors.js';

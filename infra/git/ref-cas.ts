@@ -17,8 +17,10 @@ import type { LocalRefReader } from './local-refs.js';
  * - `moved`: the ref now holds `next`;
  * - `stale`: it did not hold `expectedOld` (nothing written);
  * - `null`: not certain to behave as git would here (the ref store is not the plain files
- *   backend, a reference-transaction hook exists, the lock is taken, the ref is symbolic
- *   or only packed in a directory that does not exist): the caller runs `git update-ref`.
+ *   backend, the lock is taken, the ref is symbolic or only packed in a directory that
+ *   does not exist): the caller runs `git update-ref`.
+ * A `reference-transaction` hook makes no difference: no git the server runs runs hooks
+ * (lib/git-run.ts), so `update-ref` would not run it either.
  */
 export type CasOutcome = 'moved' | 'stale' | null;
 
@@ -34,7 +36,7 @@ export function casBranch(
   assertBranchName(branch);
   assertSha(next, 'next');
   assertSha(expectedOld, 'expected_old');
-  if (!reader || !hookless(gitDir)) return null;
+  if (!reader) return null;
   const ref = path.join(gitDir, 'refs', 'heads', ...branch.split('/'));
   const lockPath = `${ref}.lock`;
   let fd: number;
@@ -71,11 +73,6 @@ export function casBranch(
 function readTipSync(reader: LocalRefReader, branch: string): string | null | undefined {
   const t = reader.readTipsSync([branch]);
   return t === null ? undefined : (t[branch] ?? null);
-}
-
-function hookless(gitDir: string): boolean {
-  const hook = statSync(path.join(gitDir, 'hooks', 'reference-transaction'), { throwIfNoEntry: false });
-  return hook === undefined;
 }
 
 /** git appends to a ref's log when the log exists, or when core.logAllRefUpdates asks for one. */

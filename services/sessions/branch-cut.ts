@@ -1,22 +1,19 @@
-import { fileURLToPath } from 'node:url';
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { assertBranchName, assertSha } from '../../domain/refs.js';
-import { runGit } from '../../lib/git-run.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 
 /**
  * Cuts the session branch `<session-id>` from the base branch, and answers the base tip
  * it was cut from. Idempotent: a branch that already exists (a retried job) is taken as
- * cut, at its current tip. Three transports:
- *  - a local bare repository (`file://`, no credentials): `update-ref` with the all-zero
- *    old value, so it never moves an existing branch;
+ * cut, at its current tip. Two transports:
  *  - GitHub (`https://github.com/<o>/<r>`): read the base tip and create the ref through
  *    the REST API;
- *  - any other git remote: push `<base tip>:refs/heads/<session-id>` with a lease that
- *    the branch does not exist.
+ *  - any other repository: the project repository's `createBranch` (a `file://` or
+ *    managed one in place, by compare-and-swap from "absent"; a remote by a push with a
+ *    lease that the branch does not exist), which runs no hook of the repository.
  */
 export interface BranchCutDeps {
   repos: ProjectRepos;
@@ -26,13 +23,10 @@ export interface BranchCutDeps {
   githubApiUrl?: string;
 }
 
-const ZERO = '0'.repeat(40);
-
 export async function cutSessionBranch(deps: BranchCutDeps, project: ProjectRecord, branch: string, base: string): Promise<string> {
   assertBranchName(branch, 'branch');
   assertBranchName(base, 'base_ref');
   const url = project.repo_url;
-  if (url && url.toLowerCase().startsWith('file:') && !project.repo_credentials_enc) return cutLocal(fileURLToPath(url), branch, base);
   const gh = url ? githubRepo(url) : null;
   if (gh) {
     const creds = project.repo_credentials_enc ? (JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { password: string }) : null;
@@ -48,23 +42,6 @@ export async function cutSessionBranch(deps: BranchCutDeps, project: ProjectReco
     }
     throw err;
   }
-}
-
-async function cutLocal(gitDir: string, branch: string, base: string): Promise<string> {
-  const read = async (name: string) => {
-    const r = await runGit(['rev-parse', '--verify', '--quiet', '--end-of-options', `refs/heads/${name}^{commit}`], { cwd: gitDir, okCodes: [0, 1] }).catch(() => {
-      throw new DomainError('unavailable', 'Repository unavailable', 'The project repository cannot be read.');
-    });
-    return r.code === 0 ? r.stdout.toString('utf8').trim() : null;
-  };
-  const from = await read(base);
-  if (!from) throw notFound(`Branch '${base}'`);
-  assertSha(from);
-  const r = await runGit(['update-ref', `refs/heads/${branch}`, from, ZERO], { cwd: gitDir, okCodes: [0, 1, 128] });
-  if (r.code === 0) return from;
-  const existing = await read(branch);
-  if (existing) return existing;
-  throw new DomainError('unavailable', 'Branch not created', `The session branch could not be created: ${r.stderr.trim().slice(0, 200)}`);
 }
 
 /** `https://github.com/<owner>/<repo>(.git)` → owner and repo; anything else null. */

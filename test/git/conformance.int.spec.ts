@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { GitEngine, MergePreview, ProjectRepo } from '../../infra/git/port.js';
 import { SYSTEM_IDENTITY } from '../../infra/git/port.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { commitCount, git, lsTree, parentsOf, RepoFixture, showFile } from './support/repo-fixture.js';

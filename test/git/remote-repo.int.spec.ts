@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { DomainError } from '../../domain/errors.js';
 import type { GitEngine, MergeHooks, ProjectRepo } from '../../infra/git/port.js';
-import { openProjectRepo } from '../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../infra/git/open-repo.js';
 import { MirrorRegistry } from '../../infra/git/mirror.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 import { git, parentsOf, RepoFixture } from './support/repo-fixture.js';
@@ -31,7 +31,7 @@ async function divergedFixture(): Promise<RepoFixture> {
 }
 
 forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
-  describe('over file://', () => {
+  describe('a file:// repository, worked on in place', () => {
     let fx: RepoFixture;
     let mirrors: MirrorRegistry;
     let repo: ProjectRepo;
@@ -47,12 +47,13 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
 
     const fetches = () => mirrors.state(path.join(mirrorsDir, 'proj.git')).fetches;
 
-    it('a deleted mirror is a cache: the next diff and preview rebuild it', async () => {
+    it('a deleted view is a cache: the next diff and preview rebuild it', async () => {
       const before = await repo.diffBranches('main', 'feature');
-      await repo.diffBranches('main', 'feature'); // commits now known to be in the mirror
-      await rm(path.join(mirrorsDir, 'proj.git'), { recursive: true, force: true });
+      const views = async () => (await readdir(mirrorsDir)).filter((d) => d.endsWith('.view.git'));
+      expect(await views()).to.have.length(1);
+      await rm(path.join(mirrorsDir, (await views())[0]!), { recursive: true, force: true });
       expect(await repo.diffBranches('main', 'feature')).to.deep.equal(before);
-      await rm(path.join(mirrorsDir, 'proj.git'), { recursive: true, force: true });
+      await rm(path.join(mirrorsDir, (await views())[0]!), { recursive: true, force: true });
       expect((await repo.preview('main', 'feature')).can_merge).to.equal(true);
     });
 
@@ -85,32 +86,22 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       expect((await domainError(repo.diffCommits('HEAD', 'main'))).code).to.equal('validation');
     });
 
-    it('fetches only when needed, shares one in-flight fetch, fetches new remote commits but not its own merge', async () => {
-      await Promise.all([repo.preview('main', 'feature'), repo.diffBranches('main', 'feature'), repo.preview('main', 'feature')]);
-      expect(fetches()).to.equal(1, 'concurrent requests share one fetch');
-      await repo.preview('main', 'feature');
-      expect(fetches()).to.equal(1, 'the mirror already has both commits');
-      // A second repo object for the same project shares the registry's bookkeeping.
-      const again = openProjectRepo({ location: { projectId: 'proj', url: fx.originUrl }, mirrorsDir, engine, mirrors });
-      await again.diffBranches('main', 'feature');
-      expect(fetches()).to.equal(1);
-      await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+    it('works in place: no mirror and no fetch; its own merge and a commit pushed there are seen at once', async () => {
+      await Promise.all([repo.preview('main', 'feature'), repo.diffBranches('main', 'feature')]);
+      const r = await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+      expect(await fx.originSha('main')).to.equal(r.merge_commit_sha);
       expect((await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'again' })).kind).to.equal('up-to-date');
-      await repo.preview('main', 'feature');
-      // A local bare repository without hooks is merged in place (update-ref, no push):
-      // the next read that needs the merge commit fetches it, once.
-      expect(fetches()).to.equal(2, 'the merge made in place is fetched once');
-      await repo.preview('main', 'feature');
-      expect(fetches()).to.equal(2);
       await fx.switch('feature');
       await fx.commit('more work', { 'more.txt': 'more\n' });
       await fx.push('feature');
       const p = await repo.preview('main', 'feature');
-      expect(fetches()).to.equal(3, 'a commit pushed to the remote is fetched');
       expect(p.head_sha).to.equal(await fx.originSha('feature'));
+      expect(p.base_sha).to.equal(r.merge_commit_sha);
+      expect(fetches()).to.equal(0);
+      expect((await readdir(mirrorsDir)).filter((d) => !d.endsWith('.view.git')), 'no mirror').to.deep.equal([]);
     });
 
-    it('a base that moves after the merge is computed: push with lease refuses, nothing overwritten', async () => {
+    it('a base that moves after the merge is computed: the compare-and-swap refuses, nothing overwritten', async () => {
       const preview = await repo.preview('main', 'feature');
       expect(preview.can_merge).to.equal(true);
       let moved = '';
@@ -143,7 +134,7 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
       expect(await fx.originSha('main')).to.equal(base);
     });
 
-    it('createBranch pushes the base tip to a new branch, once', async () => {
+    it('createBranch creates the branch at the base tip, once', async () => {
       const tip = await repo.createBranch('6f1c2a4e-session', 'main');
       expect(tip).to.equal(await fx.originSha('main'));
       expect(await fx.originSha('6f1c2a4e-session')).to.equal(tip);
@@ -152,8 +143,7 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
     });
 
     it('engine updateBranch is a compare-and-swap', async () => {
-      await repo.preview('main', 'feature'); // fills the mirror
-      const mirror = path.join(mirrorsDir, 'proj.git');
+      const mirror = fx.origin;
       const main = (await engine.resolveBranch(mirror, 'main'))!;
       const feature = (await engine.resolveBranch(mirror, 'feature'))!;
       expect(await engine.resolveBranch(mirror, 'nope')).to.equal(null);
@@ -253,6 +243,39 @@ forEachEngine(engines, 'remote repo backend', (engine: GitEngine) => {
         expect(text.includes(PASSWORD), `password found in ${file}`).to.equal(false);
       }
       expect(logs).to.not.include(PASSWORD);
+    });
+
+    it('the mirror: fetches only when needed, shares one in-flight fetch, fetches new remote commits but not its own merge', async () => {
+      const mirrors = new MirrorRegistry();
+      const repo = openProjectRepo({ location: { projectId: 'http-fetches', url: `${server.url}/origin.git`, credentials: { username: USER, password: PASSWORD } }, mirrorsDir, engine, mirrors });
+      const fetches = () => mirrors.state(path.join(mirrorsDir, 'http-fetches.git')).fetches;
+      await Promise.all([repo.preview('main', 'feature'), repo.diffBranches('main', 'feature'), repo.preview('main', 'feature')]);
+      expect(fetches()).to.equal(1, 'concurrent requests share one fetch');
+      await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(1, 'the mirror already has both commits');
+      const again = openProjectRepo({ location: { projectId: 'http-fetches', url: `${server.url}/origin.git`, credentials: { username: USER, password: PASSWORD } }, mirrorsDir, engine, mirrors });
+      await again.diffBranches('main', 'feature');
+      expect(fetches()).to.equal(1, 'a second repo object shares the registry');
+      await fx.switch('feature');
+      await fx.commit('more http work', { 'more-http.txt': 'more\n' });
+      await fx.push('feature');
+      await fx.switch('main');
+      const p = await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(2, 'a commit pushed to the remote is fetched');
+      expect(p.head_sha).to.equal(await fx.originSha('feature'));
+      await repo.merge({ base_ref: 'main', head_ref: 'feature', message: 'merge' });
+      await repo.preview('main', 'feature');
+      expect(fetches()).to.equal(2, 'its own merge was made in the mirror: nothing to fetch');
+    });
+
+    it('a deleted mirror is a cache: the next diff and preview rebuild it', async () => {
+      const repo = overHttp('http-cache', PASSWORD);
+      const before = await repo.diffBranches('main', 'feature');
+      await repo.diffBranches('main', 'feature'); // commits now known to be in the mirror
+      await rm(path.join(mirrorsDir, 'http-cache.git'), { recursive: true, force: true });
+      expect(await repo.diffBranches('main', 'feature')).to.deep.equal(before);
+      await rm(path.join(mirrorsDir, 'http-cache.git'), { recursive: true, force: true });
+      expect((await repo.preview('main', 'feature')).can_merge).to.equal(true);
     });
 
     it('a wrong password is `unavailable`, and the password is nowhere in the error or logs', async () => {

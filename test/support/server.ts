@@ -15,6 +15,7 @@ import { freePort } from '../../lib/net.js';
 import { startServer, type RunningServer } from '../../ops/server.js';
 import type { Db } from '../../infra/db/db.js';
 import { createTestDb, type TestDb } from './db.js';
+import { serveOverHttp } from './http-remote.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
 import { collectFrom, markWatched, stopCollecting, takeViolations, watchResponses } from './response-contract.js';
@@ -177,18 +178,21 @@ export async function openDivergedCr({ repo, api, base }: TestProject, title: st
 
 /** A server, a fixture repo and a project on it for the length of `fn`; both cleaned up after. */
 export async function withProject<T>(
-  opts: { slug: string; env?: Record<string, string>; poolSize?: number; mergeConcurrency?: number },
+  /** `over: 'http'`: the project's repo_url is the fixture served by `git http-backend` (its hooks run there). */
+  opts: { slug: string; env?: Record<string, string>; poolSize?: number; mergeConcurrency?: number; over?: 'file' | 'http' },
   fn: (p: TestProject) => Promise<T>,
 ): Promise<T> {
-  const { slug, ...serverOpts } = opts;
+  const { slug, over, ...serverOpts } = opts;
   const srv = await startTestServer(serverOpts);
   const repo = await fixtureRepo();
+  const http = over === 'http' ? await serveOverHttp(repo) : null;
   try {
     const api = client(srv.url, srv.token);
-    const created = await api.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+    const created = await api.post('/v1/projects', { name: slug, slug, repo_url: http?.url ?? repo.url });
     if (created.status !== 201) throw new Error(`could not create project ${slug}: ${JSON.stringify(created.body)}`);
     return await fn({ srv, repo, api, base: `/v1/projects/${slug}/change-requests` });
   } finally {
+    await http?.close();
     await srv.stop();
     await repo.cleanup();
   }

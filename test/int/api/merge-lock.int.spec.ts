@@ -9,11 +9,12 @@ describe('merges, closes and the per-base lock', function () {
   this.timeout(90_000);
 
   it('a close sent while a merge is publishing waits for it: merged wins, and git and the log agree', () =>
-    withProject({ slug: 'slow' }, async ({ srv, repo, api, base }) => {
+    withProject({ slug: 'slow', over: 'http' }, async ({ srv, repo, api, base }) => {
       const head = await repo.commit('topic', { 't.txt': 't\n' });
       const cr = (await api.post(base, { title: 'Slow push', head_ref: 'topic' })).body.change_request;
-      // The remote's pre-receive hook reports that the push reached it, then holds the push
-      // until the test releases it: two FIFOs, no clock.
+      // The remote's pre-receive hook (a remote over HTTP: a file:// repository's hooks never
+      // run) reports that the push reached it, then holds the push until the test releases
+      // it: two FIFOs, no clock.
       const reachedFifo = path.join(repo.bare, 'reached.fifo');
       const releaseFifo = path.join(repo.bare, 'release.fifo');
       execFileSync('mkfifo', [reachedFifo, releaseFifo]);

@@ -3,12 +3,12 @@ import { chmod, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { withProject } from '../../support/server.js';
 
-/** A remote that refuses the update (a hook, a protected branch) is not "the base moved". */
+/** A remote that refuses the update (its hook, a protected branch) is not "the base moved". The remote is served over HTTP: a `file://` repository's own hooks never run. */
 describe('merge refused by the remote', function () {
   this.timeout(60_000);
 
   it('answers 503 "Push rejected" with the remote’s reason; the CR stays open and the base untouched', () =>
-    withProject({ slug: 'guarded' }, async ({ repo, api, base }) => {
+    withProject({ slug: 'guarded', over: 'http' }, async ({ repo, api, base }) => {
       await repo.commit('topic', { 't.txt': 't\n' });
       const cr = (await api.post(base, { title: 'Blocked', head_ref: 'topic' })).body.change_request;
       const hook = path.join(repo.bare, 'hooks', 'pre-receive');

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { checkRepoUrl, isLocalAddress, looseIPv4, type RepoUrlPolicy } from '../../../infra/git/url-policy.js';
-import { openProjectRepo } from '../../../infra/git/remote-repo.js';
+import { openProjectRepo } from '../../../infra/git/open-repo.js';
 import { MirrorRegistry } from '../../../infra/git/mirror.js';
 import { createEngine } from '../../../infra/git/engine.js';
 import { serverAndRepo } from '../../support/suite.js';

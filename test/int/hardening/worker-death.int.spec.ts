@@ -6,6 +6,7 @@ import { bootstrapUser } from '../../../services/accounts/service.js';
 import { projectRoot } from '../../../lib/paths.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { serveOverHttp } from '../../support/http-remote.js';
 import { client } from '../../support/http.js';
 import { eventTypes } from '../../support/merges.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
@@ -78,18 +79,22 @@ describe('merges outlive their workers (issue 15 item 9)', function () {
       await repo.commit(`base-${i}`, { [`base-${i}.txt`]: 'base\n' });
       heads.push(await repo.commit(`topic-${i}`, { [`topic-${i}.txt`]: 'work\n' }, { from: 'main' }));
     }
-    // From now on every push to the remote stops in its hook while SLOW exists, leaving a mark.
+    // From now on every push to the remote stops in its hook while SLOW exists, leaving a
+    // mark. The remote is served over HTTP (a file:// repository's own hooks never run), so
+    // a held push outlives its killed worker: once released it is declined, as the push
+    // that died with its worker when the remote ran under the worker's git.
     const slow = path.join(dir, 'SLOW');
     const marks = path.join(dir, 'marks');
     await mkdir(marks);
     const hook = path.join(repo.bare, 'hooks', 'pre-receive');
-    await writeFile(hook, `#!/bin/sh\nif [ -f '${slow}' ]; then touch '${marks}'/$$; sleep 120; fi\nexit 0\n`);
+    await writeFile(hook, `#!/bin/sh\nif [ -f '${slow}' ]; then touch '${marks}'/$$; while [ -f '${slow}' ]; do sleep 0.05; done; exit 1; fi\nexit 0\n`);
     await chmod(hook, 0o755);
+    const http = await serveOverHttp(repo);
 
     const api = await spawnTestServer(env, 'api');
     try {
       const c = client(api.url, token);
-      expect((await c.post('/v1/projects', { name: 'workers', slug: 'workers', repo_url: repo.url })).status).to.equal(201);
+      expect((await c.post('/v1/projects', { name: 'workers', slug: 'workers', repo_url: http.url })).status).to.equal(201);
       const base = '/v1/projects/workers/change-requests';
       const crs = [];
       for (let i = 0; i < N; i++) {
@@ -128,6 +133,8 @@ describe('merges outlive their workers (issue 15 item 9)', function () {
       }
       killGroup(w3.proc);
     } finally {
+      await rm(slow, { force: true });
+      await http.close();
       await api.stop();
     }
   });
