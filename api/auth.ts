@@ -2,6 +2,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, retryLater } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
 import { authenticate, type Principal } from '../services/tokens/service.js';
+import { credentialSandbox } from '../services/sessions/credentials.js';
+import { checkGateway } from './gateway.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -68,9 +70,13 @@ export function requireAuth(db: Db, limits: { SVC_AUTH_FAILURE_LIMIT: number; SV
     authenticate(db, m[1]!).then(
       (principal) => {
         if (!principal) return next(unauthorized());
-        limiter.succeeded(addr);
-        req.principal = principal;
-        next();
+        // A sandbox's token only through its own gateway; no sandbox token on the public listener.
+        return credentialSandbox(db, principal).then((sandbox) => {
+          checkGateway(req, sandbox);
+          limiter.succeeded(addr);
+          req.principal = principal;
+          next();
+        }, next).catch(next);
       },
       next,
     );

@@ -83,8 +83,10 @@ const schema = z.object({
   // --- end ops ---
 
   // --- Sessions and sandboxes (issue 10, docs/sessions.md) ---
-  /** Where sandboxes run; unset: `process` (the registry may prefer bwrap when installed). */
+  /** Where sandboxes run; unset: `bwrap`. `process` (no isolation) only when chosen here. */
   SVC_SANDBOX_PROVIDER: z.enum(['process', 'bwrap', 'docker', 'kubernetes']).optional(),
+  /** `1`: the process provider keeps running sessions after a second account exists (it isolates nothing). */
+  SVC_ALLOW_UNISOLATED: z.enum(['0', '1', 'true', 'false']).default('0').transform((v) => v === '1' || v === 'true'),
   /** Concurrent live sessions (provisioning + running) per account, unless the account overrides it. */
   SVC_SESSION_CAP: z.coerce.number().int().min(0).max(100_000).default(5),
   /** A running session with no proxied request or prompt for this long is stopped (hibernated). */
@@ -116,8 +118,6 @@ const schema = z.object({
   // --- Sandbox providers bwrap, docker, kubernetes (issue 10, docs/sandbox-providers.md) ---
   /** docker / kubernetes: the default sandbox image (ops/sandbox-image.sh builds svc-sandbox:local). */
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc-sandbox:local'),
-  /** docker: `host` (sandboxes share the host's loopback, like bwrap), `bridge`, or a network name. */
-  SVC_DOCKER_NETWORK: z.string().min(1).default('host'),
   /** kubernetes: the namespace of sandbox pods, services and secrets (the server needs RBAC there). */
   SVC_K8S_NAMESPACE: z
     .string()

@@ -19,6 +19,8 @@ import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
+import { credentialSandbox } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
 import { assertBranchName } from '../../domain/refs.js';
@@ -129,7 +131,15 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
 
   async function authenticateGit(req: Request): Promise<Principal | null> {
     const token = tokenFrom(req.headers.authorization);
-    return token ? authenticate(deps.db, token) : null;
+    const principal = token ? await authenticate(deps.db, token) : null;
+    if (!principal) return null;
+    // A sandbox's token only through its own gateway (api/gateway.ts): anything else is unknown here.
+    try {
+      checkGateway(req, await credentialSandbox(deps.db, principal));
+    } catch {
+      return null;
+    }
+    return principal;
   }
 
   /** The API's own resolver (slug or id, within the caller's reach); anything it refuses is 404 here. */

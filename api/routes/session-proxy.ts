@@ -1,5 +1,4 @@
 import http from 'node:http';
-import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
@@ -11,6 +10,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
+import { connectSandbox, sandboxHost, sandboxRequestOptions } from '../../lib/sandbox-dial.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -25,7 +25,7 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-au
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined) out[k] = v;
-  out.host = new URL(target).host;
+  out.host = sandboxHost(target);
   out['x-svc-user-context'] = ctx;
   return out;
 }
@@ -73,7 +73,8 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
 }
 
 function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
-  const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
+  const { hostHeader: _h, ...dial } = sandboxRequestOptions(target.url);
+  const up = http.request({ ...dial, path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
     const headers = { ...r.headers };
     delete headers.connection;
@@ -121,8 +122,8 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
       const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
-      const u = new URL(target.url);
-      const up = net.connect(Number(u.port), u.hostname, () => {
+      const up = connectSandbox(target.url);
+      up.once('connect', () => {
         let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
         for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) head1 += `${k}: ${String(one)}\r\n`;
         up.write(head1 + '\r\n');

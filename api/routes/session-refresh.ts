@@ -1,3 +1,4 @@
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
@@ -19,7 +20,7 @@ export function sessionRefreshRoutes(deps: ApiDeps): Router {
     const t = await liveTarget(sessionDepsOf(deps), project.project_id, String((req.params as Record<string, string>).sessionId ?? ''));
     let status: number;
     try {
-      const up = await fetch(`${t.url}/svc/refresh`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(30_000) });
+      const up = await sandboxFetch(t.url, '/svc/refresh', { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(30_000) });
       status = up.status;
       await up.arrayBuffer();
     } catch (err) {

@@ -1,4 +1,6 @@
+import net from 'node:net';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
+import { connectSandbox, isSocketUrl, sandboxFetch } from '../../lib/sandbox-dial.js';
 
 /**
  * App versions run in sandboxes of the server's provider (`SandboxSpec.app`). The ones
@@ -6,6 +8,32 @@ import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js
  * `resumeApps`), as app processes were before they were sandboxed.
  */
 const owned = new Map<string, { provider: SandboxProvider; handle: SandboxHandle }>();
+/** The host port of each app in a network namespace of its own, forwarded to its socket. */
+const fronts = new Map<string, net.Server>();
+
+/**
+ * An app sandbox with a network namespace of its own (bwrap, docker) is reached through
+ * its socket (`handle.url`); its URL stays `http://<host>:<port>`: this process listens
+ * there and forwards each connection to the app's socket.
+ */
+export async function exposeApp(handle: SandboxHandle, host: string, port: number): Promise<void> {
+  if (!isSocketUrl(handle.url)) return; // on the host's network: the app listens there itself
+  const front = net.createServer({ allowHalfOpen: true }, (client) => {
+    const up = connectSandbox(handle.url);
+    client.pipe(up);
+    up.pipe(client);
+    const drop = () => (client.destroy(), up.destroy());
+    client.on('error', drop);
+    up.on('error', drop);
+    client.on('close', () => up.destroy());
+    up.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    front.once('error', reject);
+    front.listen(port, host, () => resolve());
+  });
+  fronts.set(handle.sandboxId, front);
+}
 
 export function trackApp(provider: SandboxProvider, handle: SandboxHandle): void {
   owned.set(handle.sandboxId, { provider, handle });
@@ -14,6 +42,9 @@ export function trackApp(provider: SandboxProvider, handle: SandboxHandle): void
 /** Stops one app version's sandbox (idempotent). */
 export async function stopAppSandbox(provider: SandboxProvider, handle: SandboxHandle): Promise<void> {
   owned.delete(handle.sandboxId);
+  const front = fronts.get(handle.sandboxId);
+  fronts.delete(handle.sandboxId);
+  front?.close();
   await provider.destroy(handle);
 }
 
@@ -33,14 +64,14 @@ export async function stopOwnedApps(): Promise<string[]> {
   return all.map((a) => a.handle.sandboxId);
 }
 
-/** Waits until `url` answers below 500, the sandbox is gone, or the time is up. */
-export async function waitHealthy(url: string, gone: () => Promise<boolean>, timeoutMs: number): Promise<string | null> {
+/** Waits until `url` + `path` answers below 500, the sandbox is gone, or the time is up. */
+export async function waitHealthy(url: string, path: string, gone: () => Promise<boolean>, timeoutMs: number): Promise<string | null> {
   const deadline = Date.now() + timeoutMs;
   let last = 'no answer';
   while (Date.now() < deadline) {
     if (await gone()) return 'the app exited before it became healthy';
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(2000), redirect: 'manual' });
+      const res = await sandboxFetch(url, path, { signal: AbortSignal.timeout(2000), redirect: 'manual' });
       await res.arrayBuffer().catch(() => undefined);
       if (res.status < 500) return null;
       last = `health check answered ${res.status}`;

@@ -71,7 +71,6 @@ describe('docker sandbox provider (real engine)', function () {
     api = await startFakeApi(token, { username, password });
     provider = createDockerProvider({
       image,
-      network: 'host',
       stopGraceSeconds: 5,
       binds: [`${path.join(distRoot, 'test', 'sandbox', 'support')}:${RUNTIME_DIR}:ro`],
     });
@@ -123,7 +122,7 @@ describe('docker sandbox provider (real engine)', function () {
 
     it('is found again by label from a new provider (a restarted server), and destroy removes the container', async () => {
       await running(h);
-      const again = createDockerProvider({ image, network: 'host' });
+      const again = createDockerProvider({ image });
       const found = await again.list!({ 'svc.test': testLabel, 'svc.sandbox': s.sandboxId });
       expect(found).to.deep.equal([h]);
       expect(await again.inspect(found[0]!)).to.equal('running');

@@ -1,4 +1,7 @@
-/** A small JSON client for API tests. */
+import path from 'node:path';
+import { sandboxFetch, socketUrl } from '../../lib/sandbox-dial.js';
+
+/** A small JSON client for API tests. `base` may be a sandbox's gateway socket (`gatewayUrl`). */
 export interface Res<T = any> {
   status: number;
   body: T;
@@ -7,7 +10,7 @@ export interface Res<T = any> {
 
 export function client(base: string, token?: string) {
   const call = async <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res<T>> => {
-    const res = await fetch(`${base}${path}`, {
+    const res = await sandboxFetch(base, path, {
       method,
       headers: {
         ...(token ? { authorization: `Bearer ${token}` } : {}),
@@ -32,3 +35,9 @@ export function client(base: string, token?: string) {
     call,
   };
 }
+
+/**
+ * A sandbox's gateway socket as the sandbox reaches the server (`client(gatewayUrl(...), token)`):
+ * the one door where that sandbox's credentials are accepted.
+ */
+export const gatewayUrl = (dataDir: string, sandboxId: string): string => socketUrl(path.join(dataDir, 'sandboxes', sandboxId, 'gw', 'gateway.sock'));
