@@ -11,6 +11,8 @@ import { liveTarget, touchSession, type LiveTarget } from '../../services/sessio
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
 import { connectSandbox, sandboxHost, sandboxRequestOptions } from '../../lib/sandbox-dial.js';
+import { credentialSandbox } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -114,6 +116,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
       const principal: Principal | null = bearer ? await authenticate(deps.db, bearer) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
+      checkGateway(req, await credentialSandbox(deps.db, principal)); // no sandbox credential on the public listener
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
       const project = await resolveProject(deps.db, fake);
