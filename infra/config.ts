@@ -93,7 +93,7 @@ const schema = z.object({
   SVC_SESSION_IDLE_MINUTES: z.coerce.number().positive().max(525_600).default(15),
   /** Provisioning that has not reached `running` after this long fails. */
   SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
-  /** The agent runtime the sandbox daemon launches (`process` provider); default opencode from node_modules. */
+  /** The agent runtime the sandbox daemon launches (process, bwrap: a host path; docker: a path in the image); default opencode. */
   SVC_AGENT_RUNTIME: z.string().min(1).optional(),
   /** The API base (ending in /v1) as sandboxes reach it; default SVC_PUBLIC_URL/v1, else this server on 127.0.0.1. */
   SVC_SANDBOX_API_URL: z.string().url().optional(),

@@ -34,7 +34,11 @@ export const providerFactories: Record<SandboxProviderName, ProviderFactory> = {
   process: (config, deps) =>
     createProcessProvider({ dataDir: config.dataDir, logger: deps.logger, ...runtimeOf(config), ...extraEnvOf(deps) }),
   bwrap: (config, deps) => createBwrapProvider({ root: sandboxesRoot(config), ...runtimeOf(config), ...extraEnvOf(deps) }),
-  docker: (config, deps) => createDockerProvider({ image: config.SVC_SANDBOX_IMAGE, root: sandboxesRoot(config), ...extraEnvOf(deps) }),
+  docker: (config, deps) => {
+    // SVC_AGENT_RUNTIME, when set, names the runtime as the container sees it (a path in the image).
+    const runtime: Record<string, string> = config.SVC_AGENT_RUNTIME ? { SVC_AGENT_RUNTIME: config.SVC_AGENT_RUNTIME } : {};
+    return createDockerProvider({ image: config.SVC_SANDBOX_IMAGE, root: sandboxesRoot(config), ...extraEnvOf(deps), extraEnv: { ...runtime, ...deps.extraEnv } });
+  },
   kubernetes: (config, deps) =>
     createKubernetesProvider({
       ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}),
