@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { projectRoot } from '../../../lib/paths.js';
+import { LABEL, sandboxLabels } from '../../../infra/sandbox/provider-util.js';
 
 /**
  * The Helm chart ops/helm/svc, checked WITHOUT helm (not on npm or Debian) and WITHOUT a
@@ -202,7 +203,8 @@ describe('Helm chart ops/helm/svc (flattened templates, validated without helm)'
     expect(np!.apiVersion).to.equal('networking.k8s.io/v1');
     expect(np!.metadata.namespace).to.equal('TPL'); // the sandbox namespace, as the Role
     // Selects exactly what the kubernetes provider labels every sandbox pod with.
-    expect(np!.spec.podSelector).to.deep.equal({ matchLabels: { 'svc.managed-by': 'svc' } });
+    expect(np!.spec.podSelector).to.deep.equal({ matchLabels: { [LABEL.managedBy]: 'svc' } });
+    expect(sandboxLabels({ sandboxId: 's', sessionId: 'x', projectId: 'p', labels: {} })[LABEL.managedBy]).to.equal('svc');
     expect(np!.spec.policyTypes).to.have.members(['Ingress', 'Egress']);
     // Ingress: one rule, from the chart's own pods only (not from other sandbox pods), on 8000.
     expect(np!.spec.ingress).to.have.length(1);
