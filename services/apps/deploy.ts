@@ -96,7 +96,9 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     const reach = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
     const problem = await waitHealthy(reach, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
     if (problem) throw new Error(problem);
-    await exposeApp(h, deps.publicHost ? '0.0.0.0' : '127.0.0.1', port);
+    // Loopback unless the operator put a reachable host in app URLs (SVC_APPS_HOST).
+    const loopback = !deps.publicHost || ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(deps.publicHost);
+    await exposeApp(h, loopback ? '127.0.0.1' : '0.0.0.0', port);
     // The app's URL and its deploy record switch together: a reader never sees one without the other.
     const switched = await deps.db.transaction(async (tx) => {
       const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h }));

@@ -136,7 +136,7 @@ describe('docker sandbox provider (real engine)', function () {
       expect(ports).to.include(Number(new URL(gitServer.url).port));
       const probe = await execIn(h.url, token, ['node', '-e', PROBE_PORTS_JS, ports.join(',')]);
       expect(probe.code, probe.stderr).to.equal(0);
-      expect(JSON.parse(probe.stdout)).to.deep.equal([]);
+      expect(JSON.parse(probe.stdout).answered).to.deep.equal([]);
       const mi = await execIn(h.url, token, ['cat', '/proc/self/mountinfo']);
       expect(mi.stdout).to.not.include(t.dir.replace(/^\/tmp/, '') + '/remote');
       expect((await execIn(h.url, token, ['sh', '-c', 'ln -sf /x /run/svc/gw/gateway.sock'])).code).to.not.equal(0);

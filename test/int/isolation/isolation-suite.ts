@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -59,10 +61,14 @@ describe(`isolation: two tenants under the ${provider} provider`, function () {
     expect(ports, 'the server itself listens on the host').to.include(new URL(srv.url).port === '' ? 80 : Number(new URL(srv.url).port));
     const r = await exec(1, ['node', '-e', PROBE_PORTS_JS, ports.join(',')]);
     expect(r.code, r.stderr).to.equal(0);
-    expect(JSON.parse(r.stdout), 'ports that answered from inside the sandbox').to.deep.equal([]);
+    const inside = JSON.parse(r.stdout) as { answered: number[]; own: number[]; netns: string };
+    expect(inside.answered, 'ports that answered from inside the sandbox').to.deep.equal([]);
+    // Its own network namespace, whose only listeners are its own daemon, runtime and gateway.
+    expect(inside.netns).to.not.equal(readlinkSync('/proc/self/ns/net'));
+    expect(inside.own).to.include.members([8000, 4080]);
     // The same probe on the host reaches the server: the probe itself works.
-    const { execFileSync } = await import('node:child_process');
-    expect(JSON.parse(execFileSync(process.execPath, ['-e', PROBE_PORTS_JS, new URL(srv.url).port], { encoding: 'utf8' }))).to.deep.equal([Number(new URL(srv.url).port)]);
+    const host = JSON.parse(execFileSync(process.execPath, ['-e', PROBE_PORTS_JS, new URL(srv.url).port], { encoding: 'utf8', env: { ...process.env, PROBE_INCLUDE_OWN: '1' } }));
+    expect(host.answered).to.deep.equal([Number(new URL(srv.url).port)]);
   });
 
   it("the sandbox reaches the server only through its own gateway, with its own credentials; another tenant's token is refused there", async () => {
