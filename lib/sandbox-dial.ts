@@ -66,17 +66,46 @@ export function connectSandbox(url: string): net.Socket {
   return s;
 }
 
-/** http.request options that reach the sandbox at `url` (an Agent is not used: one connection per request). */
-export function sandboxRequestOptions(url: string): Pick<http.RequestOptions, 'host' | 'port' | 'createConnection'> & { hostHeader: string } {
+/** The Host header value to send to the sandbox at `url`. */
+export const sandboxHost = (url: string): string => (isSocketUrl(url) ? 'localhost' : new URL(url).host);
+
+/**
+ * An http.request to the sandbox at `url`. For `unix:` the socket is opened as above and
+ * handed over as `socketPath: /proc/self/fd/<n>` (no Agent: one connection per request);
+ * the descriptor is closed once the connection is made or has failed. (`socketPath`, not
+ * `createConnection`: request interceptors such as nock's drop the latter.)
+ */
+export function sandboxRequest(url: string, options: http.RequestOptions, onResponse?: (res: http.IncomingMessage) => void): http.ClientRequest {
   if (!isSocketUrl(url)) {
     const u = new URL(url);
-    return { host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 80), hostHeader: u.host };
+    return http.request({ ...options, host: u.hostname.replace(/^\[|\]$/g, ''), port: Number(u.port || 80) }, onResponse);
   }
-  return { host: 'localhost', createConnection: () => connectSandbox(url), hostHeader: 'localhost' };
+  let fd: number | undefined;
+  let failed: Error | undefined;
+  try {
+    fd = openSocketPath(url.slice(SOCKET_URL_PREFIX.length));
+  } catch (err) {
+    failed = err as Error;
+  }
+  const release = () => {
+    if (fd === undefined) return;
+    closeSync(fd);
+    fd = undefined;
+  };
+  // A refused path still makes a request object, which fails at once with the reason.
+  const req = http.request({ ...options, socketPath: fd === undefined ? '/nonexistent/refused.sock' : `/proc/self/fd/${fd}`, agent: false }, onResponse);
+  if (failed) {
+    const err = failed;
+    process.nextTick(() => req.destroy(err));
+  }
+  req.once('socket', (s) => {
+    s.once('connect', release);
+    s.once('close', release);
+  });
+  req.once('error', release);
+  req.once('close', release);
+  return req;
 }
-
-/** The Host header value to send to the sandbox at `url`. */
-export const sandboxHost = (url: string): string => sandboxRequestOptions(url).hostHeader;
 
 /**
  * `fetch` for a sandbox URL: global fetch for `http://`, an http.request over the
@@ -88,11 +117,10 @@ export async function sandboxFetch(
   init: { method?: string; headers?: Record<string, string>; body?: string; signal?: AbortSignal; redirect?: 'manual' } = {},
 ): Promise<Response> {
   if (!isSocketUrl(url)) return fetch(`${url}${pathAndQuery}`, init);
-  const { createConnection } = sandboxRequestOptions(url);
   return new Promise<Response>((resolve, reject) => {
     const headers: Record<string, string> = { host: 'localhost', ...init.headers };
     if (init.body !== undefined) headers['content-length'] = String(Buffer.byteLength(init.body));
-    const req = http.request({ method: init.method ?? 'GET', path: pathAndQuery, headers, createConnection, ...(init.signal ? { signal: init.signal } : {}) }, (res) => {
+    const req = sandboxRequest(url, { method: init.method ?? 'GET', path: pathAndQuery, headers, ...(init.signal ? { signal: init.signal } : {}) }, (res) => {
       const h = new Headers();
       for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
       const status = res.statusCode ?? 502;

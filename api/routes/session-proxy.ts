@@ -10,7 +10,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
-import { connectSandbox, sandboxHost, sandboxRequestOptions } from '../../lib/sandbox-dial.js';
+import { connectSandbox, sandboxHost, sandboxRequest } from '../../lib/sandbox-dial.js';
 import { credentialSandbox } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
 
@@ -75,8 +75,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
 }
 
 function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
-  const { hostHeader: _h, ...dial } = sandboxRequestOptions(target.url);
-  const up = http.request({ ...dial, path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
+  const up = sandboxRequest(target.url, { path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
     const headers = { ...r.headers };
     delete headers.connection;
