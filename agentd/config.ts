@@ -45,6 +45,7 @@ export const envSchema = z.object({
   SVC_AGENT_STOP_GRACE_MS: ms.default(5_000),
   SVC_ABORT_TIMEOUT_MS: ms.default(5_000),
   SVC_CLONE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  SVC_DAEMON_SOCKET: optionalText,
 });
 
 export interface AgentdConfig {
@@ -71,6 +72,8 @@ export interface AgentdConfig {
   stopGraceMs: number;
   abortTimeoutMs: number;
   cloneAttempts: number;
+  /** A Unix socket to serve on as well (the server's way in to an isolated sandbox). */
+  daemonSocket: string | undefined;
 }
 
 export class ConfigError extends Error {
@@ -119,6 +122,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentdConfig {
     stopGraceMs: e.SVC_AGENT_STOP_GRACE_MS,
     abortTimeoutMs: e.SVC_ABORT_TIMEOUT_MS,
     cloneAttempts: e.SVC_CLONE_ATTEMPTS,
+    daemonSocket: e.SVC_DAEMON_SOCKET,
   };
 }
 

@@ -149,6 +149,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     });
   });
   server.on('error', (err) => logger.error({ err }, 'listener error'));
+  // A sandbox in a network namespace of its own: the server dials this socket (bound from its directory).
+  if (config.daemonSocket) await listener.listenOnSocket(config.daemonSocket);
   const port = (server.address() as AddressInfo).port;
   logger.info({ port, runtime_port: config.runtime.port }, 'svc-agent listening');
 

@@ -17,6 +17,11 @@
  * An image that must reap arbitrary double-forking software should run `tini` (or
  * `docker run --init`) in front of this entrypoint.
  *
+ * Forwarders (agentd/forwarder.ts), when the provider gave a network namespace of its own:
+ * SVC_GATEWAY_PORT + SVC_GATEWAY_SOCKET expose the server's gateway on the sandbox's
+ * loopback (agent sandboxes); in an app sandbox SVC_DAEMON_SOCKET forwards to the app's
+ * PORT. They start before the daemon (its clone goes through the gateway).
+ *
  * SVC_ENTRYPOINT_DAEMON overrides the daemon path (a `.js` file runs with this Node);
  * extra arguments after `--` are passed to the daemon.
  */
@@ -25,6 +30,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { forward } from './forwarder.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const daemonPath = process.env.SVC_ENTRYPOINT_DAEMON || path.join(here, 'svc-agent.js');
@@ -40,6 +46,10 @@ const viaNode = /\.(c|m)?js$/.test(daemonPath);
 // An app sandbox (SVC_APP_COMMAND, `[[apps]]` of svc.toml): the app's command runs in the
 // workspace in place of the daemon (no clone, no agent runtime); it ends the sandbox likewise.
 const appCommand = process.env.SVC_APP_COMMAND;
+await startForwarders().catch((err: Error) => {
+  log('error', 'the gateway forwarder could not start', { err: err.message });
+  process.exit(126);
+});
 const child = appCommand
   ? spawn('/bin/sh', ['-c', appCommand], { stdio: 'inherit', env: appEnv(), cwd: process.env.SVC_WORKSPACE || process.cwd() })
   : spawn(viaNode ? process.execPath : daemonPath, viaNode ? [daemonPath, ...daemonArgs] : daemonArgs, {
@@ -47,10 +57,21 @@ const child = appCommand
       env: process.env,
     });
 
+async function startForwarders(): Promise<void> {
+  const env = process.env;
+  if (appCommand) {
+    if (env.SVC_DAEMON_SOCKET && env.PORT) await forward({ path: env.SVC_DAEMON_SOCKET }, { host: '127.0.0.1', port: Number(env.PORT) });
+    return;
+  }
+  if (env.SVC_GATEWAY_SOCKET && env.SVC_GATEWAY_PORT) {
+    await forward({ host: '127.0.0.1', port: Number(env.SVC_GATEWAY_PORT) }, { path: env.SVC_GATEWAY_SOCKET });
+  }
+}
+
 /** The app's environment: the injected one without the daemon's plumbing. */
 function appEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of ['SVC_APP_COMMAND', 'SVC_SERVICE_PORT', 'SVC_AGENT_PORT', 'SVC_BIND_HOST', 'SVC_AGENT_HOME', 'SVC_AGENT_RUNTIME', 'SVC_ENTRYPOINT_DAEMON']) delete env[k];
+  for (const k of ['SVC_APP_COMMAND', 'SVC_SERVICE_PORT', 'SVC_AGENT_PORT', 'SVC_BIND_HOST', 'SVC_AGENT_HOME', 'SVC_AGENT_RUNTIME', 'SVC_ENTRYPOINT_DAEMON', 'SVC_DAEMON_SOCKET', 'SVC_GATEWAY_SOCKET', 'SVC_GATEWAY_PORT']) delete env[k];
   return env;
 }
 

@@ -5,6 +5,8 @@ import type { Db } from '../infra/db/db.js';
 import { authenticate, type Principal } from '../services/tokens/service.js';
 import type { Config } from '../infra/config.js';
 import { clientKeyOf, parseTrustedProxies } from './client-key.js';
+import { credentialSandbox } from '../services/sessions/credentials.js';
+import { checkGateway } from './gateway.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -113,11 +115,15 @@ export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
     const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
     if (header === undefined) return next(unauthorized()); // no credential: not a guess
     const check = () => (m ? authenticate(db, m[1]!) : Promise.resolve(null));
-    (vouched.has(req) ? check() : guard.attempt(req, check)).then((principal) => {
-      if (!principal) return next(unauthorized());
-      req.principal = principal;
-      next();
-    }, next);
+    (vouched.has(req) ? check() : guard.attempt(req, check))
+      .then(async (principal) => {
+        if (!principal) return next(unauthorized());
+        // A sandbox's token only through its own gateway; no sandbox token on the public listener.
+        checkGateway(req, await credentialSandbox(db, principal));
+        req.principal = principal;
+        next();
+      })
+      .catch(next);
   };
 }
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import net from 'node:net';
+import { gatewayOf } from './gateway.js';
 import { parseCidrList } from '../lib/cidr.js';
 
 /**
@@ -73,8 +74,9 @@ function expand(ip: string): string[] {
 
 /** The principal key of a request: the one function every per-principal limit keys by. */
 export function clientKeyOf(req: IncomingMessage, trust: TrustedProxies): string {
-  // The sandbox gateway (issue 20 item 2, api/gateway.ts) extends this here, first:
-  //   const gw = gatewayOf(req); if (gw) return `sandbox:${gw.sandboxId}`;
+  // Through a sandbox's gateway (api/gateway.ts) the bucket is that sandbox's own.
+  const gw = gatewayOf(req);
+  if (gw) return `sandbox:${gw.sandboxId}`;
   const addr = clientAddress(req, trust);
   return addr === 'unknown' ? 'addr:unknown' : `addr:${bucketOf(addr)}`;
 }

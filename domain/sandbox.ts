@@ -10,3 +10,6 @@ export interface SandboxHandle {
   /** Provider-specific identity: a pid, a container id, a pod name. Persisted; given back to `inspect`/`stop`. */
   ref: string;
 }
+
+/** Providers that give a sandbox no network namespace or filesystem of its own: logged and shown as unisolated. */
+export const UNISOLATED_PROVIDERS: readonly SandboxProviderName[] = ['process'];

@@ -119,15 +119,17 @@ const schema = z.object({
   // --- end ops ---
 
   // --- Sessions and sandboxes (issue 10, docs/sessions.md) ---
-  /** Where sandboxes run; unset: `process` (the registry may prefer bwrap when installed). */
+  /** Where sandboxes run; unset: `bwrap`. `process` (no isolation) only when chosen here. */
   SVC_SANDBOX_PROVIDER: z.enum(['process', 'bwrap', 'docker', 'kubernetes']).optional(),
+  /** `1`: the process provider keeps running sessions after a second account exists (it isolates nothing). */
+  SVC_ALLOW_UNISOLATED: z.enum(['0', '1', 'true', 'false']).default('0').transform((v) => v === '1' || v === 'true'),
   /** Concurrent live sessions (provisioning + running) per account, unless the account overrides it. */
   SVC_SESSION_CAP: z.coerce.number().int().min(0).max(100_000).default(5),
   /** A running session with no proxied request or prompt for this long is stopped (hibernated). */
   SVC_SESSION_IDLE_MINUTES: z.coerce.number().positive().max(525_600).default(15),
   /** Provisioning that has not reached `running` after this long fails. */
   SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
-  /** The agent runtime the sandbox daemon launches (`process` provider); default opencode from node_modules. */
+  /** The agent runtime the sandbox daemon launches (process, bwrap: a host path; docker: a path in the image); default opencode. */
   SVC_AGENT_RUNTIME: z.string().min(1).optional(),
   /** The API base (ending in /v1) as sandboxes reach it; default SVC_PUBLIC_URL/v1, else this server on 127.0.0.1. */
   SVC_SANDBOX_API_URL: z.string().url().optional(),
@@ -171,8 +173,6 @@ const schema = z.object({
   // --- Sandbox providers bwrap, docker, kubernetes (issue 10, docs/sandbox-providers.md) ---
   /** docker / kubernetes: the default sandbox image (ops/sandbox-image.sh builds svc-sandbox:local). */
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc-sandbox:local'),
-  /** docker: `host` (sandboxes share the host's loopback, like bwrap), `bridge`, or a network name. */
-  SVC_DOCKER_NETWORK: z.string().min(1).default('host'),
   /** kubernetes: the namespace of sandbox pods, services and secrets (the server needs RBAC there). */
   SVC_K8S_NAMESPACE: z
     .string()

@@ -79,7 +79,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const channels = wireChannels(core);
   const features: Running[] = [sessions, manifest, channels, wireMaintenance(core)];
 
-  const httpServer = await listenHttp(core, { sessions: sessions.deps, spawnSession: manifest.spawnSession });
+  const httpServer = await listenHttp(core, { sessions: sessions.deps, spawnSession: manifest.spawnSession, gateway: sessions.gateway });
   const { port } = httpServer;
   if (roles.api) apiPort = port;
   logger.info({ port, roles, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');

@@ -1,3 +1,4 @@
+import { UNISOLATED_PROVIDERS } from '../../domain/sandbox.js';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import * as sessions from '../../services/sessions/service.js';
@@ -82,7 +83,7 @@ export function sessionPages(deps: ApiDeps): Router {
       body: html`<div data-live-src="/projects/${project.project_id}/live"></div>
 <div data-live="session-head"><h1>Session <code>${s.session_id}</code></h1>
 <dl class="facts"><dt>Status</dt><dd>${statusBadge(s.status)}</dd><dt>Branch</dt><dd><code>${s.branch}</code></dd><dt>Base</dt><dd><code>${s.base_ref}</code></dd>
-<dt>Agent</dt><dd>${s.agent}${s.model ? ` (${s.model})` : ''}</dd><dt>Sandbox</dt><dd>${s.sandbox ? html`${s.sandbox.state} · ${s.sandbox.provider}${s.sandbox.url ? html` · <code>${s.sandbox.url}</code>` : ''}` : '–'}</dd>
+<dt>Agent</dt><dd>${s.agent}${s.model ? ` (${s.model})` : ''}</dd><dt>Sandbox</dt><dd>${s.sandbox ? html`${s.sandbox.state} · ${s.sandbox.provider}${UNISOLATED_PROVIDERS.includes(s.sandbox.provider as never) ? ' (unisolated)' : ''}${s.sandbox.url ? html` · <code>${s.sandbox.url}</code>` : ''}` : '–'}</dd>
 <dt>Last activity</dt><dd>${timeAgo(s.last_activity_at)}</dd></dl>
 ${s.error ? html`<div class="preview bad" role="alert"><strong>${s.error.code}</strong>: ${s.error.message} <span class="muted">${timeAgo(s.error.at)}</span></div>` : ''}</div>
 <div class="actions">

@@ -4,7 +4,8 @@ import type { ApiDeps } from '../deps.js';
 import { authGuardOf, unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { projectById } from '../../services/projects/service.js';
-import { authenticateSandboxKey, mintCloneCredential } from '../../services/sessions/credentials.js';
+import { authenticateSandboxKey, mintCloneCredential, sandboxProvider } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 import { repoUrlOf } from '../../services/sessions/provision.js';
 import { sessionDepsOf } from './sessions.js';
 
@@ -46,6 +47,7 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const sandbox =
       header === undefined ? null : await authGuardOf(deps.config).attempt(req, () => (m ? authenticateSandboxKey(deps.db, m[1]!) : Promise.resolve(null)));
     if (!sandbox) throw unauthorized();
+    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await sandboxProvider(deps.db, sandbox.sandbox_id) });
     // The key names its project: `:projectId` must be that project (uuid or slug; slugs are
     // unique per account only, so never looked up server-wide). Another project's key learns
     // nothing about this one.

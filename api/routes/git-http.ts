@@ -24,6 +24,8 @@ import type { ApiDeps } from '../deps.js';
 import { projectForCaller } from '../../services/projects/access.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
+import { credentialSandbox } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
 import { RelayRepos, relayDirOf, relayEnv } from '../../infra/git/relay.js';
@@ -156,7 +158,15 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
   async function authenticateGit(req: Request): Promise<Principal | null> {
     if (req.headers.authorization === undefined) return null; // no credential: git's first, anonymous try
     const token = tokenFrom(req.headers.authorization);
-    return guard.attempt(req, () => (token ? authenticate(deps.db, token) : Promise.resolve(null)));
+    const principal = await guard.attempt(req, () => (token ? authenticate(deps.db, token) : Promise.resolve(null)));
+    if (!principal) return null;
+    // A sandbox's token only through its own gateway (api/gateway.ts): anything else is unknown here.
+    try {
+      checkGateway(req, await credentialSandbox(deps.db, principal));
+    } catch {
+      return null;
+    }
+    return principal;
   }
 
   /** The API's own access rule (slug or id, within the caller's reach); anything it refuses is 404 here. */

@@ -3,6 +3,8 @@ import type { ApiDeps } from '../deps.js';
 import { openAiError, openAiErrorHandler } from '../errors.js';
 import * as gateway from '../../services/llm/gateway.js';
 import { gatewayModels } from '../../services/sessions/model-choice.js';
+import { sandboxProvider } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 
 /**
  * `/v1/llm`: the model gateway (services/llm/gateway.ts, docs/models.md). Sandbox keys
@@ -13,13 +15,20 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
   const r = Router();
   const g: gateway.GatewayDeps = { config: deps.config, db: deps.db, logger: deps.logger.child({ component: 'llm-gateway' }) };
 
+  // A sandbox's model key only through that sandbox's own gateway socket (api/gateway.ts).
+  const authorize = async (req: Request): Promise<gateway.LlmPrincipal> => {
+    const p = await gateway.authorizeCall(g, req.headers.authorization);
+    checkGateway(req, { sandbox_id: p.sandbox_id, provider: await sandboxProvider(deps.db, p.sandbox_id) });
+    return p;
+  };
+
   r.get('/models', async (req, res) => {
-    await gateway.authorizeCall(g, req.headers.authorization);
+    await authorize(req);
     res.json({ object: 'list', data: gatewayModels(deps.config).map((id) => ({ id, object: 'model', created: 0, owned_by: 'svc' })) });
   });
 
   r.post('/chat/completions', express.json({ limit: '32mb' }), async (req, res) => {
-    const p = await gateway.authorizeCall(g, req.headers.authorization);
+    const p = await authorize(req);
     const body = req.body as unknown;
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
       res.status(400).json(openAiError(400, 'The body must be a JSON object.', 'invalid_request'));

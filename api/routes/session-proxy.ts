@@ -1,5 +1,4 @@
 import http from 'node:http';
-import net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
@@ -16,6 +15,9 @@ import { assertMay } from '../../services/tokens/agent-policy.js';
 
 /** Agents do not drive sessions, their own included: the proxy is a person's way in. */
 const PROXY_ACTION = { kind: 'other', what: 'use the session proxy' } as const;
+import { connectSandbox, sandboxHost, sandboxRequest } from '../../lib/sandbox-dial.js';
+import { credentialSandbox } from '../../services/sessions/credentials.js';
+import { checkGateway } from '../gateway.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -30,7 +32,7 @@ const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-au
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined) out[k] = v;
-  out.host = new URL(target).host;
+  out.host = sandboxHost(target);
   out['x-svc-user-context'] = ctx;
   return out;
 }
@@ -81,7 +83,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
 }
 
 function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): http.ClientRequest {
-  const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
+  const up = sandboxRequest(target.url, { path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
     const headers = { ...r.headers };
     delete headers.connection;
@@ -126,6 +128,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
       assertMay(principal, PROXY_ACTION);
+      checkGateway(req, await credentialSandbox(deps.db, principal)); // no sandbox credential on the public listener
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
       const project = await resolveProject(deps.db, fake);
@@ -134,8 +137,8 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
       const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
-      const u = new URL(target.url);
-      const up = net.connect(Number(u.port), u.hostname, () => {
+      const up = connectSandbox(target.url);
+      up.once('connect', () => {
         let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
         for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) head1 += `${k}: ${String(one)}\r\n`;
         up.write(head1 + '\r\n');

@@ -28,9 +28,11 @@ import { freePort } from '../../lib/net.js';
 import { startDaemon } from '../../test/agentd/support/harness.js';
 import { percentile, type BenchRow, type BenchSuite } from '../types.js';
 
-function getOnce(agent: http.Agent, port: number, path: string, headers: Record<string, string>): Promise<void> {
+/** `port`: a TCP port of 127.0.0.1, or a Unix socket path (the daemon's SVC_DAEMON_SOCKET, how the server reaches an isolated sandbox). */
+function getOnce(agent: http.Agent, port: number | string, path: string, headers: Record<string, string>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path, headers, agent }, (res) => {
+    const to = typeof port === 'string' ? { socketPath: port } : { host: '127.0.0.1', port };
+    const req = http.get({ ...to, path, headers, agent }, (res) => {
       if (res.statusCode !== 200) reject(new Error(`status ${res.statusCode}`));
       res.resume();
       res.on('end', () => resolve());
@@ -43,7 +45,7 @@ function getOnce(agent: http.Agent, port: number, path: string, headers: Record<
  * Latencies of several targets measured in turn, one request to each per round, so every
  * target sees the same moment of a busy machine (sequential phases would not).
  */
-async function interleavedLatencies(targets: { port: number; headers: Record<string, string>; path: string }[], n: number): Promise<number[][]> {
+async function interleavedLatencies(targets: { port: number | string; headers: Record<string, string>; path: string }[], n: number): Promise<number[][]> {
   const agents = targets.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
   const out = targets.map(() => [] as number[]);
   try {
@@ -61,7 +63,7 @@ async function interleavedLatencies(targets: { port: number; headers: Record<str
   return out;
 }
 
-async function throughput(port: number, headers: Record<string, string>, total: number, connections: number, urlPath = '/fake/hello'): Promise<number> {
+async function throughput(port: number | string, headers: Record<string, string>, total: number, connections: number, urlPath = '/fake/hello'): Promise<number> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   let next = 0;
   const worker = async () => {
@@ -158,7 +160,9 @@ http {
 }
 
 export const run: BenchSuite = async ({ quick }) => {
-  const d = await startDaemon({ env: { LOG_LEVEL: 'warn' } });
+  const sockDir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-sock-'));
+  const socket = path.join(sockDir, 'daemon.sock');
+  const d = await startDaemon({ env: { LOG_LEVEL: 'warn', SVC_DAEMON_SOCKET: socket } });
   let nginx: Awaited<ReturnType<typeof startNginx>> | undefined;
   try {
     await d.waitForAgent('running');
@@ -173,14 +177,16 @@ export const run: BenchSuite = async ({ quick }) => {
     nginx = await startNginx(d.agentPort);
     const ng = 'port' in nginx ? nginx : null;
 
-    const [directLat = [], proxyLat = [], nginxLat = []] = await interleavedLatencies(
+    const [directLat = [], proxyLat = [], socketLat = [], nginxLat = []] = await interleavedLatencies(
       [
         { port: d.agentPort, headers: direct, path: '/fake/hello' },
         { port: d.port, headers: proxied, path: viaProxy },
+        { port: socket, headers: proxied, path: viaProxy },
         ...(ng ? [{ port: ng.port, headers: direct, path: '/fake/hello' }] : []),
       ],
       n,
     );
+    const socketRps: number[] = [];
     // Interleave and keep each side's best run, so drift on a busy machine hurts all alike.
     const directRps: number[] = [];
     const proxyRps: number[] = [];
@@ -193,6 +199,7 @@ export const run: BenchSuite = async ({ quick }) => {
       let c = cpuSeconds(d.child.pid);
       proxyRps.push(await throughput(d.port, proxied, total, connections, viaProxy));
       cpu.proxy += cpuSeconds(d.child.pid) - c;
+      socketRps.push(await throughput(socket, proxied, total, connections, viaProxy));
       if (ng) {
         c = cpuSeconds(ng.worker);
         nginxRps.push(await throughput(ng.port, direct, total, connections));
@@ -230,6 +237,32 @@ export const run: BenchSuite = async ({ quick }) => {
         notes: `${os.availableParallelism()} cores shared by load generator, daemon and runtime; ${total} requests per run, best of ${directRps.length}; direct runs ${directRps.map(Math.round).join('/')}, proxied ${proxyRps.map(Math.round).join('/')}`,
       },
     ];
+    const p50Socket = percentile(socketLat, 50);
+    const bestSocket = Math.max(...socketRps);
+    rows.push(
+      {
+        suite: 'agentd',
+        name: 'proxy added latency p50 through the daemon socket (how the server reaches bwrap/docker sandboxes)',
+        value: p50Socket - p50Direct,
+        unit: 'ms',
+        floor: p50Direct,
+        ratio: p50Socket / p50Direct,
+        goal: '<= 1 ms added',
+        met: p50Socket - p50Direct <= 1,
+        notes: `p50 via socket ${p50Socket.toFixed(3)} ms (TCP ${p50Proxy.toFixed(3)} ms), p99 ${percentile(socketLat, 99).toFixed(3)} ms`,
+      },
+      {
+        suite: 'agentd',
+        name: `proxy throughput through the daemon socket (${connections} connections)`,
+        value: bestSocket,
+        unit: 'req/s',
+        floor: bestDirect,
+        ratio: bestSocket / bestDirect,
+        goal: '>= 70% of direct',
+        met: bestSocket / bestDirect >= 0.7,
+        notes: `socket runs ${socketRps.map(Math.round).join('/')} (TCP proxied ${proxyRps.map(Math.round).join('/')})`,
+      },
+    );
     if (ng) {
       const p50Nginx = percentile(nginxLat, 50);
       const nginxAdded = p50Nginx - p50Direct;
@@ -265,5 +298,6 @@ export const run: BenchSuite = async ({ quick }) => {
   } finally {
     if (nginx && 'port' in nginx) await nginx.stop();
     await d.stop();
+    await rm(sockDir, { recursive: true, force: true });
   }
 };

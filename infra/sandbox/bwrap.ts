@@ -6,10 +6,12 @@
  *   - new user, pid, ipc, uts, mount and (when possible) cgroup namespaces; it runs as
  *     uid/gid 1000 with no capabilities, its pid 1 is bubblewrap's reaper, and it sees
  *     only its own processes;
- *   - the NETWORK IS SHARED with the host, so the daemon listens on 127.0.0.1:<port>
- *     where the server reaches it, and SVC_API_URL on loopback works unchanged. This is
- *     filesystem/process isolation, not network isolation (use docker or kubernetes for
- *     that);
+ *   - a NETWORK NAMESPACE of its own (`--unshare-net`): only its own loopback, nothing of
+ *     the host's network (not the server, not PostgreSQL, not another sandbox). The daemon
+ *     listens on 127.0.0.1:8000 there and on /run/svc/daemon/daemon.sock, which the server
+ *     dials; the server's gateway socket is bound read-only at /run/svc/gw, and
+ *     svc-entrypoint exposes it on 127.0.0.1:4080, where SVC_API_URL and a managed clone
+ *     URL point (infra/sandbox/gateway-dirs.ts);
  *   - host `/usr` (and the `/bin`, `/lib*` links or dirs) read-only, a few files of
  *     `/etc` that node, git and TLS need (certificates, resolver, hosts, alternatives,
  *     the loader cache) read-only, a generated `/etc/passwd` and `/etc/group`;
@@ -19,7 +21,8 @@
  *     absolute SVC_AGENT_RUNTIME mean the same inside and outside;
  *   - `/workspace` (read-write, the sandbox's workspace dir on the host), `/opt/svc/home`
  *     (read-write, its home dir on the host), `/opt/svc/bin` (`svc`, `svc-agent`,
- *     `svc-entrypoint` wrappers), a private tmpfs `/tmp`, fresh `/proc` and `/dev`;
+ *     `svc-entrypoint` wrappers), a private tmpfs `/tmp` (mounted before the application,
+ *     so an app installed under /tmp stays visible), fresh `/proc` and `/dev`;
  *   - nothing else: not the server's data dir, not the server's home or `~/.config`,
  *     not the server's environment (the sandbox gets only the injected environment).
  *
@@ -42,8 +45,9 @@ import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, 
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
-import { appRoot as defaultAppRoot, freePort, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
+import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
+import { prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
 
 export interface BwrapProviderOptions {
   /** Host directory holding one subdirectory per sandbox. Created if missing. */
@@ -56,8 +60,8 @@ export interface BwrapProviderOptions {
   nodePath?: string;
   /** More host paths bound read-only at the same path (a runtime installed elsewhere, say). */
   readOnlyPaths?: string[];
-  /** Address the daemon binds and the server dials (default 127.0.0.1: the network is shared). */
-  host?: string;
+  /** The server's end of every sandbox's gateway (absent: a sandbox reaches nothing outside itself). */
+  gateway?: SandboxGatewayHost;
   /** uid/gid inside the sandbox (default 1000). */
   uid?: number;
   gid?: number;
@@ -148,7 +152,6 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
   const bwrap = opts.bwrapPath ?? which('bwrap');
   const app = path.resolve(opts.appRoot ?? defaultAppRoot);
   const node = opts.nodePath ?? process.execPath;
-  const host = opts.host ?? '127.0.0.1';
   const uid = opts.uid ?? 1000;
   const gid = opts.gid ?? 1000;
   const stopGraceMs = opts.stopGraceMs ?? 10_000;
@@ -358,10 +361,8 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       if (existing || existsSync(dir)) await rm(dir, { recursive: true, force: true });
       await mkdir(root, { recursive: true });
       await prepareDir(dir);
-
-      const servicePort = await freePort(host);
-      let agentPort = await freePort(host);
-      while (agentPort === servicePort) agentPort = await freePort(host);
+      const sockets = await prepareSocketDirs(dir, spec.sandboxId);
+      await opts.gateway?.open(spec.sandboxId, sockets.gw);
       const bundled = path.join(app, 'node_modules', '.bin', 'opencode');
       const runtime = spec.env.SVC_AGENT_RUNTIME ?? opts.extraEnv?.SVC_AGENT_RUNTIME ?? opts.runtime ?? (existsSync(bundled) ? bundled : undefined);
       const env: Record<string, string> = {
@@ -373,12 +374,12 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         // A sandbox never updates its own tools; the host's install decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         ...(runtime ? { SVC_AGENT_RUNTIME: runtime } : {}),
-        ...spec.env,
-        ...opts.extraEnv,
-        // Plumbing of a shared host: ports of its own, loopback only, the workspace path.
-        SVC_SERVICE_PORT: String(servicePort),
-        SVC_AGENT_PORT: String(agentPort),
-        SVC_BIND_HOST: host,
+        ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway),
+        // Plumbing: its own loopback (a network namespace of its own), its sockets, the workspace path.
+        SVC_SERVICE_PORT: spec.env.SVC_SERVICE_PORT ?? '8000',
+        SVC_AGENT_PORT: spec.env.SVC_AGENT_PORT ?? '4096',
+        SVC_BIND_HOST: '127.0.0.1',
+        ...socketEnv(),
         SVC_WORKSPACE: SANDBOX_WORKSPACE,
         SVC_AGENT_HOME: SANDBOX_HOME,
         ...(spec.app ? { SVC_APP_COMMAND: spec.app.command } : {}),
@@ -393,10 +394,14 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '--unshare-ipc',
         '--unshare-uts',
         '--unshare-cgroup-try',
+        '--unshare-net',
         '--hostname',
         `svc-${name.slice(0, 20)}`,
         '--new-session',
         ...systemArgs(),
+        // Before the application: a tmpfs mounted later would hide an app installed under /tmp.
+        '--tmpfs',
+        '/tmp',
         ...appArgs([...(opts.readOnlyPaths ?? []), ...(runtime && path.isAbsolute(runtime) ? [runtime] : [])]),
         '--ro-bind',
         path.join(dir, 'etc', 'passwd'),
@@ -408,8 +413,12 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '/proc',
         '--dev',
         '/dev',
-        '--tmpfs',
-        '/tmp',
+        '--ro-bind',
+        sockets.gw,
+        SANDBOX_GATEWAY_DIR,
+        '--bind',
+        sockets.daemon,
+        SANDBOX_DAEMON_DIR,
         ...fileRepoArgs(spec.env.SVC_REPO_URL),
         '--bind',
         spec.app ? spec.app.workspaceDir : path.join(dir, 'workspace'),
@@ -443,6 +452,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       try {
         started = await awaitChildPid(child, statusFile, logFile);
       } catch (err) {
+        await opts.gateway?.close(spec.sandboxId).catch(() => undefined);
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
         throw err;
       }
@@ -457,7 +467,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         startTime: st.startTime,
         pidNamespace: started.pidNs,
         outer: child.pid && outerStat ? { pid: child.pid, startTime: outerStat.startTime } : undefined,
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${servicePort}`,
+        url: sockets.daemonUrl,
         labels: sandboxLabels(spec),
         createdAt: new Date().toISOString(),
       };
@@ -487,6 +497,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
           /* gone */
         }
       }
+      await opts.gateway?.close(handle.sandboxId).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
     },
 

@@ -11,17 +11,14 @@
  * Limits: `spec.resources` (the manifest's `cpus`, `memory_mb`) over the provider's own
  * `cpus` / `memoryBytes`, as HostConfig NanoCpus / Memory.
  *
- * Networking:
- *   - `host` (the default, and what tests use): the container shares the host's network,
- *     like the bwrap provider. Each sandbox gets its own free daemon and runtime ports
- *     on 127.0.0.1 (SVC_SERVICE_PORT / SVC_AGENT_PORT / SVC_BIND_HOST are the provider's
- *     plumbing), every connection stays on loopback, and SVC_API_URL on loopback works.
- *   - any other network (`bridge`, a user-defined one): the daemon listens on its
- *     SVC_SERVICE_PORT (8000) in the container, published on `host` (127.0.0.1) at a
- *     port the engine picks; with `reachByName` the server (itself a container on that
- *     network) dials `http://<container name>:8000` instead. SVC_API_URL must then be an
- *     address the container reaches (`host.docker.internal` is mapped to the host
- *     gateway).
+ * Networking: `--network none`, always. The container has its own loopback and nothing
+ * else: not the host's network, not a bridge (which would put sandboxes on private-range
+ * addresses that reach each other). The daemon listens on 127.0.0.1:8000 inside and on
+ * /run/svc/daemon/daemon.sock, a directory bound from `<root>/<name>/daemon` on the host,
+ * which the server dials (lib/sandbox-dial.ts); the server's gateway socket is bound
+ * read-only at /run/svc/gw, and svc-entrypoint exposes it on 127.0.0.1:4080, where
+ * SVC_API_URL and a managed clone URL point (infra/sandbox/gateway-dirs.ts). The server
+ * and the engine must share the host's filesystem (the socket directories are host paths).
  *
  * Identity: the container id (`ref`); labels `svc.project`, `svc.session`, `svc.sandbox`,
  * `svc.managed-by=svc` plus the spec's labels find it again after a restart. Destroy =
@@ -31,27 +28,27 @@
  * user (1000 in the default image).
  */
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
-import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
-import { freePort, LABEL, sandboxLabels, sandboxName } from './provider-util.js';
+import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+import { LABEL, sandboxLabels, sandboxName } from './provider-util.js';
+import { DAEMON_SOCKET, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
+import { socketUrl } from '../../lib/sandbox-dial.js';
 
 export const DEFAULT_SANDBOX_IMAGE = 'svc-sandbox:local';
-const SERVICE_PORT_LABEL = 'svc.service-port';
+const SOCKET_DIR_LABEL = 'svc.socket-dir';
 
 export interface DockerProviderOptions {
   /** Engine client (default: `new Docker()`, i.e. DOCKER_HOST or /var/run/docker.sock). */
   docker?: Docker;
   /** The default sandbox image (default `svc-sandbox:local`, built by ops/sandbox-image.sh). */
   image?: string;
-  /** Network mode: `host` (default), `bridge`, or a network name. */
-  network?: string;
-  /** Address the server dials published ports on (default 127.0.0.1). */
-  host?: string;
-  /** Non-host networks: dial `http://<container name>:<port>` (the server is on the same network). */
-  reachByName?: boolean;
+  /** Host directory holding one socket directory per sandbox (`<root>/<name>/{gw,daemon}`). */
+  root?: string;
+  /** The server's end of every sandbox's gateway (absent: a sandbox reaches nothing outside itself). */
+  gateway?: SandboxGatewayHost;
   /** Variables added to every sandbox's environment (tests). */
   extraEnv?: Record<string, string>;
   /** Extra bind mounts (`host:container[:ro]`). */
@@ -141,22 +138,14 @@ function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProvide
 export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxProvider {
   const docker = opts.docker ?? new Docker();
   const defaultImage = opts.image ?? DEFAULT_SANDBOX_IMAGE;
-  const network = opts.network ?? 'host';
-  const hostNet = network === 'host';
-  const host = opts.host ?? '127.0.0.1';
+  const root = path.resolve(opts.root ?? path.join(os.tmpdir(), 'svc-docker-sandboxes'));
   const grace = opts.stopGraceSeconds ?? 10;
-  const dialHost = host.includes(':') ? `[${host}]` : host;
 
   const building = new Map<string, Promise<string>>();
   const containerName = (sandboxId: string) => `svc-sbx-${sandboxName(sandboxId)}`;
 
-  function urlOf(c: { name: string; labels: Record<string, string>; published: (port: number) => number | undefined }): string {
-    const port = Number(c.labels[SERVICE_PORT_LABEL] ?? 8000);
-    if (hostNet) return `http://${dialHost}:${port}`;
-    if (opts.reachByName) return `http://${c.name}:${port}`;
-    const pub = c.published(port);
-    return pub ? `http://${dialHost}:${pub}` : '';
-  }
+  const dirOf = (sandboxId: string) => path.join(root, sandboxName(sandboxId));
+  const urlOf = (labels: Record<string, string>) => (labels[SOCKET_DIR_LABEL] ? socketUrl(path.join(labels[SOCKET_DIR_LABEL], 'daemon', DAEMON_SOCKET)) : '');
 
   function handleFromInspect(info: Docker.ContainerInspectInfo): SandboxHandle {
     const labels = info.Config.Labels ?? {};
@@ -164,14 +153,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
       sandboxId: labels[LABEL.sandbox] ?? '',
       provider: 'docker',
       ref: info.Id,
-      url: urlOf({
-        name: info.Name.replace(/^\//, ''),
-        labels,
-        published: (port) => {
-          const b = info.NetworkSettings?.Ports?.[`${port}/tcp`]?.[0];
-          return b?.HostPort ? Number(b.HostPort) : undefined;
-        },
-      }),
+      url: urlOf(labels),
     };
   }
 
@@ -191,7 +173,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
     // Sandboxes starting together with one Dockerfile share one build.
     let build = building.get(dockerfile);
     if (!build) {
-      build = buildRepoImage(docker, dockerfile, defaultImage, network).finally(() => building.delete(dockerfile));
+      build = buildRepoImage(docker, dockerfile, defaultImage).finally(() => building.delete(dockerfile));
       building.set(dockerfile, build);
     }
     return build;
@@ -223,33 +205,26 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         });
 
       const labels = sandboxLabels(spec);
-      const env: Record<string, string> = { ...spec.env, ...opts.extraEnv };
-      const containerPort = Number(spec.env.SVC_SERVICE_PORT ?? 8000);
+      const dir = dirOf(spec.sandboxId);
+      await rm(dir, { recursive: true, force: true });
+      await mkdir(root, { recursive: true });
+      const sockets = await prepareSocketDirs(dir, spec.sandboxId);
+      labels[SOCKET_DIR_LABEL] = dir;
+      const env: Record<string, string> = {
+        ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway),
+        SVC_BIND_HOST: '127.0.0.1',
+        ...socketEnv(),
+      };
       const hostConfig: Docker.HostConfig = {
-        NetworkMode: network,
+        NetworkMode: 'none',
         Init: true,
         CapDrop: ['ALL'],
         SecurityOpt: ['no-new-privileges'],
-        ...(opts.binds?.length ? { Binds: opts.binds } : {}),
+        Binds: [`${sockets.gw}:${SANDBOX_GATEWAY_DIR}:ro`, `${sockets.daemon}:${SANDBOX_DAEMON_DIR}`, ...(opts.binds ?? [])],
         ...limitsOf(spec, opts),
         ...(opts.pidsLimit ? { PidsLimit: opts.pidsLimit } : {}),
       };
-      let exposed: Record<string, object> | undefined;
-      if (hostNet) {
-        // Shared network: ports of its own, loopback only.
-        const servicePort = await freePort(host);
-        let agentPort = await freePort(host);
-        while (agentPort === servicePort) agentPort = await freePort(host);
-        env.SVC_SERVICE_PORT = String(servicePort);
-        env.SVC_AGENT_PORT = String(agentPort);
-        env.SVC_BIND_HOST = host;
-        labels[SERVICE_PORT_LABEL] = String(servicePort);
-      } else {
-        labels[SERVICE_PORT_LABEL] = String(containerPort);
-        exposed = { [`${containerPort}/tcp`]: {} };
-        if (!opts.reachByName) hostConfig.PortBindings = { [`${containerPort}/tcp`]: [{ HostIp: host, HostPort: '' }] };
-        hostConfig.ExtraHosts = ['host.docker.internal:host-gateway'];
-      }
+      await opts.gateway?.open(spec.sandboxId, sockets.gw);
 
       let container: Docker.Container;
       try {
@@ -258,7 +233,6 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
           Image: image,
           Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
           Labels: labels,
-          ...(exposed ? { ExposedPorts: exposed } : {}),
           HostConfig: hostConfig,
         });
       } catch (err) {
@@ -278,9 +252,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
       const info = await container.inspect().catch((err: unknown) => {
         throw engineError(err, `inspect container ${name}`);
       });
-      const handle = handleFromInspect(info);
-      if (!handle.url) throw new SandboxError('create_failed', `container ${name} has no published port ${containerPort}`);
-      return handle;
+      return handleFromInspect(info);
     },
 
     async inspect(handle: SandboxHandle): Promise<SandboxLiveness> {
@@ -306,6 +278,8 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         // 404: gone; 409: removal already in progress.
         if (status(err) !== 404 && status(err) !== 409) throw engineError(err, `remove container ${handle.ref}`);
       }
+      await opts.gateway?.close(handle.sandboxId).catch(() => undefined);
+      await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
     },
 
     async list(labels: Record<string, string>): Promise<SandboxHandle[]> {
@@ -320,11 +294,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         sandboxId: c.Labels[LABEL.sandbox] ?? '',
         provider: 'docker' as const,
         ref: c.Id,
-        url: urlOf({
-          name: (c.Names[0] ?? '').replace(/^\//, ''),
-          labels: c.Labels,
-          published: (port) => c.Ports.find((p) => p.PrivatePort === port && p.PublicPort)?.PublicPort,
-        }),
+        url: urlOf(c.Labels),
       }));
     },
   };

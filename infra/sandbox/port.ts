@@ -77,6 +77,21 @@ export interface SandboxProvider {
   close?(): Promise<void>;
 }
 
+/**
+ * The server side of every sandbox's gateway (docs/sandbox-providers.md, "Network"): the
+ * server listens on a Unix socket it creates in a directory the sandbox sees read-only;
+ * inside, `svc-entrypoint` exposes it on the sandbox's loopback. Requests through it carry
+ * the sandbox's identity in-process (api/gateway.ts). Providers call `open` before they
+ * start a sandbox and `close` when they destroy it.
+ */
+export interface SandboxGatewayHost {
+  /** The server's own origin: env values under it (SVC_API_URL, a managed clone URL …) are rewritten to the gateway. */
+  serverOrigin(): string;
+  /** Serves sandbox `sandboxId`'s gateway on `<dir>/gateway.sock`. */
+  open(sandboxId: string, dir: string): Promise<void>;
+  close(sandboxId: string): Promise<void>;
+}
+
 export class SandboxError extends Error {
   constructor(
     readonly code: 'unavailable' | 'create_failed' | 'not_found',

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
-import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
+import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**
  * The `process` provider: `svc-entrypoint` as a child process of the server, in its own
@@ -15,8 +16,12 @@ import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxPro
  *   home/       the agent runtime's HOME (SVC_AGENT_HOME, off the repo)
  *   bin/        `svc` and `svc-agent` for the agent's shell
  *   sandbox.log what the entrypoint, daemon and runtime print
- * and two free loopback ports (daemon, runtime). No isolation beyond that: for a laptop
- * and tests; `bwrap` is the same with namespaces.
+ * and free loopback ports (daemon, runtime, gateway). NO ISOLATION beyond that: it shares
+ * the host's network and filesystem, so it runs only when chosen explicitly, is logged and
+ * shown as unisolated, and is refused once a second account exists unless
+ * SVC_ALLOW_UNISOLATED=1 (services/sessions/provision.ts). It still reaches the server
+ * through its gateway socket (`gw/gateway.sock`, forwarded by svc-entrypoint from its
+ * gateway port), so its credentials are checked like every sandbox's.
  *
  * The environment is the injected one plus PATH/LANG and this provider's plumbing,
  * never the server's own (no DATABASE_URL, no SVC_SECRET_KEY).
@@ -28,6 +33,8 @@ export interface ProcessProviderOptions {
   logger: Logger;
   /** Extra variables for every sandbox (tests: fast restart backoff). */
   extraEnv?: Record<string, string>;
+  /** The server's end of every sandbox's gateway. */
+  gateway?: SandboxGatewayHost;
 }
 
 const dist = path.join(projectRoot, 'dist');
@@ -67,15 +74,18 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         await writeFile(file, `#!/bin/sh\nexec '${process.execPath}' '${path.join(dist, script)}' "$@"\n`);
         await chmod(file, 0o755);
       }
-      const [servicePort, agentPort] = [await freePort(), await freePort()];
+      const [servicePort, agentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
+      const sockets = await prepareSocketDirs(dir, spec.sandboxId);
+      await opts.gateway?.open(spec.sandboxId, sockets.gw);
+      const { SVC_DAEMON_SOCKET: _own, ...gatewayEnv } = socketEnv(gatewayPort, sockets.gw);
       const env: Record<string, string> = {
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
         // A sandbox never updates its own tools; the image (here: node_modules) decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
-        ...spec.env,
-        ...opts.extraEnv,
+        ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway, gatewayPort),
+        ...(opts.gateway ? gatewayEnv : {}),
         SVC_SANDBOX_ID: spec.sandboxId,
         SVC_SERVICE_PORT: String(servicePort),
         SVC_AGENT_PORT: String(agentPort),
@@ -126,6 +136,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       }
       // Whatever the sandbox started in groups of its own (the runtime, its tools) goes too.
       await killTagged(handle.sandboxId);
+      await opts.gateway?.close(handle.sandboxId).catch(() => undefined);
       await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
       log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
     },

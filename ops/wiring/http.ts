@@ -11,6 +11,7 @@ import type { SessionDeps } from '../../services/sessions/deps.js';
 import { pushSecretsToSandboxes } from '../../services/sessions/secrets-push.js';
 import type { SpawnSession } from '../../services/triggers/service.js';
 import type { Core } from './core.js';
+import type { GatewayHub } from './gateway.js';
 
 export interface HttpWiring {
   port: number;
@@ -25,7 +26,7 @@ export interface HttpWiring {
  * the api role; a worker-only process still answers /healthz, /readyz and /metrics there,
  * for container health checks and Kubernetes probes.
  */
-export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spawnSession: SpawnSession }): Promise<HttpWiring> {
+export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spawnSession: SpawnSession; gateway?: GatewayHub }): Promise<HttpWiring> {
   const { config, logger, db, secrets, repos, queue, roles, crCommands } = core;
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
@@ -38,6 +39,8 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
         void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
     const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
+    // Sandboxes reach the same API through their gateway sockets, with their identity attached.
+    opts.gateway?.serve(app);
     server.on('upgrade', sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app)));
   } else {
     const health = express();

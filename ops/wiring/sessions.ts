@@ -1,5 +1,6 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
-import { createSandboxProvider } from '../../infra/sandbox/registry.js';
+import { createSandboxProvider, sandboxesRoot } from '../../infra/sandbox/registry.js';
+import { createGatewayHub, type GatewayHub } from './gateway.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { sandboxSecrets } from '../../services/secrets/sandbox-env.js';
 import { startSessionWorkers } from '../../workers/sessions.js';
@@ -9,6 +10,8 @@ export interface SessionsWiring extends Running {
   deps: SessionDeps;
   /** Where apps run: the sessions' provider, or bwrap/process when sessions use containers. */
   appProvider: SandboxProvider | undefined;
+  /** The server's end of the sandboxes' gateway sockets (served by the API once it exists). */
+  gateway: GatewayHub;
   /** Starts the session workers (worker role), once the API URL sandboxes use is known. */
   startWorkers(): Promise<void>;
 }
@@ -25,7 +28,8 @@ export function wireSessions(
   const apiUrl = () =>
     config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
-  const extra = opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {};
+  const gateway = createGatewayHub({ logger, serverOrigin: apiUrl });
+  const extra = { ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}), gateway };
   const provider = roles.worker ? createSandboxProvider(config, { logger, ...extra }) : undefined;
   const modelGateway = config.SVC_LLM_UPSTREAM_URL ? `gateway to ${new URL(config.SVC_LLM_UPSTREAM_URL).host}` : 'no model gateway (SVC_LLM_UPSTREAM_URL unset)';
   if (provider) logger.info({ provider: provider.name, models: modelGateway }, `sandbox provider: ${provider.name}; models: ${modelGateway}`);
@@ -44,11 +48,15 @@ export function wireSessions(
   return {
     deps,
     appProvider,
+    gateway,
     async startWorkers() {
+      // Sandboxes left running by an earlier process reach the server again.
+      if (roles.worker) await gateway.reopen(sandboxesRoot(config));
       if (roles.worker) workers = await startSessionWorkers(deps, queue);
     },
     stop: () => workers?.stop(),
     async close() {
+      await gateway.closeAll();
       await provider?.close?.();
       if (appProvider !== provider) await appProvider?.close?.();
     },

@@ -14,6 +14,7 @@ import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
 import { stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';
+import { isSocketUrl } from '../../lib/sandbox-dial.js';
 import type { AppJob } from './sync.js';
 
 export interface AppDeps {
@@ -92,10 +93,15 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     const h = handle;
     const host = deps.publicHost ?? '127.0.0.1';
     const url = `http://${host}:${port}`;
-    // process and bwrap share the host's network: the app listens on the server's loopback.
+    // process shares the host's network: the app listens on the server's loopback. bwrap
+    // has its own: the app is reached through its socket, and its port here forwards to it.
     const gone = async () => (await provider.inspect(h).catch(() => 'unknown')) === 'exited';
-    const problem = await waitHealthy(`http://127.0.0.1:${port}${app.spec.health_path ?? '/'}`, gone, deps.healthTimeoutMs ?? 60_000);
+    const reach = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
+    const problem = await waitHealthy(reach, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
     if (problem) throw new Error(problem);
+    // Loopback unless the operator put a reachable host in app URLs (SVC_APPS_HOST).
+    const loopback = !deps.publicHost || ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(deps.publicHost);
+    await deps.owned.expose(h, loopback ? '127.0.0.1' : '0.0.0.0', port);
     // The app's URL and its deploy record switch together: a reader never sees one without the other.
     const switched = await deps.db.transaction(async (tx) => {
       const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h }));

@@ -1,4 +1,5 @@
 import type { SandboxHandle } from '../../infra/sandbox/port.js';
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import type { SessionDeps } from './deps.js';
 import { currentSandbox } from '../../domain/session/index.js';
 import { handleSessionCommand, loadSession } from './handle.js';
@@ -15,7 +16,7 @@ export async function awaitAgentReady(deps: Pick<SessionDeps, 'db' | 'logger'>, 
   let checked = Date.now();
   const sys = (s: { created_by: string }) => ({ actor: s.created_by, now: new Date() });
   for (;;) {
-    const body = await fetch(`${h.url}/svc/health`, { signal: AbortSignal.timeout(2000) })
+    const body = await sandboxFetch(h.url, '/svc/health', { signal: AbortSignal.timeout(2000) })
       .then((r) => (r.ok ? (r.json() as Promise<{ agent?: string }>) : null))
       .catch(() => null);
     if (body?.agent) last = body.agent;

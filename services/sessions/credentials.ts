@@ -109,3 +109,26 @@ export async function revokeSandboxCredentials(tx: Executor, sandboxId: string):
   await tx.run(q.revokeSandboxKeys(sandboxId));
   await tx.run(q.revokeSandboxTokens(sandboxId));
 }
+
+/**
+ * The sandbox a principal's credential belongs to (api/gateway.ts checks it against the
+ * listener the request came in on): a principal that names its sandbox (`sandbox_id`, as
+ * every sandbox credential will) is taken at its word; otherwise the token is looked up
+ * (a sandbox's CLI token, a clone credential). Null for a person's token.
+ */
+export async function credentialSandbox(
+  db: Executor,
+  principal: { token_id: string; sandbox_id?: string | null },
+): Promise<{ sandbox_id: string; provider: string | null } | null> {
+  if (principal.sandbox_id) {
+    const row = await db.one<{ provider: string }>(q.providerOfSandbox(principal.sandbox_id));
+    return { sandbox_id: principal.sandbox_id, provider: row?.provider ?? null };
+  }
+  const row = await db.one<{ sandbox_id: string; provider: string | null }>(q.sandboxOfToken(principal.token_id));
+  return row ? { sandbox_id: row.sandbox_id, provider: row.provider } : null;
+}
+
+/** The provider of the sandbox a service key belongs to. */
+export async function sandboxProvider(db: Executor, sandboxId: string): Promise<string | null> {
+  return (await db.one<{ provider: string }>(q.providerOfSandbox(sandboxId)))?.provider ?? null;
+}

@@ -1,3 +1,4 @@
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { randomUUID } from 'node:crypto';
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import { currentSandbox, liveSandbox, type Session } from '../../domain/session/index.js';
@@ -6,6 +7,8 @@ import { sessionQueries } from '../../sql/queries/sessions.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { SandboxError, type SandboxHandle } from '../../infra/sandbox/port.js';
 import { failpoint } from '../../lib/failpoints.js';
+import { UNISOLATED_PROVIDERS } from '../../domain/sandbox.js';
+import { accountQueries } from '../../sql/queries/accounts.js';
 import { cutSessionBranch } from './branch-cut.js';
 import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials, type SandboxCredentials } from './credentials.js';
 import { agentEnv } from './agent-env.js';
@@ -111,6 +114,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         agent: await agentEnv(deps, { session: state, project, apiUrl: deps.apiUrl(), llmKey: creds!.llmKey }),
       });
       secretValues = [...Object.values(secrets.env), creds!.serviceKey, creds!.cliToken, creds!.llmKey];
+      await refuseUnisolated(deps, provider.name);
       const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
       handle = await provider.create({
         sandboxId,
@@ -156,6 +160,21 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
 }
 
 /**
+ * The process provider isolates nothing (one network and filesystem with the server and
+ * every other sandbox): once a second account exists, it is refused unless the operator
+ * said SVC_ALLOW_UNISOLATED=1.
+ */
+export async function refuseUnisolated(deps: Pick<SessionDeps, 'db' | 'config'>, providerName: string): Promise<void> {
+  if (!UNISOLATED_PROVIDERS.includes(providerName as never) || deps.config.SVC_ALLOW_UNISOLATED) return;
+  const row = await deps.db.one<{ n: number }>(accountQueries.countUpToTwo());
+  if ((row?.n ?? 0) < 2) return;
+  throw new SandboxError(
+    'unavailable',
+    'The process sandbox provider isolates nothing and this server has more than one account: choose SVC_SANDBOX_PROVIDER=bwrap (or docker, kubernetes), or set SVC_ALLOW_UNISOLATED=1 to accept the risk.',
+  );
+}
+
+/**
  * The URL a sandbox clones, fetches and pushes: this server's smart HTTP, for a remote
  * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
  * sandbox, and every push is checked before the remote sees it. A local repository
@@ -178,7 +197,7 @@ async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, 
   let last: unknown;
   for (;;) {
     if (Date.now() > deadline) throw new TimeoutError(`The sandbox did not become healthy in time (last health: ${JSON.stringify(last ?? null)}).`);
-    const body = await fetch(`${h.url}/svc/health`, { signal: AbortSignal.timeout(2000) })
+    const body = await sandboxFetch(h.url, '/svc/health', { signal: AbortSignal.timeout(2000) })
       .then((r) => (r.ok ? (r.json() as Promise<{ branch?: string; commit?: string }>) : null))
       .catch(() => null);
     if (body) last = body;

@@ -1,4 +1,5 @@
 import { DomainError } from '../../domain/errors.js';
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import type { SessionDeps } from './deps.js';
 import { liveTarget } from './service.js';
 import type { SessionView } from './view.js';
@@ -13,7 +14,7 @@ export async function refreshSession(deps: SessionDeps, projectId: string, sessi
   const t = await liveTarget(deps, projectId, sessionId);
   let status: number;
   try {
-    const up = await fetch(`${t.url}/svc/refresh`, { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(30_000) });
+    const up = await sandboxFetch(t.url, '/svc/refresh', { method: 'POST', headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(30_000) });
     status = up.status;
     await up.arrayBuffer();
   } catch (err) {

@@ -1,3 +1,4 @@
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { randomUUID } from 'node:crypto';
 import { DomainError, notFound } from '../../domain/errors.js';
 import { liveSandbox, LIVE_STATUSES, type Session, type SessionState } from '../../domain/session/index.js';
@@ -247,7 +248,7 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
   const t = await liveTarget(deps, projectId, sessionId);
   let res: Response;
   try {
-    res = await fetch(`${t.url}${path}`, {
+    res = await sandboxFetch(t.url, path, {
       method: 'POST',
       headers: { authorization: `Bearer ${t.key}`, 'content-type': 'application/json' },
       body: JSON.stringify(body),

@@ -1,6 +1,8 @@
 import type { Query } from '../query.js';
 
 export const accountQueries = {
+  /** Up to two accounts: whether a second tenant exists. */
+  countUpToTwo: (): Query => ({ name: 'accounts_count_up_to_two', text: 'SELECT count(*)::int AS n FROM (SELECT 1 FROM accounts LIMIT 2) a', values: [] }),
   insertAccount: (accountId: string, name: string): Query => ({
     text: 'INSERT INTO accounts (account_id, name) VALUES ($1, $2)',
     values: [accountId, name],

@@ -209,6 +209,21 @@ export const sandboxCredentialQueries = {
         OR sandbox_id IN (SELECT sandbox_id FROM sandbox_credentials WHERE session_id = $1))`,
     values: [sessionId],
   }),
+  /** The sandbox (and its provider) a token was minted for: its CLI token or a clone credential; no row for a person's token. */
+  sandboxOfToken: (tokenId: string): Query => ({
+    name: 'sandbox_of_token',
+    text: `SELECT x.sandbox_id, sb.provider FROM (
+        SELECT sandbox_id FROM sandbox_credentials WHERE cli_token_id = $1
+        UNION ALL SELECT sandbox_id FROM tokens WHERE token_id = $1 AND sandbox_id IS NOT NULL) x
+      LEFT JOIN session_sandboxes sb ON sb.sandbox_id = x.sandbox_id LIMIT 1`,
+    values: [tokenId],
+  }),
+  /** The provider running a sandbox (null: unknown). */
+  providerOfSandbox: (sandboxId: string): Query => ({
+    name: 'provider_of_sandbox',
+    text: 'SELECT provider FROM session_sandboxes WHERE sandbox_id = $1',
+    values: [sandboxId],
+  }),
   revokeSandboxKeys: (sandboxId: string): Query => ({
     text: 'UPDATE sandbox_credentials SET revoked_at = now() WHERE sandbox_id = $1 AND revoked_at IS NULL',
     values: [sandboxId],

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { expect } from 'chai';
 import { createBwrapProvider, probeBwrap, procStat } from '../../infra/sandbox/bwrap.js';
@@ -9,6 +10,7 @@ import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, execRuntimeBin, pidsInNamespace, waitForRunning } from './support/daemon-client.js';
 import { sandboxSpec } from './support/sandbox-spec.js';
+import { startTestGateway, type TestGateway } from './support/test-gateway.js';
 import { skipUnlessCi } from '../support/skip.js';
 
 /**
@@ -26,13 +28,14 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
   let remote: ReturnType<typeof makeRemote>;
   let gitServer: GitHttpServer;
   let api: FakeApi;
+  let gw: TestGateway;
   const handles: SandboxHandle[] = [];
   const token = randomBytes(24).toString('hex');
   const username = 'x-access-token';
   const password = `clonepass-${randomBytes(8).toString('hex')}`;
 
   const spec = (extra: Record<string, string> = {}): SandboxSpec =>
-    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gitServer.url}/remote.git`, apiUrl: api.url, runtime: execRuntimeBin, label: 'bwrap', extra });
+    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gw.url}/remote.git`, apiUrl: `${gw.url}/v1`, runtime: execRuntimeBin, label: 'bwrap', extra });
   const logOf = (h: SandboxHandle) => {
     const f = path.join(root, h.sandboxId, 'sandbox.log');
     return existsSync(f) ? `\n--- sandbox.log ---\n${readFileSync(f, 'utf8').slice(-3000)}` : '';
@@ -50,13 +53,15 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
     remote = makeRemote(t.dir, { branch: randomUUID() });
     gitServer = await startGitHttpServer(t.dir, username, password);
     api = await startFakeApi(token, { username, password });
-    provider = createBwrapProvider({ root, stopGraceMs: 5_000 });
+    gw = await startTestGateway({ api: api.url, git: gitServer.url });
+    provider = createBwrapProvider({ root, stopGraceMs: 5_000, gateway: gw });
   });
 
   after(async () => {
     for (const h of handles) await provider?.destroy(h).catch(() => undefined);
     await gitServer?.close();
     await api?.close();
+    await gw?.stop();
     t?.cleanup();
   });
 
@@ -72,14 +77,14 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
       handles.push(h);
     });
 
-    it('boots the daemon: /svc/health answers on 127.0.0.1, the repo is cloned over HTTP on the session branch', async () => {
+    it('boots the daemon: /svc/health answers on its socket, the repo is cloned over HTTP through the gateway on the session branch', async () => {
       expect(h.provider).to.equal('bwrap');
-      expect(h.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(h.url).to.equal(`unix:${path.join(root, h.sandboxId, 'daemon', 'daemon.sock')}`);
       expect(h.ref).to.match(/^\d+:\d+$/);
       const health = await waitForRunning(h.url, 30_000, () => logOf(h));
       expect(health.daemon).to.equal('ok');
       expect(health.branch).to.equal(remote.branch);
-      expect(health.commit).to.equal(remote.tip(remote.branch));
+      expect(health.commit, logOf(h)).to.equal(remote.tip(remote.branch));
       expect(await provider.inspect(h)).to.equal('running');
       // The clone landed in the sandbox's workspace dir on the host.
       expect(existsSync(path.join(root, h.sandboxId, 'workspace', 'svc.toml'))).to.equal(true);
@@ -90,8 +95,11 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
       const { env, uid } = await envIn(h.url, token);
       expect(env.SVC_PROJECT_ID).to.equal('proj-1');
       expect(env.SVC_SESSION_ID).to.equal(remote.branch);
-      expect(env.SVC_API_URL).to.equal(api.url);
-      expect(env.SVC_SERVICE_PORT).to.equal(new URL(h.url).port); // the provider's plumbing port replaces 8000
+      // The server's URLs point at the gateway on the sandbox's own loopback.
+      expect(env.SVC_API_URL).to.equal('http://127.0.0.1:4080/v1');
+      expect(env.SVC_REPO_URL).to.equal('http://127.0.0.1:4080/remote.git');
+      expect(gw.used.has(h.sandboxId), 'the clone went through the gateway socket').to.equal(true);
+      expect(env.SVC_SERVICE_PORT).to.equal('8000'); // its own network namespace: no port to share
       expect(env.SVC_WORKSPACE).to.equal('/workspace');
       expect(env.HOME).to.equal('/opt/svc/home');
       expect(env.SVC_TEST_SERVER_ONLY).to.equal(undefined);
@@ -224,5 +232,41 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
         (e: Error) => e,
       );
     expect(noNode?.message).to.equal('node binary not found at /nonexistent/node');
+  });
+});
+
+describe('bwrap sandbox provider: the application installed under /tmp (issue 21 item 7)', function () {
+  this.timeout(60_000);
+  const probe = probeBwrap();
+  let t: ReturnType<typeof tempDir>;
+  let provider: SandboxProvider;
+  let h: SandboxHandle | undefined;
+
+  before(function () {
+    if (!probe.ok) skipUnlessCi(this, `the bwrap provider tests: ${probe.reason}`);
+  });
+  after(async () => {
+    if (h) await provider.destroy(h).catch(() => undefined);
+    t?.cleanup();
+  });
+
+  it('starts the daemon from an app root under /tmp: the private /tmp does not hide it', async () => {
+    t = tempDir('svc-bwrap-tmpapp-');
+    expect(t.dir.startsWith('/tmp/') || t.dir.startsWith(os.tmpdir())).to.equal(true);
+    // An install under /tmp: the application's dist, node_modules and package.json there.
+    const app = path.join(t.dir, 'app');
+    mkdirSync(app);
+    cpSync(path.join(distRoot, '..', 'package.json'), path.join(app, 'package.json'));
+    symlinkSync(distRoot, path.join(app, 'dist'));
+    symlinkSync(realpathSync(path.join(distRoot, '..', 'node_modules')), path.join(app, 'node_modules'));
+    provider = createBwrapProvider({ root: path.join(t.dir, 'sandboxes'), appRoot: app, stopGraceMs: 2_000 });
+    h = await provider.create(
+      sandboxSpec({ token: randomBytes(24).toString('hex'), branch: 'b', repoUrl: 'http://127.0.0.1:1/none.git', apiUrl: 'http://127.0.0.1:1', runtime: path.join(app, 'dist', 'test', 'sandbox', 'support', 'exec-runtime.js'), label: 'tmp-app', extra: { SVC_PROJECT_AUTO_CLONE: '0' } }),
+    );
+    const health = await waitForRunning(h.url, 30_000, () => {
+      const f = path.join(t.dir, 'sandboxes', h!.sandboxId, 'sandbox.log');
+      return existsSync(f) ? readFileSync(f, 'utf8').slice(-2000) : '';
+    });
+    expect(health.daemon).to.equal('ok');
   });
 });

@@ -8,12 +8,16 @@ import { distRoot, makeRemote, tempDir } from '../agentd/support/harness.js';
 import { startFakeApi, startGitHttpServer, type FakeApi, type GitHttpServer } from '../agentd/support/git-http-server.js';
 import { envIn, execIn, waitForRunning } from './support/daemon-client.js';
 import { sandboxSpec } from './support/sandbox-spec.js';
+import { startTestGateway, type TestGateway } from './support/test-gateway.js';
+import { hostListeningPorts, PROBE_PORTS_JS } from '../int/isolation/support.js';
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { skipUnlessCi } from '../support/skip.js';
 
 /**
  * The docker provider against a real engine, with the default sandbox image
- * (ops/sandbox-image.sh; offline base: ops/sandbox-base-image.sh). Host networking:
- * every connection stays on 127.0.0.1. The test runtime (exec-runtime.js) is mounted
+ * (ops/sandbox-image.sh; offline base: ops/sandbox-base-image.sh). `--network none`: the
+ * daemon is reached on its socket, the sandbox reaches the (test) server through its
+ * gateway socket only. The test runtime (exec-runtime.js) is mounted
  * into the container read-only.
  */
 const image = process.env.SVC_TEST_SANDBOX_IMAGE ?? DEFAULT_SANDBOX_IMAGE;
@@ -41,6 +45,7 @@ describe('docker sandbox provider (real engine)', function () {
   let remote: ReturnType<typeof makeRemote>;
   let gitServer: GitHttpServer;
   let api: FakeApi;
+  let gw: TestGateway;
   const handles: SandboxHandle[] = [];
   const builtImages = new Set<string>();
   const token = randomBytes(24).toString('hex');
@@ -49,7 +54,7 @@ describe('docker sandbox provider (real engine)', function () {
   const testLabel = `run-${randomBytes(4).toString('hex')}`;
 
   const spec = (extra: Record<string, string> = {}): SandboxSpec =>
-    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gitServer.url}/remote.git`, apiUrl: api.url, runtime: `${RUNTIME_DIR}/exec-runtime.js`, label: testLabel, extra });
+    sandboxSpec({ token, branch: remote.branch, repoUrl: `${gw.url}/remote.git`, apiUrl: `${gw.url}/v1`, runtime: `${RUNTIME_DIR}/exec-runtime.js`, label: testLabel, extra });
   const logsOf = async (h: SandboxHandle) =>
     `\n--- container log ---\n${String(await docker.getContainer(h.ref).logs({ stdout: true, stderr: true, tail: 60 }).catch((e: Error) => e.message))}`;
   const running = async (h: SandboxHandle) => {
@@ -69,9 +74,11 @@ describe('docker sandbox provider (real engine)', function () {
     remote = makeRemote(t.dir, { branch: randomUUID() });
     gitServer = await startGitHttpServer(t.dir, username, password);
     api = await startFakeApi(token, { username, password });
+    gw = await startTestGateway({ api: api.url, git: gitServer.url });
     provider = createDockerProvider({
       image,
-      network: 'host',
+      root: path.join(t.dir, 'sockets'),
+      gateway: gw,
       stopGraceSeconds: 5,
       binds: [`${path.join(distRoot, 'test', 'sandbox', 'support')}:${RUNTIME_DIR}:ro`],
     });
@@ -82,6 +89,7 @@ describe('docker sandbox provider (real engine)', function () {
     for (const tag of builtImages) await docker.getImage(tag).remove({ force: true }).catch(() => undefined);
     await gitServer?.close();
     await api?.close();
+    await gw?.stop();
     t?.cleanup();
   });
 
@@ -94,15 +102,16 @@ describe('docker sandbox provider (real engine)', function () {
       handles.push(h);
     });
 
-    it('runs the daemon in a labelled container on the host network; /svc/health on 127.0.0.1 shows the repo cloned on the session branch', async () => {
+    it('runs the daemon in a labelled container with no network; /svc/health on its socket shows the repo cloned through the gateway on the session branch', async () => {
       expect(h.provider).to.equal('docker');
-      expect(h.url).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(h.url).to.match(/^unix:\/.*\/daemon\/daemon\.sock$/);
       const health = await running(h);
       expect(health.branch).to.equal(remote.branch);
       expect(health.commit).to.equal(remote.tip(remote.branch));
       const info = await docker.getContainer(h.ref).inspect();
       expect(info.Config.Labels).to.include({ 'svc.project': 'proj-1', 'svc.session': remote.branch, 'svc.sandbox': s.sandboxId, 'svc.test': testLabel });
-      expect(info.HostConfig.NetworkMode).to.equal('host');
+      expect(info.HostConfig.NetworkMode).to.equal('none');
+      expect(gw.used.has(s.sandboxId), 'the clone went through the gateway socket').to.equal(true);
       expect(info.Config.Image).to.equal(image);
       expect(await provider.inspect(h)).to.equal('running');
     });
@@ -110,8 +119,8 @@ describe('docker sandbox provider (real engine)', function () {
     it('has the spec layout and the injected environment inside', async () => {
       await running(h);
       const { env, uid } = await envIn(h.url, token);
-      expect(env).to.include({ SVC_PROJECT_ID: 'proj-1', SVC_SESSION_ID: remote.branch, SVC_API_URL: api.url, SVC_WORKSPACE: '/workspace', HOME: '/opt/svc/home' });
-      expect(env.SVC_SERVICE_PORT).to.equal(new URL(h.url).port);
+      expect(env).to.include({ SVC_PROJECT_ID: 'proj-1', SVC_SESSION_ID: remote.branch, SVC_API_URL: 'http://127.0.0.1:4080/v1', SVC_WORKSPACE: '/workspace', HOME: '/opt/svc/home' });
+      expect(env.SVC_SERVICE_PORT).to.equal('8000');
       expect(uid).to.equal(1000);
       const ls = await execIn(h.url, token, ['ls', '/usr/local/bin']);
       expect(ls.stdout.split('\n')).to.include.members(['svc', 'svc-agent', 'svc-entrypoint']);
@@ -121,9 +130,30 @@ describe('docker sandbox provider (real engine)', function () {
       expect((await execIn(h.url, token, ['sh', '-c', 'test -d /opt/svc/home && test -w /workspace'])).code).to.equal(0);
     });
 
+    it('isolation: no host port answers from inside, mountinfo lists no host repository, a planted link does not redirect the server', async () => {
+      await running(h);
+      const ports = hostListeningPorts();
+      expect(ports).to.include(Number(new URL(gitServer.url).port));
+      const probe = await execIn(h.url, token, ['node', '-e', PROBE_PORTS_JS, ports.join(',')]);
+      expect(probe.code, probe.stderr).to.equal(0);
+      expect(JSON.parse(probe.stdout).answered).to.deep.equal([]);
+      const mi = await execIn(h.url, token, ['cat', '/proc/self/mountinfo']);
+      expect(mi.stdout).to.not.include(t.dir.replace(/^\/tmp/, '') + '/remote');
+      expect((await execIn(h.url, token, ['sh', '-c', 'ln -sf /x /run/svc/gw/gateway.sock'])).code).to.not.equal(0);
+      // The daemon's socket replaced by a link to the test's git server socket path (any host socket): the server refuses to dial it.
+      const other = path.join(t.dir, 'sockets');
+      const ln = await execIn(h.url, token, ['sh', '-c', `cp -P /run/svc/daemon/daemon.sock /tmp/keep 2>/dev/null; mv /run/svc/daemon/daemon.sock /run/svc/daemon/real.sock && ln -s '${other}/x.sock' /run/svc/daemon/daemon.sock`]);
+      expect(ln.code, ln.stderr).to.equal(0);
+      const err = await sandboxFetch(h.url, '/svc/health').then(() => 'answered', (e: Error) => e.message);
+      expect(err).to.match(/not a socket/);
+      // Put back for the tests that follow (through the real socket, which the sandbox kept).
+      const real = h.url.replace(/daemon\.sock$/, 'real.sock');
+      expect((await execIn(real, token, ['sh', '-c', 'rm /run/svc/daemon/daemon.sock && mv /run/svc/daemon/real.sock /run/svc/daemon/daemon.sock'])).code).to.equal(0);
+    });
+
     it('is found again by label from a new provider (a restarted server), and destroy removes the container', async () => {
       await running(h);
-      const again = createDockerProvider({ image, network: 'host' });
+      const again = createDockerProvider({ image, root: path.join(t.dir, 'sockets') });
       const found = await again.list!({ 'svc.test': testLabel, 'svc.sandbox': s.sandboxId });
       expect(found).to.deep.equal([h]);
       expect(await again.inspect(found[0]!)).to.equal('running');

@@ -1,9 +1,12 @@
+import path from 'node:path';
+import { sandboxFetch, socketUrl } from '../../lib/sandbox-dial.js';
 import { isWatched, recordResponse } from './response-contract.js';
 
 /**
  * A small JSON client for API tests. Every response it reads is checked against the OpenAPI
  * document (test/support/response-contract.ts); an in-process test server is checked on
- * its own side instead, so this covers spawned servers.
+ * its own side instead, so this covers spawned servers. `base` may be a sandbox's gateway
+ * socket (`gatewayUrl`).
  */
 export interface Res<T = any> {
   status: number;
@@ -13,7 +16,7 @@ export interface Res<T = any> {
 
 export function client(base: string, token?: string) {
   const call = async <T = any>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res<T>> => {
-    const res = await fetch(`${base}${path}`, {
+    const res = await sandboxFetch(base, path, {
       method,
       headers: {
         ...(token ? { authorization: `Bearer ${token}` } : {}),
@@ -63,3 +66,9 @@ export function requestFrom(
     }, reject);
   });
 }
+
+/**
+ * A sandbox's gateway socket as the sandbox reaches the server (`client(gatewayUrl(...), token)`):
+ * the one door where that sandbox's credentials are accepted.
+ */
+export const gatewayUrl = (dataDir: string, sandboxId: string): string => socketUrl(path.join(dataDir, 'sandboxes', sandboxId, 'gw', 'gateway.sock'));

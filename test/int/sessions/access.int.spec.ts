@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import WebSocket from 'ws';
-import { client } from '../../support/http.js';
+import { client, gatewayUrl } from '../../support/http.js';
 import { waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 async function agentReady(api: ReturnType<typeof client>, url: string) {
@@ -24,7 +24,8 @@ describe('sessions: auth matrix and the sandbox proxy (HTTP, SSE, WebSocket, pre
       const otherProjectToken = (await api.post(`/v1/projects/${other.body.project.project_id}/cli-token`)).body.token;
       const stranger = await srv.newUser('stranger@example.test');
       const s = (await api.post(sessions, {})).body.session;
-      await waitForStatus(api, `${sessions}/${s.session_id}`, ['running']);
+      const running = await waitForStatus(api, `${sessions}/${s.session_id}`, ['running']);
+      const gw = gatewayUrl(srv.dataDir, running.sandbox.sandbox_id);
       const env = (await agentReady(api, `${sessions}/${s.session_id}/agent/fake/state`)).body.env as Record<string, string>;
       const svcToken = env.SVC_TOKEN!;
 
@@ -70,8 +71,9 @@ describe('sessions: auth matrix and the sandbox proxy (HTTP, SSE, WebSocket, pre
       }
       expect((await api.get(live)).body.session.status).to.equal('running');
 
-      // The clone credential: only a live SVC_TOKEN of that very project.
-      const cred = (token?: string, project = projectId) => client(srv.url, token).get(`/v1/projects/${project}/git/clone-credential`);
+      // The clone credential: only a live SVC_TOKEN of that very project, through its sandbox's gateway.
+      const cred = (token?: string, project = projectId, base = gw) => client(base, token).get(`/v1/projects/${project}/git/clone-credential`);
+      expect((await cred(svcToken, projectId, srv.url)).status, 'on the public listener').to.equal(401);
       expect((await cred(svcToken)).status).to.equal(200);
       expect((await cred(svcToken, 'authm')).status).to.equal(200);
       expect((await cred(svcToken, other.body.project.project_id)).status).to.equal(401);
@@ -82,8 +84,9 @@ describe('sessions: auth matrix and the sandbox proxy (HTTP, SSE, WebSocket, pre
       }
       // The credential it gives is a project token of this project, which expires.
       const minted = (await cred(svcToken)).body.password;
-      expect((await client(srv.url, minted).get(`/v1/projects/${projectId}`)).status).to.equal(200);
-      expect((await client(srv.url, minted).get(`/v1/projects/${other.body.project.project_id}`)).status).to.equal(403);
+      expect((await client(gw, minted).get(`/v1/projects/${projectId}`)).status).to.equal(200);
+      expect((await client(gw, minted).get(`/v1/projects/${other.body.project.project_id}`)).status).to.equal(403);
+      expect((await client(srv.url, minted).get(`/v1/projects/${projectId}`)).status, 'a clone credential on the public listener').to.equal(401);
       const row = await srv.db.db.one<{ name: string; expires_at: Date }>({ text: "SELECT name, expires_at FROM tokens WHERE name = 'clone-credential' ORDER BY created_at DESC LIMIT 1", values: [] });
       expect(row!.expires_at.getTime() - Date.now()).to.be.within(14 * 60_000, 15 * 60_000 + 5000);
     }));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readdir, readFile } from 'node:fs/promises';
-import { client } from '../../support/http.js';
+import { client, gatewayUrl } from '../../support/http.js';
 import { agentReady, pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
 
@@ -83,10 +83,14 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(echo.body.headers['x-svc-user-context']).to.equal(undefined); // the daemon strips it before the runtime
       expect(echo.body.headers.authorization).to.equal(undefined);
 
-      // The project token works on its project; SVC_TOKEN only on the clone-credential route.
-      expect((await client(srv.url, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(200);
-      expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
-      const cred = await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`);
+      // The project token works on its project; SVC_TOKEN only on the clone-credential route;
+      // both only through the sandbox's own gateway, never on the public listener.
+      const gw = gatewayUrl(srv.dataDir, running.sandbox.sandbox_id);
+      expect((await client(gw, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(200);
+      expect((await client(srv.url, cliToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
+      expect((await client(gw, svcToken).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
+      expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
+      const cred = await client(gw, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`);
       expect(cred.status).to.equal(200);
       expect(cred.body.username).to.equal('x-access-token');
       expect(cred.body.password).to.match(/^svc_pat_/);
@@ -94,7 +98,10 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(Date.parse(cred.body.expires_at) - Date.now()).to.be.within(60_000, 16 * 60_000);
       expect((await client(srv.url, srv.token).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
       const clonePassword = cred.body.password as string;
-      expect((await client(srv.url, clonePassword).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
+      expect((await client(gw, clonePassword).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
+      expect((await client(srv.url, clonePassword).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
+      // A person's token is not taken through a sandbox's gateway either.
+      expect((await client(gw, srv.token).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);
 
       // Stop: tokens die at once, the clone credential minted for the sandbox included; the sandbox goes.
       const stopped = await api.post(`${one}/stop`, {});
@@ -150,11 +157,14 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
 
       // Remove: 204, the row goes, the branch stays.
       const env2Token = env2.SVC_CLI_TOKEN!;
-      const cred2 = await client(srv.url, env2.SVC_TOKEN!).get(`/v1/projects/${s.project_id}/git/clone-credential`);
+      const gw2 = gatewayUrl(srv.dataDir, again.sandbox.sandbox_id);
+      const cred2 = await client(gw2, env2.SVC_TOKEN!).get(`/v1/projects/${s.project_id}/git/clone-credential`);
       expect(cred2.status).to.equal(200);
-      expect((await client(srv.url, cred2.body.password).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
+      expect((await client(gw2, cred2.body.password).get(`/v1/projects/${s.project_id}`)).status).to.equal(200);
+      // The first sandbox's gateway went with it: nothing listens there any more.
+      expect(await client(gw, cred2.body.password).get('/v1/projects').then(() => 'answered', () => 'refused')).to.equal('refused');
       expect((await api.call('DELETE', one)).status).to.equal(204);
-      expect((await client(srv.url, cred2.body.password).get(`/v1/projects/${s.project_id}`)).status, 'clone credential after remove').to.equal(401);
+      expect((await client(gw2, cred2.body.password).get(`/v1/projects/${s.project_id}`).catch(() => ({ status: 401 }))).status, 'clone credential after remove').to.equal(401);
       expect((await api.get(one)).status).to.equal(404);
       expect((await api.call('DELETE', one)).status).to.equal(404);
       expect((await client(srv.url, env2Token).get(`/v1/projects/${s.project_id}`)).status).to.equal(401);

@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
-import { client } from '../../support/http.js';
+import { client, gatewayUrl } from '../../support/http.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { killSandboxes, killSandboxesUnder, pidAlive, waitForStatus } from '../../support/sessions.js';
@@ -129,8 +129,12 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
     const oldSvc = env.SVC_TOKEN!;
     const oldCli = env.SVC_CLI_TOKEN!;
     const credUrl = `/v1/projects/${s.project_id}/git/clone-credential`;
-    expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(200);
+    // (sandbox credentials work only through their sandbox's gateway socket)
+    expect((await client(gatewayUrl(srv.dataDir, s.sandbox.sandbox_id), oldSvc).get(credUrl)).status).to.equal(200);
+    expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(401);
     expect((await api.post(`${one}/stop`, {})).body.session.status).to.equal('stopped');
+    const revoked = await srv.db.db.one<{ revoked_at: Date | null }>({ text: 'SELECT revoked_at FROM sandbox_credentials WHERE sandbox_id = $1', values: [s.sandbox.sandbox_id] });
+    expect(revoked?.revoked_at, 'the stopped sandbox key is revoked').to.be.instanceOf(Date);
     expect((await client(srv.url, oldSvc).get(credUrl)).status).to.equal(401);
     expect((await client(srv.url, oldCli).get(`/v1/projects/${s.project_id}/change-requests`)).status).to.equal(401);
 

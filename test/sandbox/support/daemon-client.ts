@@ -6,6 +6,7 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { signUserContext } from '../../../agentd/auth.js';
 import { distRoot } from '../../agentd/support/harness.js';
+import { sandboxFetch } from '../../../lib/sandbox-dial.js';
 
 export const execRuntimeBin = path.join(distRoot, 'test', 'sandbox', 'support', 'exec-runtime.js');
 
@@ -23,7 +24,7 @@ export async function waitForRunning(url: string, timeoutMs = 30_000, describeFa
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(`${url}/svc/health`, { signal: AbortSignal.timeout(2_000) });
+      const res = await sandboxFetch(url, '/svc/health', { signal: AbortSignal.timeout(2_000) });
       last = await res.json();
       if ((last as Health).agent === 'running') return last as Health;
     } catch (err) {
@@ -37,7 +38,7 @@ export async function waitForRunning(url: string, timeoutMs = 30_000, describeFa
 /** Runs `argv` inside the sandbox (as the agent runtime would) and answers its result. */
 export async function execIn(url: string, token: string, argv: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const ctx = signUserContext(token, { sub: 'user-1', exp: Math.floor(Date.now() / 1000) + 300 });
-  const res = await fetch(`${url}/exec`, {
+  const res = await sandboxFetch(url, '/exec', {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-svc-user-context': ctx },
     body: JSON.stringify({ argv }),
@@ -49,7 +50,7 @@ export async function execIn(url: string, token: string, argv: string[]): Promis
 
 export async function envIn(url: string, token: string): Promise<{ env: Record<string, string>; uid: number }> {
   const ctx = signUserContext(token, { sub: 'user-1', exp: Math.floor(Date.now() / 1000) + 300 });
-  const res = await fetch(`${url}/env`, { headers: { 'x-svc-user-context': ctx }, signal: AbortSignal.timeout(10_000) });
+  const res = await sandboxFetch(url, '/env', { headers: { 'x-svc-user-context': ctx }, signal: AbortSignal.timeout(10_000) });
   return (await res.json()) as { env: Record<string, string>; uid: number };
 }
 

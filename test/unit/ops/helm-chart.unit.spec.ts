@@ -4,6 +4,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { projectRoot } from '../../../lib/paths.js';
+import { LABEL, sandboxLabels } from '../../../infra/sandbox/provider-util.js';
 
 /**
  * The Helm chart ops/helm/svc, checked WITHOUT helm (not on npm or Debian) and WITHOUT a
@@ -58,6 +59,7 @@ const MODEL: Record<string, string> = {
   PersistentVolumeClaim: 'V1PersistentVolumeClaim',
   Secret: 'V1Secret',
   ServiceAccount: 'V1ServiceAccount',
+  NetworkPolicy: 'V1NetworkPolicy',
 };
 
 /** Every key is a field of the model; scalars have the model's type (TPL stands for any scalar). */
@@ -108,7 +110,7 @@ describe('Helm chart ops/helm/svc (flattened templates, validated without helm)'
 
   it('renders the objects the issue lists, each with apiVersion, kind, metadata.name and the release labels', () => {
     expect(docs.map((d) => d.doc.kind).sort()).to.deep.equal(
-      ['Deployment', 'Deployment', 'Ingress', 'Job', 'PersistentVolumeClaim', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount'].sort(),
+      ['Deployment', 'Deployment', 'Ingress', 'Job', 'NetworkPolicy', 'PersistentVolumeClaim', 'Role', 'RoleBinding', 'Secret', 'Service', 'ServiceAccount'].sort(),
     );
     for (const { file, doc } of docs) {
       expect(doc.apiVersion, file).to.be.a('string');
@@ -194,6 +196,33 @@ describe('Helm chart ops/helm/svc (flattened templates, validated without helm)'
     expect(rb.roleRef).to.deep.equal({ apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
     expect(rb.subjects).to.deep.equal([{ kind: 'ServiceAccount', name: 'TPL', namespace: 'TPL' }]);
     expect(byKind('ClusterRole')).to.deep.equal([]);
+  });
+
+  it('NetworkPolicy (issue 20): sandbox pods get no pod-to-pod traffic; in only from the server on the daemon port, out only to the api and DNS', () => {
+    const [np] = byKind('NetworkPolicy');
+    expect(np!.apiVersion).to.equal('networking.k8s.io/v1');
+    expect(np!.metadata.namespace).to.equal('TPL'); // the sandbox namespace, as the Role
+    // Selects exactly what the kubernetes provider labels every sandbox pod with.
+    expect(np!.spec.podSelector).to.deep.equal({ matchLabels: { [LABEL.managedBy]: 'svc' } });
+    expect(sandboxLabels({ sandboxId: 's', sessionId: 'x', projectId: 'p', labels: {} })[LABEL.managedBy]).to.equal('svc');
+    expect(np!.spec.policyTypes).to.have.members(['Ingress', 'Egress']);
+    // Ingress: one rule, from the chart's own pods only (not from other sandbox pods), on 8000.
+    expect(np!.spec.ingress).to.have.length(1);
+    const from = np!.spec.ingress[0].from;
+    expect(from.every((f: Obj) => f.podSelector?.matchLabels?.['app.kubernetes.io/name'] === 'svc' && !f.podSelector.matchLabels['svc.managed-by'])).to.equal(true);
+    expect(np!.spec.ingress[0].ports).to.deep.equal([{ protocol: 'TCP', port: 8000 }]);
+    // Egress: the api pods on their container port, and DNS; nothing else (no ipBlock, no open rule).
+    const egress = np!.spec.egress as Obj[];
+    expect(egress).to.have.length(2);
+    for (const rule of egress) {
+      expect(rule.to, 'every egress rule names its peers').to.be.an('array').that.is.not.empty;
+      for (const peer of rule.to) expect(peer).to.not.have.property('ipBlock');
+    }
+    const api = byKind('Deployment').find((d) => d.spec.template.spec.containers[0].args[0] === 'api')!;
+    expect(egress[0]!.to[0].podSelector.matchLabels).to.deep.equal(api.spec.template.metadata.labels);
+    expect(egress[0]!.ports).to.deep.equal([{ protocol: 'TCP', port: api.spec.template.spec.containers[0].ports[0].containerPort }]);
+    expect(egress[1]!.to[0].podSelector.matchLabels).to.deep.equal({ 'k8s-app': 'kube-dns' });
+    expect(egress[1]!.ports.map((p: Obj) => `${p.protocol}/${p.port}`)).to.have.members(['UDP/53', 'TCP/53']);
   });
 
   it('the PVC asks for storage with an access mode', () => {
