@@ -17,6 +17,15 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Public base URL of this server, used in links (CR URLs, dashboard). */
   SVC_PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Previews are served at `p<port>-<session id>.<SVC_PREVIEW_DOMAIN>` (a wildcard DNS name
+   * pointing at this server); required when SVC_PUBLIC_URL is not loopback. Unset on a
+   * loopback install: `p<port>-<session id>.localhost:<PORT>`.
+   */
+  SVC_PREVIEW_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:\d{1,5})?$/i, 'must be a DNS name (optionally :port)')
+    .optional(),
   /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
   SVC_SECRET_KEY: z.string().optional(),
   /**
@@ -135,6 +144,24 @@ export interface Config extends Env {
   dataDir: string;
 }
 
+/**
+ * A public (non-loopback) server needs a preview domain, and that domain may not hold the
+ * dashboard's host (a preview could otherwise set cookies the dashboard reads).
+ */
+function previewConfigProblems(env: Env): string[] {
+  const loopback = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+  const pub = env.SVC_PUBLIC_URL ? new URL(env.SVC_PUBLIC_URL).hostname.toLowerCase() : null;
+  const problems: string[] = [];
+  if (pub && !loopback(pub) && !env.SVC_PREVIEW_DOMAIN) {
+    problems.push('SVC_PREVIEW_DOMAIN: required when SVC_PUBLIC_URL is not a loopback address (previews need an origin of their own)');
+  }
+  const domain = env.SVC_PREVIEW_DOMAIN?.toLowerCase().replace(/:\d+$/, '');
+  if (domain && pub && (pub === domain || pub.endsWith(`.${domain}`))) {
+    problems.push(`SVC_PREVIEW_DOMAIN: must not hold the dashboard's host ${pub} (give previews a domain of their own)`);
+  }
+  return problems;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
@@ -149,5 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
   }
+  const previews = previewConfigProblems(parsed.data);
+  if (previews.length) throw new ConfigError(previews);
   return { ...parsed.data, dataDir: path.resolve(parsed.data.SVC_DATA_DIR) };
 }

@@ -11,6 +11,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
+import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -20,7 +21,8 @@ import { sessionDepsOf } from './sessions.js';
  * SVC_TOKEN never leaves the server. Bodies stream both ways (SSE included); WebSocket
  * upgrades go through `sessionUpgradeHandler`. Mounted before the JSON body parser.
  */
-const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'x-svc-user-context']);
+// No credential of the caller (token, cookie) and no Referer reaches the sandbox (api/proxy-headers.ts).
+const HOP = NOT_FORWARDED;
 
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
@@ -75,10 +77,8 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
 function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
   const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
-    const headers = { ...r.headers };
-    delete headers.connection;
-    delete headers['keep-alive'];
-    res.writeHead(r.statusCode ?? 502, headers);
+    // Served on the dashboard's origin: sandboxed, no cookies, no CORS (api/proxy-headers.ts).
+    res.writeHead(r.statusCode ?? 502, apiOriginResponseHeaders(r.headers));
     res.flushHeaders();
     r.pipe(res);
   });
