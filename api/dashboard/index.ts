@@ -38,7 +38,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
     res.set({
       'X-Frame-Options': 'SAMEORIGIN',
       // Frames: the previews' own origins only (docs/sessions.md "Previews").
-      'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'`,
+      'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self' ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'`,
       'X-Content-Type-Options': 'nosniff',
     });
     next();
