@@ -69,6 +69,7 @@ const ops: Record<string, Record<string, Op>> = {
   [`${sessPath}/{sessionId}/restart`]: { post: { summary: 'A new sandbox with new credentials.', body: ss.AbortSessionBody, ok: { status: 200, schema: oneSession }, errors: [400, 401, 403, 404, 409, 429] } },
   [`${sessPath}/{sessionId}/prompt`]: { post: { summary: 'Deliver a prompt to the running agent.', body: ss.PromptSessionBody, ok: { status: 202, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${sessPath}/{sessionId}/abort`]: { post: { summary: 'Abort the agent’s current run.', body: ss.AbortSessionBody, ok: { status: 200, schema: z.object({}) }, errors: [400, 401, 403, 404, 409, 503] } },
+  [`${sessPath}/{sessionId}/preview-url`]: { get: { summary: 'The preview’s own origin for a sandbox port (p<port>-<session>.<preview domain>); default port 3000.', query: z.object({ port: z.string().regex(/^\d{1,5}$/).optional() }), ok: { status: 200, schema: z.object({ url: z.string(), port: z.number().int() }) }, errors: [400, 401, 403, 404] } },
   '/v1/projects/{projectId}/git/clone-credential': { get: { summary: 'A short-lived git credential; only the SVC_TOKEN of a live sandbox of the project.', ok: { status: 200, schema: ss.CloneCredentialSchema }, errors: [401] } },
   '/v1/projects/{projectId}/events': {
     get: {

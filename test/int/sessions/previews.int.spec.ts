@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import WebSocket from 'ws';
 import { client } from '../../support/http.js';
 import { hostRequest, startPreviewApp, type PreviewApp } from '../../support/preview-app.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
@@ -130,6 +131,24 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
       await withPassword(p.srv, 'stranger@example.test');
       const stranger = await signInHttp(p.srv.url, 'stranger@example.test');
       expect((await dashFetch(p.srv.url, stranger, entry, { accept: 'application/json' })).status).to.equal(404);
+
+      // WebSockets on a preview host (live reload): the cookie, and the preview's own Origin.
+      const env = (await agentReady(p.api, `${p.sessions}/${a.session_id}/agent/fake/state`)).body.env as Record<string, string>;
+      const wsPort = Number(env.SVC_AGENT_PORT); // the runtime answers upgrades with an echo
+      const wsGo = new URL((await dashFetch(p.srv.url, dash, `/projects/${a.project_id}/sessions/${a.session_id}/preview/${wsPort}`)).location!);
+      const wsCookie = (await hostRequest(p.srv.url, wsGo.host, `${wsGo.pathname}${wsGo.search}`)).headers['set-cookie']![0]!.split(';')[0]!;
+      const open = (headers: Record<string, string>) => new Promise<string | number>((resolve) => {
+        const ws = new WebSocket(`ws://127.0.0.1:${port}/socket?access_token=${p.srv.token}`, { headers: { host: wsGo.host, ...headers } });
+        ws.on('open', () => ws.send('ping'));
+        ws.on('message', (m) => { ws.close(); resolve(m.toString()); });
+        ws.on('unexpected-response', (_q, r) => resolve(r.statusCode ?? 0));
+        ws.on('error', () => resolve(-1));
+      });
+      const echoed = await open({ cookie: `${wsCookie}; app=1`, origin: `http://${wsGo.host}` });
+      expect(JSON.parse(String(echoed)).hello).to.equal('/socket'); // access_token removed on the way
+      expect(await open({ origin: `http://${wsGo.host}` })).to.equal(401);
+      expect(await open({ cookie: wsCookie, origin: p.srv.url })).to.equal(403);
+      expect(await open({ cookie: mine, origin: `http://${wsGo.host}` })).to.equal(401); // port A's cookie, another port
 
       // The API names the origin (svc sessions preview).
       const named = await p.api.get(`${p.sessions}/${a.session_id}/preview-url?port=${app.port}`);
