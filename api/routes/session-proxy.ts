@@ -5,13 +5,13 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { requireAuth } from '../auth.js';
+import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
-import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
