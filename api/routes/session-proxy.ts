@@ -5,8 +5,8 @@ import { Router, type NextFunction, type Request, type Response } from 'express'
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { requireAuth } from '../auth.js';
-import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 import { bodyOf, statusOf } from '../errors.js';
+import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
