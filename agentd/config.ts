@@ -35,6 +35,9 @@ export const envSchema = z.object({
   SVC_AGENT_NAME: optionalText,
   SVC_AGENT_MODEL: optionalText,
   SVC_INITIAL_PROMPT: optionalText,
+  SVC_LLM_BASE_URL: optionalText,
+  SVC_LLM_API_KEY: optionalText,
+  SVC_LLM_MODELS: optionalText,
   SVC_PROJECT_AUTO_CLONE: flag,
   SVC_BOOTSTRAP_AGENT_SESSION: flag,
   SVC_AGENT_RESTART_BACKOFF_MS: ms.default(500),
@@ -59,6 +62,8 @@ export interface AgentdConfig {
   agentName: string | undefined;
   agentModel: string | undefined;
   initialPrompt: string | undefined;
+  /** The server's model gateway (docs/models.md): base URL, this sandbox's key, the models it offers. */
+  llm: { baseUrl: string | undefined; apiKey: string | undefined; models: string[] };
   autoClone: boolean;
   bootstrapSession: boolean;
   restartBackoffMs: number;
@@ -102,6 +107,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentdConfig {
     agentName: e.SVC_AGENT_NAME,
     agentModel: e.SVC_AGENT_MODEL,
     initialPrompt: e.SVC_INITIAL_PROMPT,
+    llm: {
+      baseUrl: e.SVC_LLM_BASE_URL?.replace(/\/+$/, ''),
+      apiKey: e.SVC_LLM_API_KEY,
+      models: (e.SVC_LLM_MODELS ?? '').split(',').map((m) => m.trim()).filter(Boolean),
+    },
     autoClone: e.SVC_PROJECT_AUTO_CLONE,
     bootstrapSession: e.SVC_BOOTSTRAP_AGENT_SESSION,
     restartBackoffMs: e.SVC_AGENT_RESTART_BACKOFF_MS,

@@ -12,6 +12,8 @@ import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
+import { runtimeConfigContent } from './runtime-config.js';
+import { isOpencode, markRuntimeDepsInstalled } from './runtime-deps.js';
 import { DaemonListener } from './raw-proxy/listener.js';
 import { UpstreamPool } from './raw-proxy/upstream-pool.js';
 import { createDaemonServer, isControlPath } from './server.js';
@@ -36,7 +38,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   let booted = false;
   let repoReady = !config.autoClone;
   let stopping = false;
-  const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir }));
+  const configContent = runtimeConfigContent({ ...config.llm, agentModel: config.agentModel });
+  const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir, ...(configContent ? { OPENCODE_CONFIG_CONTENT: configContent } : {}) }));
   const supervisor = new RuntimeSupervisor({
     spec: {
       command: config.runtime.command,
@@ -78,6 +81,11 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     if (r.fallback) logger.warn('svc.toml [agent] config_dir must be a relative path inside the repo; using the default');
     configDir = r.dir;
     logger.info({ config_dir: configDir }, 'agent config dir');
+    if (isOpencode(config.runtime.command)) {
+      for (const dir of [configDir, path.join(config.runtime.home, '.config', 'opencode')]) {
+        await markRuntimeDepsInstalled(dir, config.workspace).catch((err: Error) => logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'));
+      }
+    }
   };
 
   const control: ControlDeps = {

@@ -3,14 +3,14 @@
  * sandbox variables and project secrets), changed by `POST /svc/env`, plus the two
  * variables the daemon owns (HOME and the config dir), which callers cannot override.
  */
-export const DAEMON_OWNED_VARS = ['HOME', 'OPENCODE_CONFIG_DIR'] as const;
+export const DAEMON_OWNED_VARS = ['HOME', 'OPENCODE_CONFIG_DIR', 'OPENCODE_CONFIG_CONTENT'] as const;
 
 export class RuntimeEnv {
   private readonly vars: Map<string, string>;
 
   constructor(
     base: NodeJS.ProcessEnv,
-    private readonly owned: () => { HOME: string; OPENCODE_CONFIG_DIR: string },
+    private readonly owned: () => { HOME: string; OPENCODE_CONFIG_DIR: string; OPENCODE_CONFIG_CONTENT?: string },
   ) {
     this.vars = new Map(Object.entries(base).filter((e): e is [string, string] => typeof e[1] === 'string'));
   }
@@ -25,6 +25,11 @@ export class RuntimeEnv {
   }
 
   snapshot(): NodeJS.ProcessEnv {
-    return { ...Object.fromEntries(this.vars), ...this.owned() };
+    const owned = this.owned();
+    const vars = Object.fromEntries(this.vars);
+    // The daemon's config content or none: never one the environment carried in.
+    delete vars.OPENCODE_CONFIG_CONTENT;
+    if (owned.OPENCODE_CONFIG_CONTENT === undefined) delete owned.OPENCODE_CONFIG_CONTENT;
+    return { ...vars, ...owned };
   }
 }

@@ -1,6 +1,6 @@
 import express, { type Express } from 'express';
 import type { ApiDeps } from './deps.js';
-import { requireAuth } from './auth.js';
+import { authGuardOf, requireAuth } from './auth.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { metricsMiddleware } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
@@ -23,6 +23,7 @@ import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
 import { previewHostHandler } from './preview-host.js';
 import { previewUrlRoutes } from './routes/preview-url.js';
+import { llmGatewayRoutes } from './routes/llm-gateway.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -40,13 +41,14 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
   app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
+  app.use('/v1/llm', llmGatewayRoutes(deps)); // sandbox keys only; OpenAI-shaped errors; its own body limit
   app.use(express.json({ limit: '1mb', strict: false }));
 
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet
-  v1.use(requireAuth(deps.db, deps.config));
+  v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));

@@ -1,7 +1,10 @@
+import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, retryLater } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
 import { authenticate, type Principal } from '../services/tokens/service.js';
+import type { Config } from '../infra/config.js';
+import { clientKeyOf, parseTrustedProxies } from './client-key.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -13,11 +16,10 @@ export const unauthorized = () =>
   new DomainError('unauthorized', 'Unauthorized', 'A valid token is required: Authorization: Bearer svc_pat_...');
 
 /**
- * Failed authentications per client address, in fixed windows. An address over the limit
+ * Failed authentications per principal key, in fixed windows. A key over the limit
  * gets 429 with `Retry-After` for every request carrying a credential until its window
- * ends, before any lookup: guessing stops, and so does the load it makes. The address is
- * the TCP peer's (behind a reverse proxy all clients share the proxy's address: size the
- * limit for it, or let the proxy limit). Memory is bounded: expired entries are swept.
+ * ends, before any lookup: guessing stops, and so does the load it makes. Keyed by the
+ * principal key of api/client-key.ts. Memory is bounded: expired entries are swept.
  */
 export class AuthFailureLimiter {
   private readonly windows = new Map<string, { failures: number; resetAt: number }>();
@@ -48,32 +50,74 @@ export class AuthFailureLimiter {
   }
 }
 
-const tooManyFailures = (retryAfterS: number) =>
-  retryLater('rate_limited', 'Too many failed attempts', 'Too many failed authentications from this address; retry later.', retryAfterS);
+export const tooManyFailures = (retryAfterS: number) =>
+  retryLater('rate_limited', 'Too many failed attempts', 'Too many failed authentications from this client; retry later.', retryAfterS);
+
+/**
+ * The failed-authentication limit as every credential check uses it (API bearer tokens,
+ * the session proxy and its sockets, smart HTTP, clone-credential): one bucket per
+ * principal key (`clientKeyOf`), shared by all of them, so a client cannot spread its
+ * guesses over surfaces. A bucket is its client's alone: guesses from one sandbox or
+ * address never slow another, nor the dashboard.
+ */
+export interface AuthGuard {
+  keyOf(req: IncomingMessage): string;
+  /**
+   * Checks a credential: refused with 429 (before any lookup) when the caller's bucket is
+   * full; otherwise the attempt counts as a failure until `check` returns a principal.
+   */
+  attempt<T>(req: IncomingMessage, check: () => Promise<T | null | undefined>): Promise<T | null>;
+}
+
+const guards = new WeakMap<object, AuthGuard>();
+
+/** One guard per server configuration (so every route of one server shares its buckets). */
+export function authGuardOf(config: Pick<Config, 'SVC_AUTH_FAILURE_LIMIT' | 'SVC_AUTH_FAILURE_WINDOW_S' | 'SVC_TRUST_PROXY'>): AuthGuard {
+  let g = guards.get(config);
+  if (!g) {
+    const limiter = new AuthFailureLimiter(config.SVC_AUTH_FAILURE_LIMIT, config.SVC_AUTH_FAILURE_WINDOW_S * 1000);
+    const trust = parseTrustedProxies(config.SVC_TRUST_PROXY);
+    const keyOf = (req: IncomingMessage) => clientKeyOf(req, trust);
+    g = {
+      keyOf,
+      async attempt(req, check) {
+        const key = keyOf(req);
+        const wait = limiter.begin(key);
+        if (wait > 0) throw tooManyFailures(wait);
+        const found = await check();
+        if (!found) return null;
+        limiter.succeeded(key);
+        return found;
+      },
+    };
+    guards.set(config, g);
+  }
+  return g;
+}
+
+/**
+ * Requests whose credential the server itself put there after checking something no one
+ * can guess (the dashboard's MAC-signed session cookie, on the proxy routes): they are no
+ * guess and never wait on their address's bucket.
+ */
+const vouched = new WeakSet<IncomingMessage>();
+export const vouchFor = (req: IncomingMessage) => void vouched.add(req);
 
 /**
  * Bearer PATs only. The sandbox service key (SVC_TOKEN) is not a PAT and never matches:
- * it has no row in `tokens`. Failed attempts are rate-limited per client address.
+ * it has no row in `tokens`. Failed attempts are limited per principal (AuthGuard).
  */
-export function requireAuth(db: Db, limits: { SVC_AUTH_FAILURE_LIMIT: number; SVC_AUTH_FAILURE_WINDOW_S: number } = { SVC_AUTH_FAILURE_LIMIT: 60, SVC_AUTH_FAILURE_WINDOW_S: 60 }): RequestHandler {
-  const limiter = new AuthFailureLimiter(limits.SVC_AUTH_FAILURE_LIMIT, limits.SVC_AUTH_FAILURE_WINDOW_S * 1000);
+export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const header = req.headers.authorization;
     const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
-    const addr = req.socket.remoteAddress ?? 'unknown';
     if (header === undefined) return next(unauthorized()); // no credential: not a guess
-    const wait = limiter.begin(addr);
-    if (wait > 0) return next(tooManyFailures(wait));
-    if (!m) return next(unauthorized());
-    authenticate(db, m[1]!).then(
-      (principal) => {
-        if (!principal) return next(unauthorized());
-        limiter.succeeded(addr);
-        req.principal = principal;
-        next();
-      },
-      next,
-    );
+    const check = () => (m ? authenticate(db, m[1]!) : Promise.resolve(null));
+    (vouched.has(req) ? check() : guard.attempt(req, check)).then((principal) => {
+      if (!principal) return next(unauthorized());
+      req.principal = principal;
+      next();
+    }, next);
   };
 }
 

@@ -4,6 +4,7 @@ import type { Logger } from '../lib/logger.js';
 import type { Queue } from '../infra/queue.js';
 import type { SecretBox } from '../infra/secret-box.js';
 import type { ProjectRepos } from '../infra/git/project-repos.js';
+import type { CrCommandPath } from '../services/change-requests/command-path.js';
 import type { Metrics } from './metrics.js';
 import type { SessionDeps } from '../services/sessions/deps.js';
 import type { SpawnSession } from '../services/triggers/service.js';
@@ -16,6 +17,8 @@ export interface ApiDeps {
   metrics: Metrics;
   secrets: SecretBox;
   repos: ProjectRepos;
+  /** The CR command path's group commit and caches (one per process). */
+  crCommands: CrCommandPath;
   /** Absent in a process that runs no queue (then merges run inline). */
   queue?: Queue;
   /** Sessions (issue 10): absent in a process that runs none (the routes answer 503). */

@@ -100,3 +100,38 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Duple
   );
   setTimeout(() => socket.destroy(), 1000).unref();
 }
+
+/**
+ * The model gateway (`/v1/llm`) answers errors in OpenAI's shape, not the contract's, so
+ * the agent runtime shows them: `{"error":{"message","type","param":null,"code"}}`. The
+ * same typed errors, mapped to the same statuses, written another way.
+ */
+export function openAiErrorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, _next) => {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    let status = 500;
+    let message = 'Something went wrong on our side.';
+    let code: string | null = 'internal_error';
+    if (err instanceof DomainError) {
+      status = statusOf[err.code];
+      message = err.message;
+      code = typeof err.details.code === 'string' ? err.details.code : err.code;
+    } else {
+      const type = (err as { type?: string }).type;
+      const s = (err as { status?: unknown }).status;
+      if (type === 'entity.parse.failed') [status, message, code] = [400, 'The request body is not valid JSON.', 'invalid_json'];
+      else if (type === 'entity.too.large') [status, message, code] = [413, 'The request body is too large.', 'request_too_large'];
+      else if (typeof s === 'number' && s >= 400 && s < 500) [status, message, code] = [s, 'The request could not be read.', 'invalid_request'];
+      else logger.error({ err, method: req.method, path: req.path }, 'unhandled gateway error');
+    }
+    res.status(status).json(openAiError(status, message, code));
+  };
+}
+
+export function openAiError(status: number, message: string, code: string | null) {
+  const type = status === 401 ? 'authentication_error' : status === 429 ? 'insufficient_quota' : status >= 500 ? 'server_error' : 'invalid_request_error';
+  return { error: { message, type, param: null, code } };
+}

@@ -1,4 +1,5 @@
 import type { Request } from 'express';
+import type { Project } from '../contracts/projects.js';
 import type { Db } from '../infra/db/db.js';
 import type { ProjectRecord } from '../domain/project.js';
 import { projectForCaller } from '../services/projects/access.js';
@@ -12,7 +13,7 @@ export async function resolveProject(db: Db, req: Request): Promise<ProjectRecor
   return projectForCaller(db, principalOf(req), String(req.params.projectId ?? ''));
 }
 
-export function serializeProject(p: ProjectRecord) {
+export function serializeProject(p: ProjectRecord): Project {
   return {
     project_id: p.project_id,
     account_id: p.account_id,

@@ -24,6 +24,12 @@ export class AgentChat {
     private readonly api: ApiClient,
     private readonly base: string,
     private readonly token: string,
+    /**
+     * Sends a prompt through the server (`POST …/prompt`), which refuses at once what no
+     * model can answer (409 no_model) and passes the session's agent and model; absent:
+     * straight to the runtime through the proxy.
+     */
+    private readonly prompt?: (text: string, agentSession: string) => Promise<unknown>,
   ) {}
 
   private headers(): Record<string, string> {
@@ -80,7 +86,8 @@ export class AgentChat {
 
   async send(text: string): Promise<void> {
     const id = await this.session();
-    await this.call('POST', `/session/${encodeURIComponent(id)}/prompt_async`, { parts: [{ type: 'text', text }] });
+    if (this.prompt) await this.prompt(text, id);
+    else await this.call('POST', `/session/${encodeURIComponent(id)}/prompt_async`, { parts: [{ type: 'text', text }] });
   }
 
   async abort(): Promise<void> {

@@ -5,36 +5,11 @@
 import { ApiError, NetworkError, codeForStatus } from './errors.js';
 import type { FetchLike } from './http.js';
 
-export interface Project {
-  project_id: string;
-  account_id: string;
-  name: string;
-  slug: string;
-  repo_url: string | null;
-  default_branch: string;
-  created_at: string;
-}
+// The wire shapes are the contracts' (type-only: nothing is loaded at run time).
+export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview, Diff, Project, Me } from '../contracts/index.js';
+import type { ChangeRequest, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
-// The wire shapes are the domain's own types (type-only: nothing is loaded at run time).
-export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview } from '../domain/change-request/index.js';
-export type { DiffResult as Diff } from '../domain/change-request/index.js';
-import type { ChangeRequest, CrStatus as CRStatus, DiffResult as Diff, MergePreview } from '../domain/change-request/index.js';
-
-export interface Me {
-  user: { user_id: string; email: string; name: string };
-  account: { account_id: string; name: string } | null;
-  accounts: Array<{ account_id: string; name: string }>;
-  /** The id of the token that asked (servers before session 3 leave it out). */
-  token_id?: string;
-}
-
-export interface CreateCRInput {
-  title: string;
-  description?: string;
-  head_ref: string;
-  base_ref?: string;
-  session_id?: string;
-}
+export type CreateCRInput = CreateChangeRequestInput;
 
 export interface ApiClientOptions {
   /** Host URL, with or without the trailing `/v1`. */
@@ -132,7 +107,7 @@ export class ApiClient {
   }
 
   /** No repo_url: the server creates a managed repository for it. */
-  async createProject(input: { name: string; slug?: string; repo_url?: string; default_branch?: string }): Promise<Project> {
+  async createProject(input: CreateProjectInput): Promise<Project> {
     return this.envelope('project', 'POST', '/projects', input);
   }
 

@@ -4,31 +4,10 @@
  */
 import type { ApiClient } from './api-client.js';
 
-export type SessionStatus = 'queued' | 'branching' | 'provisioning' | 'running' | 'stopped' | 'failed' | 'completed';
+export type { Session, SessionStatus } from '../contracts/sessions.js';
+import type { CreateSessionInput, Session } from '../contracts/sessions.js';
 
-export interface Session {
-  session_id: string;
-  project_id: string;
-  account_id: string;
-  status: SessionStatus;
-  base_ref: string;
-  branch: string;
-  agent: string;
-  model: string | null;
-  sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
-  error: { code: string; message: string; at: string } | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  last_activity_at: string | null;
-}
-
-export interface NewSessionInput {
-  agent?: string;
-  model?: string;
-  base_ref?: string;
-  prompt?: string;
-}
+export type NewSessionInput = CreateSessionInput;
 
 const enc = encodeURIComponent;
 const base = (project: string) => `/projects/${enc(project)}/sessions`;
@@ -42,7 +21,9 @@ export const sessionsApi = (api: ApiClient) => ({
   stop: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/stop`, {}))?.session,
   restart: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, {}))?.session,
   remove: (project: string, id: string) => api.request<void>('DELETE', one(project, id)),
-  prompt: (project: string, id: string, text: string) => api.request<unknown>('POST', `${one(project, id)}/prompt`, { text }),
+  /** `agentSession`: the runtime's conversation to continue (default: a new one). */
+  prompt: (project: string, id: string, text: string, agentSession?: string) =>
+    api.request<{ session_id: string; created: boolean }>('POST', `${one(project, id)}/prompt`, { text, ...(agentSession ? { session_id: agentSession } : {}) }),
   abort: (project: string, id: string) => api.request<unknown>('POST', `${one(project, id)}/abort`, {}),
   /** `.../agent/<path>`: the agent runtime behind the server's proxy. */
   agentPath: (project: string, id: string, path: string) => `${api.apiBase}${one(project, id)}/agent/${path.replace(/^\/+/, '')}`,

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { z } from 'zod';
+import { parseCidrList } from '../lib/cidr.js';
 
 /**
  * Server configuration, from the environment only, validated once at start-up. A bad
@@ -15,7 +16,7 @@ const schema = z.object({
     .optional(),
   SVC_GIT_ENGINE: z.enum(['git', 'libgit2']).default('git'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /** Public base URL of this server, used in links (CR URLs, dashboard). */
+  /** Public base URL of this server, used in links (CR URLs, dashboard) and managed repositories' URLs. */
   SVC_PUBLIC_URL: z.string().url().optional(),
   /**
    * Previews are served at `p<port>-<session id>.<SVC_PREVIEW_DOMAIN>` (a wildcard DNS name
@@ -26,6 +27,26 @@ const schema = z.object({
     .string()
     .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:\d{1,5})?$/i, 'must be a DNS name (optionally :port)')
     .optional(),
+   * Without SVC_PUBLIC_URL: the origins this server is reached at (comma-separated
+   * `http(s)://host[:port]`). A managed repository's URL is the one whose host the creating
+   * request named, else the first; never a Host header this list does not hold.
+   */
+  SVC_PUBLIC_HOSTS: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      for (const e of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+        let u: URL | null = null;
+        try {
+          u = new URL(e);
+        } catch {
+          /* reported below */
+        }
+        if (!u || !/^https?:$/.test(u.protocol) || u.pathname !== '/' || u.search || u.hash || u.username || u.password || e.replace(/\/$/, '') !== u.origin) {
+          ctx.addIssue({ code: 'custom', message: `not an http(s) origin: ${e}` });
+        }
+      }
+    }),
   /** Key for secrets at rest (32 bytes, base64). Generated into the data dir when absent. */
   SVC_SECRET_KEY: z.string().optional(),
   /**
@@ -62,6 +83,20 @@ const schema = z.object({
   /** Failed authentications allowed per client address per window; then 429. */
   SVC_AUTH_FAILURE_LIMIT: z.coerce.number().int().min(1).default(60),
   SVC_AUTH_FAILURE_WINDOW_S: z.coerce.number().int().min(1).max(86_400).default(60),
+  /**
+   * Reverse proxies whose `X-Forwarded-For` names the client (comma-separated CIDRs or
+   * addresses). Empty: the TCP peer is the client and the header is ignored.
+   */
+  SVC_TRUST_PROXY: z
+    .string()
+    .default('')
+    .superRefine((v, ctx) => {
+      try {
+        parseCidrList(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    }),
   /** Diff limits (GitHub's shape): per-file and total patch bytes and lines. */
   SVC_DIFF_MAX_FILE_BYTES: z.coerce.number().int().min(1).default(500_000),
   SVC_DIFF_MAX_FILE_LINES: z.coerce.number().int().min(1).default(20_000),
@@ -106,6 +141,25 @@ const schema = z.object({
   SVC_SANDBOX_API_URL: z.string().url().optional(),
   /** GitHub's REST API base for branch cuts on github.com repositories. */
   SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
+  // --- the model gateway (issue 21; docs/models.md) ---
+  /** The OpenAI-compatible upstream sessions' agents reach through `/v1/llm` (a hosted provider, LiteLLM, OpenRouter, vLLM, Ollama). */
+  SVC_LLM_UPSTREAM_URL: z
+    .string()
+    .url()
+    .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+    .optional(),
+  /** The upstream's API key: sent upstream by the gateway only, never into a sandbox. */
+  SVC_LLM_UPSTREAM_KEY: z.string().min(1).optional(),
+  /** The model sessions use when neither the session nor the manifest names one. */
+  SVC_LLM_MODEL: z.string().min(1).max(200).optional(),
+  /** Comma-separated models sessions may use through the gateway (default: SVC_LLM_MODEL alone). */
+  SVC_LLM_MODELS: z.string().default(''),
+  /** Tokens (input + output) one session may spend through the gateway; 0: no limit. */
+  SVC_LLM_SESSION_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
+  /** Tokens one account's sessions may spend through the gateway per window; 0: no limit. */
+  SVC_LLM_ACCOUNT_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
+  /** The account budget's rolling window, in hours. */
+  SVC_LLM_ACCOUNT_BUDGET_HOURS: z.coerce.number().positive().max(8784).default(720),
   // --- manifest, triggers, apps (issue 12; docs/manifest.md) ---
   /** How often each worker looks for due triggers. */
   SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),

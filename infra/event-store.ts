@@ -77,29 +77,17 @@ export async function append(tx: Executor, req: AppendRequest): Promise<AppendRe
   const eventIds = req.events.map((e) => e.event_id ?? randomUUID());
   let stored: StoredEvent[];
   try {
-    const only = req.events.length === 1 ? req.events[0]! : null;
     stored = await tx.rows<StoredEvent>(
-      only
-        ? q.appendOne({
-            streamId: req.streamId,
-            streamType: req.streamType,
-            projectId: req.projectId,
-            expected: req.expectedVersion,
-            eventId: eventIds[0]!,
-            type: only.type,
-            data: only.data,
-            metadata: req.metadata,
-          })
-        : q.append({
-            streamId: req.streamId,
-            streamType: req.streamType,
-            projectId: req.projectId,
-            expected: req.expectedVersion,
-            eventIds,
-            types: req.events.map((e) => e.type),
-            data: req.events.map((e) => e.data),
-            metadata: req.metadata,
-          }),
+      q.append([
+        {
+          streamId: req.streamId,
+          streamType: req.streamType,
+          projectId: req.projectId,
+          expected: req.expectedVersion,
+          events: req.events.map((e, i) => ({ eventId: eventIds[i]!, type: e.type, data: e.data })),
+          metadata: req.metadata,
+        },
+      ]),
     );
   } catch (err) {
     if (pgCode(err) === '23505') {

@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import type { Config } from '../infra/config.js';
 import { openDatabase, type Database } from '../infra/db/database.js';
 import { migrate } from '../infra/db/migrate.js';
@@ -6,6 +7,7 @@ import { startQueue, type Queue } from '../infra/queue.js';
 import { loadKeyring, secretBox } from '../infra/secret-box.js';
 import { createEngine } from '../infra/git/engine.js';
 import { createProjectRepos } from '../infra/git/project-repos.js';
+import { createCrCommandPath } from '../services/change-requests/command-path.js';
 import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
 import { CR_MERGE } from '../services/change-requests/merge.js';
@@ -41,6 +43,8 @@ export interface ServerOptions {
 export interface RunningServer {
   url: string;
   port: number;
+  /** The HTTP server (tests check every response it sends against the OpenAPI document). */
+  httpServer: http.Server;
   database: Database;
   queue: Queue;
   /** This process's trigger scheduler (worker role, SVC_SCHEDULER on). */
@@ -64,7 +68,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY] });
-  const core: Core = { config, logger, roles, db, secrets, repos, queue };
+  const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };
 
   // The API URL sandboxes use is known once the HTTP server listens (PORT=0 in tests).
   let apiPort = config.PORT;
@@ -84,6 +88,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    httpServer: httpServer.server,
     database,
     queue,
     ...(manifest.scheduler ? { scheduler: manifest.scheduler } : {}),

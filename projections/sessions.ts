@@ -37,6 +37,7 @@ export function toRows(s: Session, version: number) {
     base_commit_sha: s.base_commit_sha,
     trigger: s.trigger,
     last_activity_at: s.last_activity_at,
+    agent_state: s.agent_state,
   };
   const sandboxes = s.sandboxes.map((sb) => ({
     sandbox_id: sb.sandbox_id,

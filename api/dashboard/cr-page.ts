@@ -7,7 +7,7 @@ import * as crs from '../../services/change-requests/service.js';
 import type { CrHistoryEntry } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
 import { crDepsOf, mergeAs } from '../routes/change-requests.js';
-import { EditChangeRequestBody, MergeChangeRequestBody } from '../schemas.js';
+import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { fileList, renderDiff } from './diff-view.js';
 import { html, shortSha, timeAgo, type Html } from './html.js';

@@ -4,6 +4,7 @@ import { DomainError } from '../../domain/errors.js';
 import { sessionStoreOf } from './store.js';
 import type { ApiDeps } from '../deps.js';
 import { bodyOf, statusOf, zodIssues } from '../errors.js';
+import { authGuardOf } from '../auth.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
 import { loadSession, locals, requireSession } from './context.js';
@@ -45,7 +46,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   });
   r.use(express.urlencoded({ extended: false, limit: '1mb', parameterLimit: 100 }));
   r.use(loadSession(getStore));
-  r.use(signInRoutes(deps.db));
+  r.use(signInRoutes(deps.db, authGuardOf(deps.config).keyOf));
   r.use(requireSession);
   r.use(cliLoginRoutes(deps.db));
   r.use(projectPages(deps));

@@ -33,6 +33,7 @@ ${o.csrf ? html`<meta name="csrf-token" content="${o.csrf}">` : ''}
   ${o.user
     ? html`<nav class="me" aria-label="Account"><a href="/tokens">Tokens</a>
       <form method="post" action="/logout" class="inline"><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button type="submit" class="link">Sign out</button></form>
+      <form method="post" action="/logout/everywhere" class="inline"><input type="hidden" name="_csrf" value="${o.csrf ?? ''}"><button type="submit" class="link">Sign out everywhere</button></form>
       <span class="who">${o.user.email}</span></nav>`
     : ''}
 </header>

@@ -4,6 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { ownOrigin, parseCookies } from './context.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 import { sessionStoreOf } from './store.js';
+import { vouchFor } from '../auth.js';
 
 /**
  * The one place the API accepts the dashboard cookie: the session proxy routes
@@ -39,7 +40,10 @@ export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
         const sent = req.headers['x-csrf-token'];
         const a = Buffer.from(typeof sent === 'string' ? sent : '');
         const b = Buffer.from(session.csrf_token);
-        if (safe || (a.length === b.length && timingSafeEqual(a, b))) req.headers.authorization = `Bearer ${session.apiToken}`;
+        if (safe || (a.length === b.length && timingSafeEqual(a, b))) {
+          req.headers.authorization = `Bearer ${session.apiToken}`;
+          vouchFor(req); // a signed cookie is no guess: never held back by its address's failed guesses
+        }
         next();
       }, next);
   };

@@ -7,7 +7,7 @@ import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
 import { crDepsOf } from '../routes/change-requests.js';
 import { sessionDepsOf } from '../routes/sessions.js';
-import { CreateSessionBody, PromptSessionBody } from '../session-schemas.js';
+import { CreateSessionBody, PromptSessionBody } from '../../contracts/sessions.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';

@@ -6,20 +6,18 @@ import type { Db } from '../../infra/db/db.js';
 import { verifyPassword } from '../../services/dashboard/passwords.js';
 import { SESSION_COOKIE, SESSION_TTL_MS } from '../../services/dashboard/sessions.js';
 import { authenticate } from '../../services/tokens/service.js';
-import { clearSignInFailures, recordSignInFailure, signInFailures, userByEmail } from '../../services/dashboard/sign-in.js';
+import { clearSignInFailures, recordSignInFailure, signInWait, userByEmail } from '../../services/dashboard/sign-in.js';
 import { checkOrigin, clearCookie, locals, parseCookies, requireCsrf, setCookie } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 
 /**
- * Sign-in (email + password, or a pasted user token), sign-out. Failed sign-ins are
- * counted per email and per client address in the database (so every API process sees
- * them): past the limit the form answers 429 until the window moves on.
+ * Sign-in (email + password, or a pasted user token), sign-out, sign-out everywhere.
+ * Failed sign-ins are counted per (email, client) in the database (so every API process
+ * sees them) and back off per pair (services/dashboard/sign-in.ts): the form answers 429
+ * with Retry-After to that client only; nobody can lock another person out.
  */
 const PRE_COOKIE = 'svc_pre';
-const WINDOW_S = 15 * 60;
-const MAX_PER_EMAIL = 5;
-const MAX_PER_CLIENT = 20;
 
 const SignInBody = z.object({
   _csrf: z.string().max(200).default(''),
@@ -62,7 +60,8 @@ function signInPage(res: Response, req: Request, o: { next: string; email?: stri
   );
 }
 
-export function signInRoutes(db: Db): Router {
+/** `clientKeyOf`: the principal key the failures are kept under (AuthGuard.keyOf). */
+export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Router {
   const r = Router();
 
   r.get('/login', (req, res) => {
@@ -80,11 +79,11 @@ export function signInRoutes(db: Db): Router {
     if (!pre || want.length !== got.length || !timingSafeEqual(want, got)) {
       throw new DomainError('forbidden', 'CSRF check failed', 'The sign-in form expired; reload the page and try again.');
     }
-    const client = req.socket.remoteAddress ?? 'unknown';
+    const client = clientKeyOf(req);
     const email = (body.email ?? '').trim().toLowerCase();
-    const limits = await signInFailures(db, email, client, WINDOW_S);
-    if (limits && ((email && limits.by_email >= MAX_PER_EMAIL) || limits.by_client >= MAX_PER_CLIENT)) {
-      res.set('Retry-After', String(Math.max(1, limits.retry_after ?? WINDOW_S)));
+    const wait = await signInWait(db, email, client);
+    if (wait > 0) {
+      res.set('Retry-After', String(wait));
       return signInPage(res, req, { next, email, status: 429, error: 'Too many failed sign-ins. Wait a few minutes and try again.' });
     }
 
@@ -101,7 +100,7 @@ export function signInRoutes(db: Db): Router {
       const what = body.token !== undefined ? 'That is not a valid user token.' : 'Wrong email or password.';
       return signInPage(res, req, { next, email, status: 401, error: what });
     }
-    if (email) await clearSignInFailures(db, email);
+    if (email) await clearSignInFailures(db, email, client);
     const { cookie } = await locals(res).store.create(userId);
     setCookie(req, res, SESSION_COOKIE, cookie, Math.floor(SESSION_TTL_MS / 1000));
     clearCookie(req, res, PRE_COOKIE);
@@ -111,6 +110,14 @@ export function signInRoutes(db: Db): Router {
   r.post('/logout', requireCsrf, async (req, res) => {
     const s = locals(res).session;
     if (s) await locals(res).store.revoke(s.session_id);
+    clearCookie(req, res, SESSION_COOKIE);
+    res.redirect(303, '/login');
+  });
+
+  /** Every browser of this user, this one included (as after `svc-server admin set-password`). */
+  r.post('/logout/everywhere', requireCsrf, async (req, res) => {
+    const s = locals(res).session;
+    if (s) await locals(res).store.revokeAllOf(s.user.user_id);
     clearCookie(req, res, SESSION_COOKIE);
     res.redirect(303, '/login');
   });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { notFound } from '../../domain/errors.js';
 import { listTokens, mintToken, revokeToken } from '../../services/tokens/service.js';
 import type { ApiDeps } from '../deps.js';
-import { CreateTokenBody } from '../schemas.js';
+import { CreateTokenBody } from '../../contracts/accounts.js';
 import { callerOf, csrfOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';

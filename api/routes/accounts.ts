@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf, requireUserToken } from '../auth.js';
-import { CreateTokenBody } from '../schemas.js';
+import { CreateTokenBody } from '../../contracts/accounts.js';
 import { accountsOfUser } from '../../services/accounts/service.js';
 import { listTokens, mintToken, revokeToken } from '../../services/tokens/service.js';
 import { notFound } from '../../domain/errors.js';

@@ -1,17 +1,18 @@
 import { Router, type Request } from 'express';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
+import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject } from '../project-access.js';
+import { EmptyBody } from '../../contracts/common.js';
 import {
   CreateChangeRequestBody,
   EditChangeRequestBody,
-  EmptyBody,
   GetChangeRequestQuery,
   ListChangeRequestsQuery,
   MergeChangeRequestBody,
-} from '../schemas.js';
+} from '../../contracts/change-requests.js';
 import * as crs from '../../services/change-requests/service.js';
 import { requestMerge, type MergeRequest } from '../../services/change-requests/request-merge.js';
 import type { CrDeps } from '../../services/change-requests/service.js';
@@ -19,7 +20,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
-export function serializeCr(cr: ChangeRequest) {
+export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
   return {
     cr_id: cr.cr_id,
     account_id: cr.account_id,
@@ -49,6 +50,7 @@ export function serializeCr(cr: ChangeRequest) {
 export function crDepsOf(deps: ApiDeps): CrDeps {
   return {
     db: deps.db,
+    commands: deps.crCommands,
     repos: deps.repos,
     logger: deps.logger,
     refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,

@@ -1,14 +1,10 @@
 import { Router } from 'express';
-import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
+import { outboundPolicy } from '../../infra/net/url-policy.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { addChannel, CHANNEL_KINDS, listChannels, removeChannel } from '../../services/channels/service.js';
-
-const AddChannelBody = z.strictObject({
-  kind: z.enum(CHANNEL_KINDS),
-  webhook_url: z.string().min(1).max(2000),
-});
+import { AddChannelBody } from '../../contracts/channels.js';
+import { addChannel, listChannels, removeChannel } from '../../services/channels/service.js';
 
 /**
  * `/v1/projects/:projectId/channels`: chat channels of a project (`svc channels`).
@@ -27,7 +23,7 @@ export function channelRoutes(deps: ApiDeps): Router {
   r.post('/', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     const body = AddChannelBody.parse(req.body ?? {});
-    const channel = await addChannel({ db: deps.db, secrets: deps.secrets, allowHttp }, project.project_id, principalOf(req).user_id, body);
+    const channel = await addChannel({ db: deps.db, secrets: deps.secrets, allowHttp, policy: outboundPolicy(deps.config) }, project.project_id, principalOf(req).user_id, body);
     res.status(201).json({ channel });
   });
 

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { unauthorized } from '../auth.js';
+import { authGuardOf, unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { projectById } from '../../services/projects/service.js';
 import { authenticateSandboxKey, mintCloneCredential } from '../../services/sessions/credentials.js';
@@ -36,8 +36,11 @@ function servedHere(project: ProjectRecord, repoUrl: string, apiUrl: string): bo
 export function cloneCredentialRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.get('/', async (req, res) => {
-    const m = /^Bearer ([^\s]+)$/i.exec(String(req.headers.authorization ?? '').trim());
-    const sandbox = m ? await authenticateSandboxKey(deps.db, m[1]!) : null;
+    const header = req.headers.authorization;
+    const m = /^Bearer ([^\s]+)$/i.exec(String(header ?? '').trim());
+    // Guesses count against the caller's bucket, as on every other credential check.
+    const sandbox =
+      header === undefined ? null : await authGuardOf(deps.config).attempt(req, () => (m ? authenticateSandboxKey(deps.db, m[1]!) : Promise.resolve(null)));
     if (!sandbox) throw unauthorized();
     // The key names its project: `:projectId` must be that project (uuid or slug; slugs are
     // unique per account only, so never looked up server-wide). Another project's key learns

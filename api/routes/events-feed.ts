@@ -11,7 +11,7 @@ import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { principalOf } from '../auth.js';
 import { deadTokens } from '../../services/tokens/service.js';
-import { EventsFeedQuery } from '../schemas.js';
+import { EventsFeedQuery } from '../../contracts/events.js';
 import { createFeedHub, type FeedHub, type FeedSink } from '../feed-hub.js';
 
 /**

@@ -24,6 +24,7 @@ import { installHooks } from '../../infra/git/pre-receive.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { runGitService } from '../git-http-stream.js';
+import { authGuardOf } from '../auth.js';
 
 const SERVICES = ['git-upload-pack', 'git-receive-pack'] as const;
 type Service = (typeof SERVICES)[number];
@@ -40,6 +41,7 @@ export interface GitHttpOptions {
 
 const sendError = (res: Response, err: DomainError, headers: Record<string, string> = {}) => {
   if (res.headersSent) return void res.destroy();
+  if (typeof err.details.retry_after === 'number') res.set('Retry-After', String(err.details.retry_after));
   res.status(statusOf[err.code]).set(headers).json(bodyOf(err));
 };
 
@@ -63,6 +65,7 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
   const hooks = installHooks(path.join(deps.config.dataDir, 'git-hooks'));
   hooks.catch((err: unknown) => deps.logger.error({ err: (err as Error).message }, 'could not install the git hooks'));
   const log = deps.logger.child({ component: 'git-http' });
+  const guard = authGuardOf(deps.config);
 
   r.use((req: Request, res: Response, next: NextFunction) => {
     handle(req, res).catch((err: unknown) => {
@@ -127,9 +130,11 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     return ['-c', `core.hooksPath=${dir}`, '-c', 'receive.advertisePushOptions=false', 'receive-pack'];
   }
 
+  /** Failed attempts count against the caller's bucket like every other credential check (429 past it). */
   async function authenticateGit(req: Request): Promise<Principal | null> {
+    if (req.headers.authorization === undefined) return null; // no credential: git's first, anonymous try
     const token = tokenFrom(req.headers.authorization);
-    return token ? authenticate(deps.db, token) : null;
+    return guard.attempt(req, () => (token ? authenticate(deps.db, token) : Promise.resolve(null)));
   }
 
   /** The API's own access rule (slug or id, within the caller's reach); anything it refuses is 404 here. */

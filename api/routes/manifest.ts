@@ -1,18 +1,13 @@
 import { Router, type Request } from 'express';
-import { z } from 'zod';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
+import { PatchSecretsBody, PutSecretBody } from '../../contracts/manifest.js';
 import { getManifest, type ManifestDeps } from '../../services/manifest/sync.js';
 import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps, type SecretsListing } from '../../services/secrets/service.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { APP_DEPLOY } from '../../services/apps/sync.js';
 
-const PutSecretBody = z.strictObject({ value: z.string() });
-const PatchSecretsBody = z.strictObject({
-  set: z.record(z.string(), z.string()).optional(),
-  unset: z.array(z.string()).optional(),
-});
 
 export function manifestDepsOf(deps: ApiDeps): ManifestDeps {
   const queue = deps.queue;

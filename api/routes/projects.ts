@@ -3,7 +3,7 @@ import type { Config } from '../../infra/config.js';
 import { DomainError, validationError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
-import { CreateProjectBody, ListProjectsQuery } from '../schemas.js';
+import { CreateProjectBody, ListProjectsQuery } from '../../contracts/projects.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
 import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../services/projects/service.js';
@@ -12,14 +12,23 @@ import { mintToken } from '../../services/tokens/service.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
 import type { Request } from 'express';
 
-/** `SVC_PUBLIC_URL`, else this request's own origin (a sane Host header only). */
+/**
+ * Where this server's managed repositories are served from, as stored in a new managed
+ * project's `repo_url`: `SVC_PUBLIC_URL`; else the `SVC_PUBLIC_HOSTS` origin whose host the
+ * request named (else the first); else the address this connection reached (the socket's,
+ * never a header). Never the request's Host alone: a Host the operator did not list would
+ * become the URL sandboxes send their clone credentials to (issue 20 attack 8).
+ */
 export function publicBaseUrl(req: Request, config: Config): string {
   if (config.SVC_PUBLIC_URL) return config.SVC_PUBLIC_URL.replace(/\/+$/, '');
-  const host = req.get('host') ?? '';
-  if (!/^[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?$|^\[[0-9A-Fa-f:.]{2,45}\](:[0-9]{1,5})?$/.test(host)) {
-    throw validationError('The Host header is not a host name; set SVC_PUBLIC_URL on the server.');
+  const listed = config.SVC_PUBLIC_HOSTS.split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean);
+  if (listed.length > 0) {
+    const host = (req.get('host') ?? '').toLowerCase();
+    return listed.find((o) => new URL(o).host === host) ?? listed[0]!;
   }
-  return `${req.protocol === 'https' ? 'https' : 'http'}://${host}`;
+  let addr = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  if (addr === '::' || addr === '0.0.0.0') addr = '127.0.0.1';
+  return `http://${addr.includes(':') ? `[${addr}]` : addr}:${req.socket.localPort}`;
 }
 
 const slugify = (name: string) =>

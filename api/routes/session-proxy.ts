@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { requireAuth } from '../auth.js';
+import { authGuardOf, requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
@@ -12,6 +12,7 @@ import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
 import { sessionDepsOf } from './sessions.js';
+import { proxiedSocketsOf } from '../proxy-sockets.js';
 
 /**
  * The server fronts every sandbox: `.../sessions/:sessionId/agent/*` goes to the daemon
@@ -55,7 +56,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
     if (req.headers.authorization === undefined && typeof t === 'string') req.headers.authorization = `Bearer ${t}`;
     next();
   });
-  r.use(['/agent', '/preview/:port'], requireAuth(deps.db));
+  r.use(['/agent', '/preview/:port'], requireAuth(deps.db, authGuardOf(deps.config)));
   const handler = (kind: 'agent' | 'preview') => async (req: Request, res: Response, next: NextFunction) => {
     try {
       const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
@@ -64,7 +65,9 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
       const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
-      proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+      const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+      // A stream (SSE) ends with its token and its session, as a socket does.
+      if (target.session.sandbox) proxiedSocketsOf(deps).track({ client: res, upstream: up, tokenId: req.principal!.token_id, sandboxId: target.session.sandbox.sandbox_id });
     } catch (err) {
       next(err);
     }
@@ -74,7 +77,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): void {
+function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): http.ClientRequest {
   const up = http.request(`${target.url}${path}`, { method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
     // Served on the dashboard's origin: sandboxed, no cookies, no CORS (api/proxy-headers.ts).
@@ -88,14 +91,16 @@ function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string
   });
   res.on('close', () => up.destroy());
   req.pipe(up);
+  return up;
 }
 
 const UPGRADE_PATH = /^\/v1\/projects\/([^/]+)\/sessions\/([^/]+)\/(agent|preview\/([^/]+))(\/[^?]*)?(\?.*)?$/;
 
-function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
+function refuse(socket: Duplex, status: number, body: { error: string; message: string; retry_after?: unknown }) {
   const json = JSON.stringify(body);
+  const retry = typeof body.retry_after === 'number' ? `Retry-After: ${body.retry_after}\r\n` : '';
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n${retry}` +
       `Content-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`,
   );
   setTimeout(() => socket.destroy(), 1000).unref();
@@ -103,6 +108,8 @@ function refuse(socket: Duplex, status: number, body: { error: string; message: 
 
 /** WebSocket upgrades to the session proxy; everything else goes to `fallback`. */
 export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
+  // Cut within a second of the token's revocation or the session's stop (api/proxy-sockets.ts).
+  const watched = proxiedSocketsOf(deps);
   return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const m = UPGRADE_PATH.exec(req.url ?? '');
     if (!m) return fallback(req, socket, head);
@@ -111,7 +118,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const q = new URLSearchParams(m[6] ?? '');
       const header = req.headers.authorization ?? (q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
-      const principal: Principal | null = bearer ? await authenticate(deps.db, bearer) : null;
+      const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
@@ -132,6 +139,8 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       });
       up.on('error', () => socket.destroy());
       socket.on('close', () => up.destroy());
+      if (target.session.sandbox) watched.track({ client: socket, upstream: up, tokenId: principal.token_id, sandboxId: target.session.sandbox.sandbox_id });
+      else up.destroy();
     })().catch((err: unknown) => {
       if (isDomainError(err)) return refuse(socket, statusOf[err.code], bodyOf(err));
       deps.logger.error({ err: (err as Error).message }, 'session proxy upgrade failed');

@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
-import { EmptyBody } from '../schemas.js';
+import { EmptyBody } from '../../contracts/common.js';
 import { refreshSession } from '../../services/sessions/refresh.js';
 import { sessionDepsOf } from './sessions.js';
 

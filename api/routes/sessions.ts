@@ -3,9 +3,10 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../session-schemas.js';
+import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../../contracts/sessions.js';
 import * as sessions from '../../services/sessions/service.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
+import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 
 export const sessionsUnavailable = () =>
   new DomainError('unavailable', 'Sessions unavailable', 'This server runs no session service.');
@@ -52,7 +53,7 @@ export function sessionRoutes(deps: ApiDeps): Router {
 
   r.get('/:sessionId', async (req, res) => {
     const { project, s, id } = await ctx(req);
-    res.json({ session: await sessions.findSession(s, project.project_id, id) });
+    res.json({ session: await sessions.sessionDetail(s, project.project_id, id) });
   });
 
   r.get('/:sessionId/events', async (req, res) => {
@@ -89,7 +90,8 @@ export function sessionRoutes(deps: ApiDeps): Router {
   r.post('/:sessionId/prompt', async (req, res) => {
     const { project, s, id } = await ctx(req);
     const body = PromptSessionBody.parse(req.body ?? {});
-    const out = await sessions.controlCall(s, project.project_id, id, '/svc/prompt', { text: body.text });
+    await assertPromptable(s, project, id);
+    const out = await sessions.controlCall(s, project.project_id, id, '/svc/prompt', { text: body.text, ...(body.session_id ? { session_id: body.session_id } : {}) });
     res.status(202).json(out ?? {});
   });
 

@@ -2,7 +2,7 @@ import { Router, type Request } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { EmptyBody } from '../schemas.js';
+import { EmptyBody } from '../../contracts/common.js';
 import { serializeCr } from './change-requests.js';
 import { DomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';

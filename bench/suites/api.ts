@@ -12,7 +12,10 @@
  *   p99 <= 120 ms.
  * - GET of an open CR (live refresh: both branch tips re-read on every request), 32
  *   concurrent connections, a fixed number of requests. Goal: >= 1,000 req/s. Floors:
- *   `GET /healthz` at the same concurrency, and `git ls-remote` of the same repo.
+ *   `GET /healthz` at the same concurrency (alternated with it, round by round; the notes
+ *   give each round's ratio and the CPU per request of this process and of Postgres), and
+ *   `git ls-remote` of the same repo. `SVC_BENCH_API_ONLY=get` runs this row alone,
+ *   `SVC_BENCH_API_ROUNDS` sets the rounds.
  * - create: `POST .../change-requests`, 16 concurrent connections.
  */
 import http from 'node:http';
@@ -96,6 +99,29 @@ async function throughput(total: number, concurrency: number, fn: (i: number) =>
   return total / (Number(process.hrtime.bigint() - t) / 1e9);
 }
 
+interface Run {
+  rps: number;
+  /** CPU microseconds per call: this process (bench client and server), and Postgres. */
+  nodeUs: number;
+  pgUs: number;
+}
+
+/** `throughput` with the CPU the calls cost, this process's and Postgres's. */
+async function measured(pgb: { cpuSeconds(): Promise<number> }, total: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<Run> {
+  const pg0 = await pgb.cpuSeconds();
+  const n0 = process.cpuUsage();
+  const rps = await throughput(total, concurrency, fn);
+  const n = process.cpuUsage(n0);
+  const pg1 = await pgb.cpuSeconds();
+  return { rps, nodeUs: (n.user + n.system) / total, pgUs: ((pg1 - pg0) * 1e6) / total };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
 interface Cr {
   cr_id: string;
   number: number;
@@ -138,44 +164,48 @@ export const run: BenchSuite = async ({ quick }) => {
     const open = async (head: string, base = 'main') =>
       (await client.json<{ change_request: Cr }>('POST', crs, { title: `Bench ${head}`, head_ref: head, base_ref: base }, 201)).change_request;
 
-    // (a) merges, sequential, on each kind of repository.
-    const api: ApiJson = (method, urlPath, body, expect) => client.json(method, urlPath, body, expect);
-    rows.push(...(await mergeRows(api, { kind: 'local', label: 'local file:// repo, in place', repo, crs }, merges, floorRuns)));
+    // (a) merges, sequential, on each kind of repository. The managed project is made even
+    // when they are skipped, so the server's repositories directory exists as in a full run.
+    const only = process.env.SVC_BENCH_API_ONLY;
     const managed = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-managed' }, 201)).project;
     const managedRepo = await benchRepo('svc-bench-managed-', { bare: managedRepoPath(reposDirOf(config), managed.project_id) });
     extraRepos.push(managedRepo);
-    rows.push(...(await mergeRows(api, { kind: 'managed', label: 'managed repo', repo: managedRepo, crs: `/v1/projects/${managed.project_id}/change-requests` }, merges, floorRuns)));
-    const remoteRepo = await benchRepo('svc-bench-remote-');
-    extraRepos.push(remoteRepo);
-    backend = await startHttpBackend(remoteRepo.root, 'bench-password');
-    const authed = backend.url.replace('http://', 'http://x:bench-password@');
-    const remote = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-remote', repo_url: `${authed}/origin.git` }, 201)).project;
-    rows.push(
-      ...(await mergeRows(
-        api,
-        { kind: 'remote', label: 'remote over smart HTTP, push', repo: remoteRepo, crs: `/v1/projects/${remote.project_id}/change-requests`, floorPushUrl: `${authed}/floor-target.git` },
-        merges,
-        floorRuns,
-      )),
-    );
-    rows.push(
-      ...(await mergeRows(
-        api,
-        {
-          kind: 'remote',
-          label: 'remote over smart HTTP, push, CR previewed first',
-          repo: remoteRepo,
-          crs: `/v1/projects/${remote.project_id}/change-requests`,
-          floorPushUrl: `${authed}/floor-target-2.git`,
-          floorTarget: 'floor-target-2.git',
-          previewFirst: true,
-        },
-        merges,
-        floorRuns,
-      )),
-    );
+    if (only !== 'get') {
+      const api: ApiJson = (method, urlPath, body, expect) => client.json(method, urlPath, body, expect);
+      rows.push(...(await mergeRows(api, { kind: 'local', label: 'local file:// repo, in place', repo, crs }, merges, floorRuns)));
+      rows.push(...(await mergeRows(api, { kind: 'managed', label: 'managed repo', repo: managedRepo, crs: `/v1/projects/${managed.project_id}/change-requests` }, merges, floorRuns)));
+      const remoteRepo = await benchRepo('svc-bench-remote-');
+      extraRepos.push(remoteRepo);
+      backend = await startHttpBackend(remoteRepo.root, 'bench-password');
+      const authed = backend.url.replace('http://', 'http://x:bench-password@');
+      const remote = (await client.json<{ project: { project_id: string } }>('POST', '/v1/projects', { name: 'bench-remote', repo_url: `${authed}/origin.git` }, 201)).project;
+      rows.push(
+        ...(await mergeRows(
+          api,
+          { kind: 'remote', label: 'remote over smart HTTP, push', repo: remoteRepo, crs: `/v1/projects/${remote.project_id}/change-requests`, floorPushUrl: `${authed}/floor-target.git` },
+          merges,
+          floorRuns,
+        )),
+      );
+      rows.push(
+        ...(await mergeRows(
+          api,
+          {
+            kind: 'remote',
+            label: 'remote over smart HTTP, push, CR previewed first',
+            repo: remoteRepo,
+            crs: `/v1/projects/${remote.project_id}/change-requests`,
+            floorPushUrl: `${authed}/floor-target-2.git`,
+            floorTarget: 'floor-target-2.git',
+            previewFirst: true,
+          },
+          merges,
+          floorRuns,
+        )),
+      );
+    }
 
-    if (process.env.SVC_BENCH_API_ONLY === 'merges') return rows; // iterating on merges alone
+    if (only === 'merges') return rows; // iterating on merges alone
 
     // (b) GET of an open CR: both tips re-read on every request.
     const hot = await open('hot', 'hot-base');
@@ -192,12 +222,14 @@ export const run: BenchSuite = async ({ quick }) => {
     };
     await throughput(200, conns, get); // warm-up, opens the connections
     await throughput(200, conns, health);
-    const rounds = quick ? 1 : 3;
-    const getRps: number[] = [];
-    const healthRps: number[] = [];
+    const rounds = Number(process.env.SVC_BENCH_API_ROUNDS) || (quick ? 1 : 3);
+    const getRuns: Run[] = [];
+    const healthRuns: Run[] = [];
+    // Alternated, so both see the machine's load of the same moment; CPU per request
+    // (this process: client and server; Postgres) is steadier than req/s on a shared box.
     for (let r = 0; r < rounds; r++) {
-      getRps.push(await throughput(total, conns, get));
-      healthRps.push(await throughput(total, conns, health));
+      getRuns.push(await measured(pgb, total, conns, get));
+      healthRuns.push(await measured(pgb, total, conns, health));
     }
     // Still live: a push is seen by the very next read.
     const pushed = await repo.commit('hot', { 'hot.txt': 'moved\n' });
@@ -208,8 +240,10 @@ export const run: BenchSuite = async ({ quick }) => {
     const lsRps = await throughput(lsRuns, lsConc, async () => {
       await runGit(['ls-remote', '--end-of-options', repo!.url, 'refs/heads/hot', 'refs/heads/hot-base'], { cwd: repo!.root });
     });
-    const bestGet = Math.max(...getRps);
-    const bestHealth = Math.max(...healthRps);
+    const bestGet = Math.max(...getRuns.map((x) => x.rps));
+    const bestHealth = Math.max(...healthRuns.map((x) => x.rps));
+    const ratios = getRuns.map((g, i) => g.rps / healthRuns[i]!.rps);
+    const us = (runs: Run[], k: 'nodeUs' | 'pgUs') => Math.round(median(runs.map((x) => x[k])));
     rows.push(
       {
         suite: 'api',
@@ -220,7 +254,11 @@ export const run: BenchSuite = async ({ quick }) => {
         ratio: bestGet / bestHealth,
         goal: '>= 1,000 req/s',
         met: bestGet >= 1000,
-        notes: `${total} requests per run, best of ${rounds} (${getRps.map(Math.round).join('/')}); floor GET /healthz (${healthRps.map(Math.round).join('/')}); a push was seen by the next GET; ${os.availableParallelism()} cores shared by client, server and Postgres`,
+        notes:
+          `${total} requests per run, best of ${rounds} (${getRuns.map((x) => Math.round(x.rps)).join('/')}); floor GET /healthz (${healthRuns.map((x) => Math.round(x.rps)).join('/')}); ` +
+          `same-run ratios ${ratios.map((x) => x.toFixed(2)).join('/')} (median ${median(ratios).toFixed(2)}); ` +
+          `CPU per request, median: GET node ${us(getRuns, 'nodeUs')} us + postgres ${us(getRuns, 'pgUs')} us, /healthz node ${us(healthRuns, 'nodeUs')} us + postgres ${us(healthRuns, 'pgUs')} us; ` +
+          `a push was seen by the next GET; ${os.availableParallelism()} cores shared by client, server and Postgres`,
       },
       {
         suite: 'api',
@@ -230,6 +268,8 @@ export const run: BenchSuite = async ({ quick }) => {
         notes: `${lsRuns} calls; what each GET cost before tips were read from the ref files`,
       },
     );
+
+    if (only === 'get') return rows; // iterating on the open-CR read alone
 
     // (c) create, 16 concurrent.
     const creates = quick ? 200 : 1_000;

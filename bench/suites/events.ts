@@ -19,7 +19,8 @@ import os from 'node:os';
 import pg from 'pg';
 import type { Db } from '../../infra/db/db.js';
 import { append } from '../../infra/event-store.js';
-import { appendAndProject, crGroupCommit, handleCommand } from '../../services/change-requests/handle.js';
+import { appendAndProject, handleCommand } from '../../services/change-requests/handle.js';
+import { createCrCommandPath, type CrCommandPath } from '../../services/change-requests/command-path.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { rebuildProjections, type RebuildReport } from '../../projections/rebuild.js';
@@ -82,7 +83,7 @@ async function floorRun(clients: pg.Client[], project: BenchProject, perWriter: 
  * row written) every 16th step and otherwise closes / reopens its current CR through
  * `handleCommand`. One event per transaction either way.
  */
-async function projectedRun(db: Db, projects: BenchProject[], perWriter: number): Promise<number> {
+async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProject[], perWriter: number): Promise<number> {
   const current: string[] = [];
   return concurrently(WRITERS, perWriter, async (w, i) => {
     const p = projects[w]!;
@@ -119,7 +120,7 @@ async function projectedRun(db: Db, projects: BenchProject[], perWriter: number)
       return;
     }
     const closing = i % 2 === 1;
-    const { events } = await handleCommand(db, p.projectId, current[w]!, () =>
+    const { events } = await handleCommand({ db, commands }, p.projectId, current[w]!, () =>
       closing ? { type: 'CloseChangeRequest', meta: { actor, now } } : { type: 'ReopenChangeRequest', meta: { actor, now } },
     );
     if (events.length !== 1) throw new Error('bench: expected one event per command');
@@ -219,20 +220,21 @@ export const run: BenchSuite = async ({ quick }) => {
     // Warm-up: connections, plans, caches.
     await floorRun(clients, solo!, 10);
     await appendRun(db, solo!, 10);
-    await projectedRun(db, projects, 10);
+    const commands = createCrCommandPath(db);
+    await projectedRun(db, commands, projects, 10);
     const floor: number[] = [];
     const plain: number[] = [];
     const projected: number[] = [];
-    const gc0 = crGroupCommit(db).stats();
+    const gc0 = commands.appends.stats();
     const zero = (): Cost => ({ events: 0, pgCpu: 0, nodeCpu: 0, wal: 0 });
     const [floorCost, plainCost, projectedCost] = [zero(), zero(), zero()];
     const n = WRITERS * perWriter;
     for (let r = 0; r < rounds; r++) {
       floor.push(await costed(db, pgb, floorCost, n, () => floorRun(clients, solo!, perWriter)));
       plain.push(await costed(db, pgb, plainCost, n, () => appendRun(db, solo!, perWriter)));
-      projected.push(await costed(db, pgb, projectedCost, n, () => projectedRun(db, projects, perWriter)));
+      projected.push(await costed(db, pgb, projectedCost, n, () => projectedRun(db, commands, projects, perWriter)));
     }
-    const gc1 = crGroupCommit(db).stats();
+    const gc1 = commands.appends.stats();
     const gcStats = { batches: gc1.batches - gc0.batches, commands: gc1.commands - gc0.commands };
     const f = median(floor);
     const a = median(plain);

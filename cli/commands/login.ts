@@ -102,21 +102,27 @@ const page = (res: import('node:http').ServerResponse, status: number, text: str
 };
 
 /**
- * The dashboard's approval redirects the browser to a one-shot server on 127.0.0.1 with
- * `?code=...&state=...`; the code is redeemed for a user token (POST /v1/cli/login/token),
- * so no token exists until this process holds it. `complete` checks and stores the token;
- * only then does the browser hear that the login worked (otherwise it hears that it failed).
+ * Bound to this terminal (gh's device flow, plus PKCE): the login is registered with the
+ * server first (`POST /v1/cli/login`: this process's loopback callback and the sha256 of
+ * a verifier only it holds), and the server's short user code is printed beside the link;
+ * the approval page asks for that code. The approval redirects the browser to the one-shot
+ * server on 127.0.0.1 with `?code=...&state=...`; the code is redeemed with the verifier
+ * (POST /v1/cli/login/token), so no token exists until this process holds it, and a code
+ * seen by anyone else is worthless. `complete` checks and stores the token; only then does
+ * the browser hear that the login worked (otherwise it hears that it failed).
  */
 async function browserFlow<T>(f: Factory, hostName: string, apiUrl: string, timeoutMs: number, complete: (token: string) => Promise<T>): Promise<T> {
-  const [{ createServer }, { randomBytes }, os] = await Promise.all([import('node:http'), import('node:crypto'), import('node:os')]);
-  const state = randomBytes(16).toString('hex');
+  const [{ createServer }, { createHash, randomBytes }, os] = await Promise.all([import('node:http'), import('node:crypto'), import('node:os')]);
+  const verifier = randomBytes(32).toString('base64url');
+  const challenge = createHash('sha256').update(verifier).digest('base64url');
+  let state = '';
   let finish!: (r: Promise<T>) => void;
   const finished = new Promise<T>((resolve) => (finish = resolve));
   let taken = false;
   const server = createServer((req, res) => {
     const u = new URL(req.url ?? '/', 'http://127.0.0.1');
     const code = u.searchParams.get('code');
-    if (taken || u.pathname !== '/callback' || u.searchParams.get('state') !== state) {
+    if (taken || !state || u.pathname !== '/callback' || u.searchParams.get('state') !== state) {
       res.writeHead(400, { 'content-type': 'text/plain' }).end('Invalid login callback.\n');
       return;
     }
@@ -132,7 +138,7 @@ async function browserFlow<T>(f: Factory, hostName: string, apiUrl: string, time
     }
     taken = true;
     const result = apiFor(f, apiUrl, undefined)
-      .request<{ token: string }>('POST', '/cli/login/token', { state, code })
+      .request<{ token: string }>('POST', '/cli/login/token', { state, code, code_verifier: verifier })
       .then((r) => complete(r.token));
     result.then(
       () => page(res, 200, 'Logged in. You can close this window and return to the terminal.'),
@@ -146,8 +152,20 @@ async function browserFlow<T>(f: Factory, hostName: string, apiUrl: string, time
   });
   const port = (server.address() as { port: number }).port;
   const callback = `http://127.0.0.1:${port}/callback`;
-  const url = `${dashboardUrl(f, apiUrl)}/cli/login?${new URLSearchParams({ callback, state, host: hostName, hostname: os.hostname() })}`;
-  f.io.err.write(`To log in, open this URL in your browser:\n  ${url}\nWaiting for the browser...\n`);
+  let userCode: string;
+  try {
+    ({ state, user_code: userCode } = await apiFor(f, apiUrl, undefined).request<{ state: string; user_code: string }>('POST', '/cli/login', {
+      callback,
+      hostname: os.hostname(),
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    }));
+  } catch (e) {
+    server.close();
+    throw new CliError(`could not start the login: ${describeError(e)}`, "try again, or use 'svc login --token'");
+  }
+  const url = `${dashboardUrl(f, apiUrl)}/cli/login?${new URLSearchParams({ state })}`;
+  f.io.err.write(`First copy your one-time code: ${userCode}\nThen open this URL in your browser and enter it there:\n  ${url}\nWaiting for the browser...\n`);
   if (f.io.stdinIsTTY && f.io.stdoutIsTTY && !f.env.CI) {
     await f.openBrowser(url).catch(() => f.io.err.write('(could not open a browser; open the URL yourself)\n'));
   }

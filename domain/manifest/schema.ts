@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { isRepoPath } from '../repo-path.js';
 import { CronError, parseCron } from './cron.js';
+import { EgressList } from './egress.js';
 
 /**
  * `svc.toml`, validated. Unknown keys are not errors (an older server must accept a newer
@@ -49,7 +50,13 @@ export const AppSpec = z.object({
 
 export const ManifestSchema = z
   .object({
-    agent: z.object({ config_dir: z.string().min(1).max(200).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\x00-\x1f]+$/, 'a relative path inside the repository').default('.svc/agent') }).default({ config_dir: '.svc/agent' }),
+    agent: z
+      .object({
+        config_dir: z.string().min(1).max(200).regex(/^(?!\/)(?!.*(^|\/)\.\.(\/|$))[^\x00-\x1f]+$/, 'a relative path inside the repository').default('.svc/agent'),
+        /** The project's model (docs/models.md): a bare name goes through the gateway, `provider/model` to a runtime provider. */
+        model: z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._:\/@+-]*$/, 'a model name: letters, digits and . _ : / @ + -').optional(),
+      })
+      .default({ config_dir: '.svc/agent' }),
     env: z.object({ required: envSpec, optional: envSpec }).default({ required: [], optional: [] }),
     sandbox: z
       .object({
@@ -58,6 +65,8 @@ export const ManifestSchema = z
         cpus: z.number().min(0.01).max(64).optional(),
         memory_mb: z.number().int().min(64).max(262_144).optional(),
         idle_timeout_minutes: z.number().int().min(4).max(10_080).optional(),
+        /** Where the sandbox may connect through the egress proxy (domain/manifest/egress.ts); absent: the public internet. */
+        egress: EgressList.optional(),
       })
       .default({}),
     triggers: z.array(TriggerSpec).default([]),
@@ -82,9 +91,9 @@ export type AppSpec = z.infer<typeof AppSpec>;
 /** Known keys per table, for the unknown-key warnings. */
 export const KNOWN_KEYS: Record<string, string[]> = {
   '': ['agent', 'env', 'sandbox', 'triggers', 'apps'],
-  agent: ['config_dir'],
+  agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
-  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes'],
+  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
   apps: ['name', 'command', 'port', 'env', 'health_path'],
 };

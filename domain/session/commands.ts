@@ -30,9 +30,13 @@ export type FailSession = Cmd<'FailSession', { error: Omit<SessionErrorInfo, 'at
 export type StopSession = Cmd<'StopSession', { reason: StopReason }>;
 /** The provider freed the sandbox (after a stop, restart or remove). */
 export type RecordSandboxStopped = Cmd<'RecordSandboxStopped', { sandbox_id: string }>;
+/** The egress proxy refused one of the sandbox's connections (throttled by the caller). */
+export type RecordEgressRefused = Cmd<'RecordEgressRefused', { sandbox_id: string; host: string; port: number; reason: string }>;
 export type RestartSession = Cmd<'RestartSession'>;
 export type RemoveSession = Cmd<'RemoveSession'>;
 export type RecordActivity = Cmd<'RecordActivity', { min_interval_ms: number }>;
+export type MarkAgentReady = Cmd<'MarkAgentReady', { sandbox_id: string }>;
+export type FailAgent = Cmd<'FailAgent', { sandbox_id: string; error: Omit<SessionErrorInfo, 'at'> }>;
 
 export type SessionCommand =
   | CreateSession
@@ -43,6 +47,9 @@ export type SessionCommand =
   | FailSession
   | StopSession
   | RecordSandboxStopped
+  | RecordEgressRefused
   | RestartSession
   | RemoveSession
-  | RecordActivity;
+  | RecordActivity
+  | MarkAgentReady
+  | FailAgent;

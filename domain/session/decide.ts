@@ -75,6 +75,11 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
       if (!sb || (sb.state !== 'provisioning' && sb.state !== 'active')) return [];
       return [{ type: 'SandboxStopped', data: { sandbox_id: sb.sandbox_id, at } }];
     }
+    case 'RecordEgressRefused': {
+      // Only for the sandbox still live: a late report about an older one is history no one needs.
+      if (liveSandbox(s)?.sandbox_id !== command.data.sandbox_id) return [];
+      return [{ type: 'SessionEgressRefused', data: { ...command.data, at } }];
+    }
     case 'RestartSession': {
       if (s.status === 'provisioning') throw conflict('The session is already provisioning.', { status: s.status });
       const cur = currentSandbox(s);
@@ -89,6 +94,18 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
       if (s.status !== 'running') return [];
       if (command.meta.now.getTime() - Date.parse(s.last_activity_at) < command.data.min_interval_ms) return [];
       return [{ type: 'SessionActivity', data: { at } }];
+    }
+    case 'MarkAgentReady':
+    case 'FailAgent': {
+      // Only for the current, active sandbox of a running session, once: a late answer
+      // about an older sandbox, or after a stop, changes nothing.
+      const cur = currentSandbox(s);
+      if (s.status !== 'running' || !cur || cur.sandbox_id !== command.data.sandbox_id || cur.state !== 'active') return [];
+      if (command.type === 'MarkAgentReady') {
+        return s.agent_state === 'ready' ? [] : [{ type: 'SessionAgentReady', data: { sandbox_id: cur.sandbox_id, at } }];
+      }
+      if (s.agent_state !== 'starting') return [];
+      return [{ type: 'SessionAgentFailed', data: { sandbox_id: cur.sandbox_id, error: { ...command.data.error, at }, at } }];
     }
     default: {
       const unhandled: never = command;

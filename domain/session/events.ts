@@ -27,12 +27,18 @@ export const SandboxActive = z.object({ sandbox_id: uuid, url: z.string().min(1)
 export const SandboxStopped = z.object({ sandbox_id: uuid, at: time });
 export const SandboxErrored = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
 export const SandboxArchived = z.object({ sandbox_id: uuid, at: time });
+/** The egress proxy refused a connection of the sandbox (recorded at most once per host per minute). */
+export const SessionEgressRefused = z.object({ sandbox_id: uuid, host: z.string().min(1).max(300), port: z.number().int().min(0).max(65535), reason: z.string().max(500), at: time });
 export const SessionRunning = z.object({ sandbox_id: uuid, at: time });
 export const SessionStopped = z.object({ reason: z.enum(['user', 'idle', 'lost']), by: uuid.nullable(), at: time });
 export const SessionFailed = z.object({ error: errorInfo, at: time });
 export const SessionRestarted = z.object({ by: uuid, at: time });
 export const SessionRemoved = z.object({ by: uuid, at: time });
 export const SessionActivity = z.object({ at: time });
+/** The runtime behind the session's current sandbox answered (agent_state `ready`). */
+export const SessionAgentReady = z.object({ sandbox_id: uuid, at: time });
+/** The runtime never answered in time (agent_state `error`); the session stays running. */
+export const SessionAgentFailed = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
 
 export const sessionEventSchemas = {
   SessionCreated,
@@ -42,12 +48,15 @@ export const sessionEventSchemas = {
   SandboxStopped,
   SandboxErrored,
   SandboxArchived,
+  SessionEgressRefused,
   SessionRunning,
   SessionStopped,
   SessionFailed,
   SessionRestarted,
   SessionRemoved,
   SessionActivity,
+  SessionAgentReady,
+  SessionAgentFailed,
 } as const;
 
 const catalog = eventCatalog('session', sessionEventSchemas);

@@ -8,6 +8,7 @@ export function evolve(state: SessionState, event: SessionEvent): SessionState {
     return {
       ...d,
       status: 'provisioning',
+      agent_state: 'starting',
       branch: d.session_id,
       base_commit_sha: null,
       error: null,
@@ -53,14 +54,20 @@ export function evolve(state: SessionState, event: SessionEvent): SessionState {
       return sandbox(event.data.sandbox_id, { state: 'error', error: event.data.error });
     case 'SandboxArchived':
       return sandbox(event.data.sandbox_id, { state: 'archived' });
+    case 'SessionEgressRefused':
+      return state; // history only: the session's row does not change
     case 'SessionRunning':
       return { ...touched, status: 'running', error: null, last_activity_at: at };
     case 'SessionStopped':
-      return { ...touched, status: 'stopped' };
+      return { ...touched, status: 'stopped', agent_state: 'stopped' };
     case 'SessionFailed':
-      return { ...touched, status: 'failed', error: event.data.error };
+      return { ...touched, status: 'failed', agent_state: 'error', error: event.data.error };
     case 'SessionRestarted':
-      return { ...touched, status: 'provisioning', error: null, last_activity_at: at };
+      return { ...touched, status: 'provisioning', agent_state: 'starting', error: null, last_activity_at: at };
+    case 'SessionAgentReady':
+      return { ...touched, agent_state: 'ready' };
+    case 'SessionAgentFailed':
+      return { ...touched, agent_state: 'error', error: event.data.error };
     case 'SessionRemoved':
       return { ...touched, removed: true };
     case 'SessionActivity':

@@ -5,6 +5,12 @@
 export type SessionStatus = 'queued' | 'branching' | 'provisioning' | 'running' | 'stopped' | 'failed' | 'completed';
 export type SandboxState = 'provisioning' | 'active' | 'stopped' | 'error' | 'archived';
 export type StopReason = 'user' | 'idle' | 'lost';
+/**
+ * The agent runtime's readiness, apart from the session's status: `starting` until the
+ * runtime behind a running sandbox answers, `ready` then, `error` when it never did (or
+ * provisioning failed), `stopped` once the session is.
+ */
+export type AgentState = 'starting' | 'ready' | 'error' | 'stopped';
 
 export interface SessionErrorInfo {
   code: string;
@@ -31,6 +37,7 @@ export interface Session {
   account_id: string;
   project_id: string;
   status: SessionStatus;
+  agent_state: AgentState;
   base_ref: string;
   branch: string;
   agent: string;

@@ -1,10 +1,18 @@
 import { startChannelDispatcher } from '../../services/channels/dispatcher.js';
+import { outboundPolicy } from '../../infra/net/url-policy.js';
 import type { Core, Running } from './core.js';
 
 /** Chat channels (issue 14): the notifications subscriber runs with the workers (SVC_CHANNELS_DISPATCH). */
 export function wireChannels(core: Core): Running {
   const { config, logger, db, secrets, roles } = core;
   if (!roles.worker || !config.SVC_CHANNELS_DISPATCH) return {};
-  const channels = startChannelDispatcher({ db, secrets, logger, ...(config.SVC_PUBLIC_URL ? { publicUrl: config.SVC_PUBLIC_URL } : {}) });
+  const channels = startChannelDispatcher({
+    db,
+    secrets,
+    logger,
+    policy: outboundPolicy(config),
+    allowHttp: config.SVC_CHANNELS_ALLOW_HTTP,
+    ...(config.SVC_PUBLIC_URL ? { publicUrl: config.SVC_PUBLIC_URL } : {}),
+  });
   return { stop: () => channels.stop() };
 }

@@ -4,6 +4,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { Queue } from '../../infra/queue.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
+import type { CrCommandPath } from '../../services/change-requests/command-path.js';
 
 /** What every feature's wiring is handed: the process's database, queue, repositories and roles. */
 export interface Core {
@@ -14,6 +15,8 @@ export interface Core {
   secrets: SecretBox;
   repos: ProjectRepos;
   queue: Queue;
+  /** The CR command path's group commit and caches, one per process (on `db`'s pool). */
+  crCommands: CrCommandPath;
 }
 
 /**

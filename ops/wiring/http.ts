@@ -15,6 +15,8 @@ import type { Core } from './core.js';
 
 export interface HttpWiring {
   port: number;
+  /** The listening server (tests watch its responses). */
+  server: http.Server;
   /** Stops accepting, closes the events feed's sockets, and waits for open requests (5 s at most). */
   stop(): Promise<void>;
 }
@@ -25,13 +27,13 @@ export interface HttpWiring {
  * for container health checks and Kubernetes probes.
  */
 export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spawnSession: SpawnSession }): Promise<HttpWiring> {
-  const { config, logger, db, secrets, repos, queue, roles } = core;
+  const { config, logger, db, secrets, repos, queue, roles, crCommands } = core;
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   if (roles.api) {
     feed = createEventsFeed({ db, logger });
     const { sessions, spawnSession } = opts;
-    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, queue, sessions, spawnSession,
+    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue, sessions, spawnSession,
       // Running sandboxes get secret changes through their daemon's POST /svc/env.
       onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
         void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
@@ -42,7 +44,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   } else {
     const health = express();
     health.disable('x-powered-by');
-    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, queue }));
+    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue }));
     server = http.createServer(health);
   }
   const listening = server;
@@ -54,6 +56,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   });
   return {
     port: (listening.address() as AddressInfo).port,
+    server: listening,
     async stop() {
       const closed = new Promise<void>((r) => listening.close(() => r()));
       listening.closeIdleConnections();

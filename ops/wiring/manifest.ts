@@ -1,5 +1,5 @@
 import { resumeApps } from '../../services/apps/resume.js';
-import { stopOwnedApps } from '../../services/apps/runner.js';
+import { OwnedApps } from '../../services/apps/runner.js';
 import { APP_DEPLOY } from '../../services/apps/sync.js';
 import { enqueueAllManifestSyncs, type ManifestDeps } from '../../services/manifest/sync.js';
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
@@ -26,9 +26,10 @@ export async function wireManifest(core: Core, sessions: SessionDeps, appProvide
   const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
   const spawnSession: SpawnSession = spawn ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
   let scheduler: Scheduler | undefined;
+  const owned = new OwnedApps();
   if (roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
-    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, owned, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, appProvider, manifestDeps.enqueueApp!);
     if (config.SVC_SCHEDULER) {
@@ -40,6 +41,6 @@ export async function wireManifest(core: Core, sessions: SessionDeps, appProvide
     spawnSession,
     scheduler,
     stop: async () => scheduler?.stop(),
-    close: async () => void (await stopOwnedApps()),
+    close: async () => void (await owned.stopAll()),
   };
 }

@@ -9,11 +9,11 @@ import type { Core } from './core.js';
  * the queue listener and one for the API.
  */
 export async function wireMerges(core: Core, mergeConcurrency?: number): Promise<void> {
-  const { config, logger, db, repos, queue, roles } = core;
+  const { config, logger, db, repos, queue, roles, crCommands: commands } = core;
   if (!roles.worker) return;
-  const settled = await reconcileMergeAttempts({ db, repos, logger });
+  const settled = await reconcileMergeAttempts({ db, commands, repos, logger });
   if (settled) logger.warn({ settled }, 'recorded merges published before a crash');
   const concurrency = Math.max(1, Math.min(mergeConcurrency ?? config.SVC_MERGE_CONCURRENCY, (db.pool.options.max ?? 10) - 2));
-  queue.work(CR_MERGE, concurrency, crMergeHandler({ db, repos, logger, lockWaitMs: 60_000, onMerged: onMergedResync(queue) }));
+  queue.work(CR_MERGE, concurrency, crMergeHandler({ db, commands, repos, logger, lockWaitMs: 60_000, onMerged: onMergedResync(queue) }));
   logger.info({ queue: CR_MERGE, concurrency }, 'worker ready');
 }

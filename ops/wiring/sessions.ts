@@ -27,6 +27,8 @@ export function wireSessions(
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
   const extra = opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {};
   const provider = roles.worker ? createSandboxProvider(config, { logger, ...extra }) : undefined;
+  const modelGateway = config.SVC_LLM_UPSTREAM_URL ? `gateway to ${new URL(config.SVC_LLM_UPSTREAM_URL).host}` : 'no model gateway (SVC_LLM_UPSTREAM_URL unset)';
+  if (provider) logger.info({ provider: provider.name, models: modelGateway }, `sandbox provider: ${provider.name}; models: ${modelGateway}`);
   // Apps run a command from an exported tree on this host (process, bwrap). When sessions
   // run on docker or kubernetes, apps use bwrap where installed, else process.
   const appProvider =
@@ -34,7 +36,7 @@ export function wireSessions(
       ? createSandboxProvider({ ...config, SVC_SANDBOX_PROVIDER: undefined }, { logger, ...extra })
       : provider;
   const deps: SessionDeps = {
-    config, db, logger, secrets, repos, queue, apiUrl,
+    config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(),
     ...(provider ? { provider } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };

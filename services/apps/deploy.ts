@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { App } from '../../contracts/manifest.js';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { Db } from '../../infra/db/db.js';
@@ -12,7 +13,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
-import { stopAppSandbox, stopLegacyPid, trackApp, waitHealthy } from './runner.js';
+import { stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';
 import type { AppJob } from './sync.js';
 
 export interface AppDeps {
@@ -21,6 +22,8 @@ export interface AppDeps {
   logger: Logger;
   box: SecretBox;
   dataDir: string;
+  /** The app sandboxes this worker started (stopped with it). */
+  owned: OwnedApps;
   /** The sandbox provider app versions run on (the sessions' one: process or bwrap). */
   provider?: SandboxProvider;
   /** Host in app URLs (default 127.0.0.1). */
@@ -85,7 +88,7 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
       labels: { 'svc.app': job.name },
       app: { command: app.spec.command, workspaceDir: dir },
     });
-    trackApp(provider, handle);
+    deps.owned.track(provider, handle);
     const h = handle;
     const host = deps.publicHost ?? '127.0.0.1';
     const url = `http://${host}:${port}`;
@@ -101,7 +104,7 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     });
     if (!switched) {
       // A newer manifest (or a removal) arrived while this one started: it is not the one to serve.
-      await stopAppSandbox(provider, h);
+      await deps.owned.stop(provider, h);
       await rm(dir, { recursive: true, force: true }).catch(() => {});
       return;
     }
@@ -110,7 +113,7 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     deps.logger.info({ project_id: job.project_id, app: job.name, url, commit: job.commit_sha }, 'app live');
   } catch (err) {
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-    if (handle && deps.provider) await stopAppSandbox(deps.provider, handle).catch(() => {});
+    if (handle && deps.provider) await deps.owned.stop(deps.provider, handle).catch(() => {});
     await rm(dir, { recursive: true, force: true }).catch(() => {});
     await deps.db.transaction(async (tx) => {
       await tx.run(appQueries.setStatus(job.project_id, job.name, app.sandbox || app.pid ? 'live' : 'failed', message));
@@ -124,13 +127,13 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
 /** Destroys the sandbox (and the exported tree) of the version `app` recorded as serving. */
 async function stopPrevious(deps: AppDeps, app: AppRow): Promise<void> {
   if (app.sandbox) {
-    if (deps.provider && app.sandbox.provider === deps.provider.name) await stopAppSandbox(deps.provider, app.sandbox);
+    if (deps.provider && app.sandbox.provider === deps.provider.name) await deps.owned.stop(deps.provider, app.sandbox);
     else deps.logger.warn({ project_id: app.project_id, app: app.name, provider: app.sandbox.provider }, 'previous app sandbox is of another provider: not stopped');
     await rm(path.join(deps.dataDir, 'apps', app.project_id, app.name, app.sandbox.sandboxId), { recursive: true, force: true }).catch(() => {});
   } else if (app.pid) stopLegacyPid(app.pid);
 }
 
-export function serializeApp(a: AppRow) {
+export function serializeApp(a: AppRow): App {
   return {
     name: a.name,
     status: a.removed ? 'removed' : a.status,

@@ -3,18 +3,28 @@ import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js
 /**
  * App versions run in sandboxes of the server's provider (`SandboxSpec.app`). The ones
  * this worker started are destroyed when it stops (and redeployed by the next worker's
- * `resumeApps`), as app processes were before they were sandboxed.
+ * `resumeApps`), as app processes were before they were sandboxed. One per worker, made
+ * by the wiring and passed in (`AppDeps.owned`).
  */
-const owned = new Map<string, { provider: SandboxProvider; handle: SandboxHandle }>();
+export class OwnedApps {
+  private readonly owned = new Map<string, { provider: SandboxProvider; handle: SandboxHandle }>();
 
-export function trackApp(provider: SandboxProvider, handle: SandboxHandle): void {
-  owned.set(handle.sandboxId, { provider, handle });
-}
+  track(provider: SandboxProvider, handle: SandboxHandle): void {
+    this.owned.set(handle.sandboxId, { provider, handle });
+  }
 
-/** Stops one app version's sandbox (idempotent). */
-export async function stopAppSandbox(provider: SandboxProvider, handle: SandboxHandle): Promise<void> {
-  owned.delete(handle.sandboxId);
-  await provider.destroy(handle);
+  /** Stops one app version's sandbox (idempotent). */
+  async stop(provider: SandboxProvider, handle: SandboxHandle): Promise<void> {
+    this.owned.delete(handle.sandboxId);
+    await provider.destroy(handle);
+  }
+
+  /** Every app sandbox this worker started (shutdown). */
+  async stopAll(): Promise<string[]> {
+    const all = [...this.owned.values()];
+    await Promise.all(all.map(({ provider, handle }) => this.stop(provider, handle).catch(() => undefined)));
+    return all.map((a) => a.handle.sandboxId);
+  }
 }
 
 /** An app row from before sandboxes (a host process group by pid): stopped the old way. */
@@ -24,13 +34,6 @@ export function stopLegacyPid(pid: number): void {
   } catch {
     /* already gone */
   }
-}
-
-/** Every app sandbox this worker started (shutdown). */
-export async function stopOwnedApps(): Promise<string[]> {
-  const all = [...owned.values()];
-  await Promise.all(all.map(({ provider, handle }) => stopAppSandbox(provider, handle).catch(() => undefined)));
-  return all.map((a) => a.handle.sandboxId);
 }
 
 /** Waits until `url` answers below 500, the sandbox is gone, or the time is up. */

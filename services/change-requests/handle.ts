@@ -1,9 +1,6 @@
-import type pg from 'pg';
 import type { Db, Executor } from '../../infra/db/db.js';
-import { executor } from '../../infra/db/db.js';
-import { createGroupCommit, type GroupCommit } from '../../infra/db/group-commit.js';
 import { randomUUID } from 'node:crypto';
-import { append, ConcurrencyError, streamVersion, type StoredEvent } from '../../infra/event-store.js';
+import { ConcurrencyError, streamVersion, type StoredEvent } from '../../infra/event-store.js';
 import {
   decide,
   fold,
@@ -14,8 +11,10 @@ import {
   type ChangeRequestEvent,
 } from '../../domain/change-request/index.js';
 import { notFound } from '../../domain/errors.js';
-import { crQueries, type ProjectedAppend } from '../../sql/queries/change-requests.js';
-import { fromRow, projectChangeRequest, rowPatch, toRow, type CrRow } from '../../projections/change-request-row.js';
+import { crQueries, type CrAppendWithPatch } from '../../sql/queries/change-requests.js';
+import { crOfRow, crRowPatch, decodeCrRow, type CrRow } from '../../sql/queries/change-request-row.js';
+import { toRow } from '../../projections/change-requests.js';
+import { appendAndPatch, type CrCommandPath } from './command-path.js';
 
 export interface Handled {
   cr: ChangeRequest;
@@ -50,7 +49,7 @@ type Decision =
 
 /** Decides on a row: nothing to do, or the events to append at its version. */
 function decideOn(row: CrRow, command: (cr: ChangeRequest) => ChangeRequestCommand | null): Decision {
-  const { stream_version: _version, ...state } = row;
+  const state = crOfRow(row);
   const cmd = command(state);
   const events = cmd ? decide(cmd, state) : [];
   if (!cmd || events.length === 0) return { done: { cr: state, events: [] } };
@@ -58,10 +57,10 @@ function decideOn(row: CrRow, command: (cr: ChangeRequest) => ChangeRequestComma
 }
 
 /** The CR's row from the database (grouped with concurrent reads when `grouped` is given). */
-async function readRow(db: Executor, projectId: string, crId: string, grouped?: pg.Pool): Promise<CrRow> {
-  const row = grouped ? await groupReadFor(grouped).submit({ projectId, crId }) : await db.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
+async function readRow(db: Executor, projectId: string, crId: string, grouped?: CrCommandPath): Promise<CrRow> {
+  const row = grouped ? await grouped.reads.submit({ projectId, crId }) : await db.one<Record<string, unknown>>(crQueries.byId(projectId, crId));
   if (!row) throw notFound('Change request');
-  return fromRow(row);
+  return decodeCrRow(row);
 }
 
 /** A decision on the cached row if it leads to an append; otherwise undefined (decide on the database's row). */
@@ -75,8 +74,17 @@ function decideOnCached(row: CrRow | undefined, command: (cr: ChangeRequest) => 
   }
 }
 
+/**
+ * Where a command runs: `db` (the pool, or a lock holder's connection) and the process's
+ * command path (`commands`: group commit, grouped reads, cached rows on the pool).
+ */
+export interface CommandContext {
+  db: Db;
+  commands: CrCommandPath;
+}
+
 export async function handleCommand(
-  db: Db,
+  cx: CommandContext,
   projectId: string,
   crId: string,
   command: (cr: ChangeRequest) => ChangeRequestCommand | null,
@@ -87,17 +95,18 @@ export async function handleCommand(
   // (an edit of the title) lands. Bounded, with full jitter so racing writers spread out.
   const attempts = opts.attempts ?? 50;
   const key = `${projectId}/${crId}`;
+  const { db, commands } = cx;
   if (!opts.inTx) {
-    // Group commit needs the pool; a lock holder's connection (or a Db without a pool) goes alone.
-    const pool = db.dedicated || !db.pool ? undefined : db.pool;
-    const cache = pool ? rowCacheFor(pool) : undefined;
+    // Group commit and the cache serve the pool; a lock holder's connection goes alone.
+    const pooled = db.dedicated ? undefined : commands;
+    const cache = pooled?.rows;
     let staleCache = false;
     for (let i = 1; i <= attempts; i++) {
       let d = decideOnCached(cache?.get(key), command);
       const fromCache = d !== undefined;
       if (!d) {
-        const row = await readRow(db, projectId, crId, pool);
-        if (cache) remember(cache, key, row);
+        const row = await readRow(db, projectId, crId, pooled);
+        cache?.remember(key, row);
         d = decideOn(row, command);
       }
       if (d.done) return d.done;
@@ -105,23 +114,20 @@ export async function handleCommand(
       if (d.events.length !== 1 || !event) break; // the decider emits at most one; if that changes, the transactional path serves
       const version = d.row.stream_version;
       const next = toRow(fold(d.events, d.state)!, version + 1);
-      const cmd: ProjectedAppend = {
+      const cmd: CrAppendWithPatch = {
         streamId: streamIdOf(crId),
         streamType: STREAM_TYPE,
         projectId,
         crId,
         expected: version,
-        eventId: randomUUID(),
-        type: event.type,
-        data: event.data,
+        events: [{ eventId: randomUUID(), type: event.type, data: event.data }],
         metadata: { actor: d.actor },
-        patch: rowPatch(d.row, next),
+        patch: crRowPatch(d.row, next),
       };
-      const one = pool ? await groupCommitFor(pool).submit(cmd) : await appendAndPatch(db, [cmd]).then((r) => r[0]!);
+      const one = pooled ? await pooled.appends.submit(cmd) : (await appendAndPatch(db, [cmd]))[0]!;
       if (one) {
-        if (cache) remember(cache, key, next);
-        const { stream_version: _v, ...cr } = next;
-        return { cr, events: [one] };
+        cache?.remember(key, next);
+        return { cr: crOfRow(next), events: [one] };
       }
       cache?.delete(key);
       if (fromCache && !staleCache) {
@@ -134,7 +140,7 @@ export async function handleCommand(
       await backoff(i);
     }
   }
-  if (db.pool) rowCacheFor(db.pool).delete(key); // the transactional path moves the version without the cache
+  commands.rows.delete(key); // the transactional path moves the version without the cache
   for (let i = 1; ; i++) {
     try {
       return await db.transaction(async (tx) => {
@@ -157,6 +163,11 @@ export async function handleCommand(
 /** Full jitter: a random wait up to min(50 ms, 1 ms * 2^attempt). */
 const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
 
+/**
+ * The transactional path (opening a CR, `inTx`, lock holders): `events` appended at
+ * `version` and the CR's whole row written, in one statement. A stream that moved meanwhile
+ * stores nothing: ConcurrencyError.
+ */
 export async function appendAndProject(
   tx: Executor,
   projectId: string,
@@ -167,118 +178,22 @@ export async function appendAndProject(
   actor: string,
 ): Promise<Handled> {
   const next = fold(events, state)!;
-  const [only] = events;
-  if (events.length === 1 && only) {
-    // One event (every command, every open): the append and the row in one statement.
-    const streamId = streamIdOf(crId);
-    const stored = await tx.rows<StoredEvent>(
-      crQueries.appendOneAndProject({
+  const streamId = streamIdOf(crId);
+  const stored = await tx.rows<StoredEvent>(
+    crQueries.appendAndUpsert([
+      {
         streamId,
         streamType: STREAM_TYPE,
         projectId,
+        crId,
         expected: version,
-        eventId: randomUUID(),
-        type: only.type,
-        data: only.data,
+        events: events.map((e) => ({ eventId: randomUUID(), type: e.type, data: e.data })),
         metadata: { actor },
-        row: toRow(next, version + 1),
-      }),
-    );
-    if (stored.length === 1) return { cr: next, events: stored };
-    const actual = await streamVersion(tx, streamId);
-    throw new ConcurrencyError(streamId, version, actual === 0 ? null : actual);
-  }
-  const res = await append(tx, {
-    streamId: streamIdOf(crId),
-    streamType: STREAM_TYPE,
-    projectId,
-    expectedVersion: version,
-    events,
-    metadata: { actor },
-  });
-  await projectChangeRequest(tx, next, res.nextVersion);
-  return { cr: next, events: res.events };
-}
-
-export type { CrRow };
-
-export type { ProjectedAppend };
-
-/** The command path's statement: each command's event appended and its row patched, if still at its version. */
-async function appendAndPatch(db: Executor, cmds: ProjectedAppend[]): Promise<(StoredEvent | null)[]> {
-  const stored = await db.rows<StoredEvent>(crQueries.appendAndPatch(cmds));
-  const byStream = new Map(stored.map((e) => [e.stream_id, e]));
-  return cmds.map((c) => byStream.get(c.streamId) ?? null);
-}
-
-/**
- * Statements of one kind (grouped reads, grouped appends) in flight at once, each on its
- * own pool connection: two, so one batch waiting on a row lock or a WAL flush does not
- * stop the next, and few enough that batches form under load (16 writers on 2 cores:
- * about 4.7 commands per statement at 2, 2.8 at 4, and 0.60x vs 0.50x of the INSERT
- * floor, median of 8 rounds each).
- */
-export const GROUP_IN_FLIGHT = 2;
-
-/** One group commit per pool: the commands of every request in this process share it. */
-const groupCommits = new WeakMap<pg.Pool, GroupCommit<ProjectedAppend, StoredEvent | null>>();
-
-function groupCommitFor(pool: pg.Pool): GroupCommit<ProjectedAppend, StoredEvent | null> {
-  let gc = groupCommits.get(pool);
-  if (!gc) {
-    const ex = executor(pool);
-    gc = createGroupCommit<ProjectedAppend, StoredEvent | null>({
-      maxInFlight: GROUP_IN_FLIGHT,
-      key: (c) => c.streamId,
-      runOne: async (c) => (await appendAndPatch(ex, [c]))[0]!,
-      runBatch: (cmds) => appendAndPatch(ex, cmds),
-    });
-    groupCommits.set(pool, gc);
-  }
-  return gc;
-}
-
-/** Rows kept per pool; the oldest written goes first beyond it. */
-const MAX_CACHED_ROWS = 10_000;
-const rowCaches = new WeakMap<pg.Pool, Map<string, CrRow>>();
-
-function rowCacheFor(pool: pg.Pool): Map<string, CrRow> {
-  let c = rowCaches.get(pool);
-  if (!c) rowCaches.set(pool, (c = new Map()));
-  return c;
-}
-
-/** Keeps `row` unless a newer version of it is cached already (a read that raced an append). */
-function remember(cache: Map<string, CrRow>, key: string, row: CrRow): void {
-  const had = cache.get(key);
-  if (had && had.stream_version > row.stream_version) return;
-  cache.delete(key);
-  cache.set(key, row);
-  if (cache.size > MAX_CACHED_ROWS) cache.delete(cache.keys().next().value!);
-}
-
-type RowKey = { projectId: string; crId: string };
-/** Reads of CR rows by concurrent commands on one pool, grouped into one statement the same way. */
-const groupReads = new WeakMap<pg.Pool, GroupCommit<RowKey, Record<string, unknown> | undefined>>();
-
-function groupReadFor(pool: pg.Pool): GroupCommit<RowKey, Record<string, unknown> | undefined> {
-  let gr = groupReads.get(pool);
-  if (!gr) {
-    const ex = executor(pool);
-    gr = createGroupCommit<RowKey, Record<string, unknown> | undefined>({
-      maxInFlight: GROUP_IN_FLIGHT,
-      key: (k) => `${k.projectId}/${k.crId}`,
-      runOne: (k) => ex.one(crQueries.byId(k.projectId, k.crId)),
-      async runBatch(keys) {
-        const rows = await ex.rows<Record<string, unknown>>(crQueries.byIds(keys));
-        const byId = new Map(rows.map((r) => [`${String(r.project_id)}/${String(r.cr_id)}`, r]));
-        return keys.map((k) => byId.get(`${k.projectId}/${k.crId}`));
+        row: toRow(next, version + events.length),
       },
-    });
-    groupReads.set(pool, gr);
-  }
-  return gr;
+    ]),
+  );
+  if (stored.length === events.length) return { cr: next, events: stored };
+  const actual = await streamVersion(tx, streamId);
+  throw new ConcurrencyError(streamId, version, actual === 0 ? null : actual);
 }
-
-/** The group commit serving `db`'s pool (tests read its stats). */
-export const crGroupCommit = (db: Db) => groupCommitFor(db.pool);

@@ -178,7 +178,7 @@ async function recordMerged(
   // One statement appends the event and projects the row (no explicit transaction); the
   // attempt record is dropped after it. One left behind by a crash in between belongs to a
   // merged CR, which never merges again, and the next reconcile drops it.
-  const { cr } = await handleCommand(deps.db, project.project_id, crId, () => ({
+  const { cr } = await handleCommand(deps, project.project_id, crId, () => ({
     type: 'MergeChangeRequest',
     data,
     meta: { actor, now: deps.now ? deps.now() : new Date() },

@@ -8,14 +8,17 @@ import {
   decide,
   fold,
   parseChangeRequestEvent,
+  STREAM_TYPE,
   streamIdOf,
   type ChangeRequest,
   type CrStatus,
 } from '../../domain/change-request/index.js';
-import { crQueries } from '../../sql/queries/change-requests.js';
+import { crQueries, type CrAppendWithPatch } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { fromRow, toRow } from '../../projections/change-request-row.js';
+import { crOfRow, crRowPatch, decodeCrRow, type CrRow } from '../../sql/queries/change-request-row.js';
+import { toRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand } from './handle.js';
+import { appendAndPatch, type CrCommandPath } from './command-path.js';
 import { withMergeLock } from './merge-lock.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
@@ -23,6 +26,8 @@ import type { ProjectRecord } from '../../domain/project.js';
 
 export interface CrDeps {
   db: Db;
+  /** The process's CR command path (group commit, grouped reads, cached rows): made once by the wiring. */
+  commands: CrCommandPath;
   repos: ProjectRepos;
   logger: Logger;
   now?: () => Date;
@@ -74,16 +79,12 @@ export async function findCr(db: Db, projectId: string, ref: string): Promise<Ch
   if (num && Number(num[1]) <= 2_147_483_647) row = await db.one(crQueries.byNumber(projectId, Number(num[1])));
   else if (UUID.test(ref)) row = await db.one(crQueries.byId(projectId, ref.toLowerCase()));
   if (!row) throw notFound('Change request');
-  const { stream_version: _v, ...cr } = fromRow(row);
-  return cr;
+  return crOfRow(decodeCrRow(row));
 }
 
 export async function listCrs(db: Db, projectId: string, status: CrStatus | 'all', limit = 1000): Promise<ChangeRequest[]> {
   const rows = await db.rows(crQueries.list(projectId, status === 'all' ? null : status, limit));
-  return rows.map((r) => {
-    const { stream_version: _v, ...cr } = fromRow(r);
-    return cr;
-  });
+  return rows.map((r) => crOfRow(decodeCrRow(r)));
 }
 
 export interface CrPage {
@@ -119,20 +120,15 @@ export async function listCrPage(
   actor: string,
 ): Promise<CrPage> {
   const before = page.cursor ? decodeCursor(page.cursor) : null;
-  const rows = (await deps.db.rows(crQueries.list(project.project_id, status === 'all' ? null : status, page.perPage + 1, before))).map(fromRow);
+  const rows = (await deps.db.rows(crQueries.list(project.project_id, status === 'all' ? null : status, page.perPage + 1, before))).map(decodeCrRow);
   const more = rows.length > page.perPage;
   const shown = more ? rows.slice(0, page.perPage) : rows;
   const refreshed = await refreshMany(deps, project, shown, actor);
-  const items = shown.map((r) => {
-    const { stream_version: _v, ...cr } = refreshed.get(r.cr_id) ?? r;
-    return cr;
-  });
+  const items = shown.map((r) => crOfRow(refreshed.get(r.cr_id) ?? r));
   return { change_requests: items, next_cursor: more ? encodeCursor(shown[shown.length - 1]!.number) : null };
 }
 
-type VersionedCr = ChangeRequest & { stream_version: number };
-
-async function refreshMany(deps: CrDeps, project: ProjectRecord, rows: VersionedCr[], actor: string): Promise<Map<string, VersionedCr>> {
+async function refreshMany(deps: CrDeps, project: ProjectRecord, rows: CrRow[], actor: string): Promise<Map<string, CrRow>> {
   const open = rows.filter((r) => r.status === 'open');
   if (open.length === 0 || !project.repo_url) return new Map();
   const refs = [...new Set(open.flatMap((r) => [r.base_ref, r.head_ref]))];
@@ -156,39 +152,40 @@ async function refreshMany(deps: CrDeps, project: ProjectRecord, rows: Versioned
 async function applyManyTips(
   deps: CrDeps,
   project: ProjectRecord,
-  open: VersionedCr[],
+  open: CrRow[],
   tips: Record<string, string | null>,
   actor: string,
-): Promise<Map<string, VersionedCr>> {
-  const items: { streamId: string; expected: number; eventId: string; type: string; data: unknown; metadata: unknown; row: object }[] = [];
-  const next = new Map<string, VersionedCr>();
-  for (const cr of open) {
-    const head = tips[cr.head_ref] ?? null;
-    const base = tips[cr.base_ref] ?? null;
-    if (!head || !base || (head === cr.head_commit_sha && base === cr.base_commit_sha)) continue;
-    const { stream_version, ...state } = cr;
+): Promise<Map<string, CrRow>> {
+  const items: CrAppendWithPatch[] = [];
+  const next: CrRow[] = [];
+  for (const row of open) {
+    const head = tips[row.head_ref] ?? null;
+    const base = tips[row.base_ref] ?? null;
+    if (!head || !base || (head === row.head_commit_sha && base === row.base_commit_sha)) continue;
+    const state = crOfRow(row);
     const events = decide({ type: 'RefreshChangeRequest', data: { head_commit_sha: head, base_commit_sha: base }, meta: { actor, now: now(deps) } }, state);
     if (events.length !== 1) continue;
-    const folded = fold(events, state)!;
+    const folded = toRow(fold(events, state)!, row.stream_version + 1);
     items.push({
-      streamId: streamIdOf(cr.cr_id),
-      expected: stream_version,
-      eventId: randomUUID(),
-      type: events[0]!.type,
-      data: events[0]!.data,
+      streamId: streamIdOf(row.cr_id),
+      streamType: STREAM_TYPE,
+      projectId: project.project_id,
+      crId: row.cr_id,
+      expected: row.stream_version,
+      events: [{ eventId: randomUUID(), type: events[0]!.type, data: events[0]!.data }],
       metadata: { actor },
-      row: toRow(folded, stream_version + 1),
+      patch: crRowPatch(row, folded),
     });
-    next.set(cr.cr_id, { ...folded, stream_version: stream_version + 1 });
+    next.push(folded);
   }
   if (items.length === 0) return new Map();
-  const stored = await deps.db.rows<{ stream_id: string }>(crQueries.appendRefreshesAndProject(project.project_id, items));
-  const written = new Set(stored.map((r) => r.stream_id));
+  // One statement for the page (the command path's, not group-committed: it is a batch already).
+  const stored = await appendAndPatch(deps.db, items);
   // A stream that moved meanwhile was skipped: its stored row is served, the next read refreshes it.
-  return new Map([...next].filter(([id]) => written.has(streamIdOf(id))));
+  return new Map(next.filter((_, k) => stored[k] !== null).map((r) => [r.cr_id, r]));
 }
 
-const now = (deps: CrDeps) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
 
 export interface OpenInput {
   title: string;
@@ -213,7 +210,7 @@ async function tipsOrNull(repo: ProjectRepo, base: string, head: string, log: Lo
   }
 }
 
-export async function openCr(deps: CrDeps, project: ProjectRecord, actor: string, input: OpenInput): Promise<ChangeRequest> {
+export async function openCr(deps: Pick<CrDeps, 'db' | 'repos' | 'logger' | 'now'>, project: ProjectRecord, actor: string, input: OpenInput): Promise<ChangeRequest> {
   const base = input.base_ref ?? project.default_branch;
   const crId = randomUUID();
   const probe = {
@@ -297,7 +294,7 @@ export async function applyTips(
   if (!head || !base || (head === cr.head_commit_sha && base === cr.base_commit_sha)) return cr;
   // Tips read before the row changed (another reader refreshed, or anything else) are not
   // written over it: the next read refreshes from newer tips.
-  const { cr: next } = await handleCommand(deps.db, project.project_id, cr.cr_id, (fresh) => fresh.updated_at !== cr.updated_at ? null : ({
+  const { cr: next } = await handleCommand(deps, project.project_id, cr.cr_id, (fresh) => fresh.updated_at !== cr.updated_at ? null : ({
     type: 'RefreshChangeRequest',
     data: { head_commit_sha: head, base_commit_sha: base },
     meta: { actor, now: now(deps) },
@@ -330,14 +327,14 @@ export async function editCr(
   data: { title?: string; description?: string },
 ): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  return (await handleCommand(deps.db, project.project_id, cr.cr_id, () => ({ type: 'EditChangeRequest', data, meta: { actor, now: now(deps) } }))).cr;
+  return (await handleCommand(deps, project.project_id, cr.cr_id, () => ({ type: 'EditChangeRequest', data, meta: { actor, now: now(deps) } }))).cr;
 }
 
 export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
   // Under the merge lock: a close never lands between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
-    (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps) } }))).cr,
   );
 }
 
@@ -346,7 +343,7 @@ export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string
   // Under the merge lock, like close: a reopen is decided on the CR's state after any merge
   // in progress has been recorded, never between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
-    (await handleCommand(db, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
   );
 }
 

@@ -6,6 +6,8 @@ import { checkpointAfter, readAll, type Checkpoint, type StoredEvent } from '../
 import { eventQueries } from '../../sql/queries/events.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
 import { CHANNEL_EVENT_TYPES, formatEvent } from './messages.js';
+import { checkWebhookUrl } from './service.js';
+import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
 
 /**
  * The channels subscriber: an asynchronous reader of the event log that posts CR
@@ -30,7 +32,10 @@ export interface ChannelDispatcherOptions {
   maxBackoffMs?: number;
   /** Per-request timeout (ms). */
   timeoutMs?: number;
-  fetch?: typeof fetch;
+  /** The outbound URL policy, applied again to every delivery (its resolver is injectable). */
+  policy: OutboundPolicy;
+  /** http:// webhooks (SVC_CHANNELS_ALLOW_HTTP). */
+  allowHttp: boolean;
 }
 
 export interface ChannelDispatcher {
@@ -50,7 +55,6 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
   const baseBackoff = opts.baseBackoffMs ?? 500;
   const maxBackoff = opts.maxBackoffMs ?? 5 * 60_000;
   const timeoutMs = opts.timeoutMs ?? 10_000;
-  const doFetch = opts.fetch ?? fetch;
   const retries = new Map<string, Retry>();
   // The leader's lock lives on its own connection, outside the pool: holding it never
   // takes a connection from the API or the merges.
@@ -88,16 +92,19 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
     return false;
   };
 
+  /**
+   * Every delivery checks the URL again (a name that resolves to a local address now is
+   * refused: DNS rebinding) and connects to the address it checked. Redirects are failures.
+   */
   const post = async (url: string, eventId: string, body: object): Promise<void> => {
-    const res = await doFetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-svc-event-id': eventId, 'user-agent': 'svc-channels' },
-      body: JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
-      redirect: 'error',
-    });
-    await res.arrayBuffer().catch(() => undefined);
-    if (!res.ok) throw new Error(`webhook answered ${res.status}`);
+    let target;
+    try {
+      target = await checkWebhookUrl(url, opts.policy, opts.allowHttp, true);
+    } catch (err) {
+      throw new Error(`refused by the URL policy: ${(err as Error).message}`);
+    }
+    const res = await postPinned(target, JSON.stringify(body), { 'content-type': 'application/json', 'x-svc-event-id': eventId, 'user-agent': 'svc-channels' }, timeoutMs);
+    if (res.status < 200 || res.status > 299) throw new Error(`webhook answered ${res.status}`);
   };
 
   /** Delivers one channel's pending events in order; stops at the first failure. */

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { notFound, validationError } from '../../domain/errors.js';
+import { notFound } from '../../domain/errors.js';
+import { checkHttpUrl, type CheckedHttpTarget, type OutboundPolicy } from '../../infra/net/url-policy.js';
 import type { Db } from '../../infra/db/db.js';
 import type { SecretBox } from '../../infra/secret-box.js';
+import type { Channel, ChannelKind } from '../../contracts/channels.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
 
 /**
@@ -9,21 +11,8 @@ import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels
  * or anything that accepts Slack's `{"text"}` payload); the URL is a credential, so it is
  * sealed at rest and shown only as its origin.
  */
-export const CHANNEL_KINDS = ['slack'] as const;
-export type ChannelKind = (typeof CHANNEL_KINDS)[number];
-
-export interface ChannelJson {
-  channel_id: string;
-  project_id: string;
-  kind: ChannelKind;
-  webhook: string;
-  created_by: string;
-  created_at: string;
-  delivered_count: number;
-  last_delivered_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-}
+/** The channel JSON of every response: the contract's. */
+export type ChannelJson = Channel;
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
@@ -42,33 +31,30 @@ export function serializeChannel(c: ChannelRow): ChannelJson {
   };
 }
 
-/** https only; http when the operator allows it (tests, a receiver on the same host). */
-export function checkWebhookUrl(raw: string, allowHttp: boolean): URL {
-  let u: URL;
-  try {
-    u = new URL(raw);
-  } catch {
-    throw validationError('webhook_url is not a URL.', [{ path: 'webhook_url', message: 'invalid URL' }]);
-  }
-  const schemeOk = u.protocol === 'https:' || (allowHttp && u.protocol === 'http:');
-  if (!schemeOk) {
-    throw validationError(
-      allowHttp ? 'webhook_url must be an http(s) URL.' : 'webhook_url must be an https URL (an operator can allow http with SVC_CHANNELS_ALLOW_HTTP=1).',
-      [{ path: 'webhook_url', message: 'scheme not allowed' }],
-    );
-  }
-  if (u.username || u.password) throw validationError('webhook_url must not carry credentials.', [{ path: 'webhook_url', message: 'credentials in URL' }]);
-  return u;
+/**
+ * The outbound URL policy (infra/net/url-policy.ts) for a webhook: https only (http when the
+ * operator allows it: tests, a receiver on the same host), no credentials, no local or
+ * blocked host. `atDelivery`: the name must resolve, and the caller connects to the
+ * address checked here; when storing, a name that does not resolve yet is accepted.
+ */
+export async function checkWebhookUrl(raw: string, policy: OutboundPolicy, allowHttp: boolean, atDelivery = false): Promise<CheckedHttpTarget> {
+  return checkHttpUrl(raw, policy, {
+    field: 'webhook_url',
+    allowHttp,
+    mustResolve: atDelivery,
+    httpHint: ' (an operator can allow http with SVC_CHANNELS_ALLOW_HTTP=1)',
+  });
 }
 
 export interface ChannelDeps {
   db: Db;
   secrets: SecretBox;
   allowHttp: boolean;
+  policy: OutboundPolicy;
 }
 
 export async function addChannel(deps: ChannelDeps, projectId: string, actor: string, input: { kind: ChannelKind; webhook_url: string }): Promise<ChannelJson> {
-  const u = checkWebhookUrl(input.webhook_url, deps.allowHttp);
+  const u = (await checkWebhookUrl(input.webhook_url, deps.policy, deps.allowHttp)).url;
   const row = await deps.db.one<ChannelRow>(
     q.insert({
       channelId: randomUUID(),

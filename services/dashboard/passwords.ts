@@ -1,5 +1,5 @@
 import { randomBytes, scrypt as scryptCb, timingSafeEqual, type ScryptOptions } from 'node:crypto';
-import type { Executor } from '../../infra/db/db.js';
+import type { Db } from '../../infra/db/db.js';
 import { dashboardQueries } from '../../sql/queries/dashboard.js';
 import { validationError } from '../../domain/errors.js';
 
@@ -37,8 +37,17 @@ export async function verifyPassword(password: string, stored: string | null | u
   return valid && timingSafeEqual(key, expected);
 }
 
-/** `svc-server admin set-password` (and bootstrap --password-stdin). */
-export async function setPassword(db: Executor, email: string, password: string): Promise<boolean> {
+/**
+ * `svc-server admin set-password` (and bootstrap --password-stdin). A new password ends
+ * every dashboard session of the user (and the API token each one called with), in the
+ * same transaction: whoever knew the old one is signed out.
+ */
+export async function setPassword(db: Db, email: string, password: string): Promise<boolean> {
   const hash = await hashPassword(password);
-  return !!(await db.one(dashboardQueries.setPassword(email, hash)));
+  return db.transaction(async (tx) => {
+    const user = await tx.one<{ user_id: string }>(dashboardQueries.setPassword(email, hash));
+    if (!user) return false;
+    await tx.run(dashboardQueries.revokeSessionsOfUser(user.user_id));
+    return true;
+  });
 }

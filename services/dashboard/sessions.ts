@@ -39,6 +39,8 @@ export interface SessionStore {
   /** The live session behind a cookie value, or null. */
   resolve(cookie: string | undefined): Promise<DashboardSession | null>;
   revoke(sessionId: string): Promise<void>;
+  /** "Sign out everywhere": every session of the user, and the API token each called with. */
+  revokeAllOf(userId: string): Promise<void>;
   /** HMAC under the cookie key (also signs the pre-sign-in CSRF cookie). */
   mac(value: string): string;
 }
@@ -90,6 +92,9 @@ export function sessionStore(db: Db, key: Buffer, box: SecretBox): SessionStore 
     },
     async revoke(sessionId) {
       await db.run(dashboardQueries.revokeSession(sessionId));
+    },
+    async revokeAllOf(userId) {
+      await db.run(dashboardQueries.revokeSessionsOfUser(userId));
     },
   };
 }

@@ -3,6 +3,7 @@ import type { SecretBox } from '../../infra/secret-box.js';
 import { notFound, validationError } from '../../domain/errors.js';
 import { ENV_NAME, RESERVED_PREFIX } from '../../domain/manifest/schema.js';
 import type { Manifest } from '../../domain/manifest/schema.js';
+import type { SecretsListing } from '../../contracts/manifest.js';
 import { manifestQueries, secretQueries } from '../../sql/queries/manifest.js';
 import { appendLog } from '../manifest/log.js';
 
@@ -47,15 +48,8 @@ function assertValue(name: string, value: unknown, path: string): string {
   return value;
 }
 
-export interface SecretsListing {
-  secrets: Array<{ name: string; updated_at: string }>;
-  env: {
-    required: Array<{ name: string; description: string }>;
-    optional: Array<{ name: string; description: string }>;
-    missing: string[];
-  };
-  revision: number;
-}
+/** The listing of every secrets response: the contract's. */
+export type { SecretsListing } from '../../contracts/manifest.js';
 
 export async function listSecrets(db: Executor, projectId: string): Promise<SecretsListing> {
   const rows = await db.rows<{ name: string; updated_at: Date }>(secretQueries.list(projectId));

@@ -16,10 +16,13 @@ import { sandboxCredentialQueries as q } from '../../sql/queries/sessions.js';
  * are revoked with them.
  */
 export const SANDBOX_KEY_PREFIX = 'svc_sbx_';
+/** The sandbox's model-gateway key (SVC_LLM_API_KEY): accepted by `/v1/llm` only, revoked with the sandbox. */
+export const LLM_KEY_PREFIX = 'svc_llm_';
 
 export interface SandboxCredentials {
   serviceKey: string;
   cliToken: string;
+  llmKey: string;
 }
 
 export async function mintSandboxCredentials(
@@ -28,6 +31,7 @@ export async function mintSandboxCredentials(
   c: { sandboxId: string; sessionId: string; projectId: string; userId: string },
 ): Promise<SandboxCredentials> {
   const serviceKey = SANDBOX_KEY_PREFIX + randomBytes(32).toString('base64url');
+  const llmKey = LLM_KEY_PREFIX + randomBytes(32).toString('base64url');
   const cli = await mintToken(tx, { userId: c.userId, projectId: c.projectId, name: `session ${c.sessionId}` });
   await tx.run(
     q.insert({
@@ -38,9 +42,10 @@ export async function mintSandboxCredentials(
       keyHash: hashToken(serviceKey),
       keySealed: box.seal(serviceKey),
       cliTokenId: cli.token_id,
+      llmKeyHash: hashToken(llmKey),
     }),
   );
-  return { serviceKey, cliToken: cli.token };
+  return { serviceKey, cliToken: cli.token, llmKey };
 }
 
 export interface SandboxPrincipal {
@@ -57,6 +62,19 @@ export async function authenticateSandboxKey(db: Executor, value: string): Promi
   const row = await db.one<SandboxPrincipal & { key_hash: Buffer }>(q.byHash(hash));
   if (!row || !timingSafeEqual(row.key_hash, hash)) return null;
   const { key_hash: _k, ...p } = row;
+  return p;
+}
+
+/**
+ * The live sandbox behind a gateway key, or null. The principal names its sandbox, so a
+ * caller can also require the key to arrive through that sandbox's own network path.
+ */
+export async function authenticateLlmKey(db: Executor, value: string): Promise<(SandboxPrincipal & { account_id: string }) | null> {
+  if (!/^svc_llm_[A-Za-z0-9_-]{20,100}$/.test(value)) return null;
+  const hash = hashToken(value);
+  const row = await db.one<SandboxPrincipal & { account_id: string; llm_key_hash: Buffer }>(q.byLlmHash(hash));
+  if (!row || !timingSafeEqual(row.llm_key_hash, hash)) return null;
+  const { llm_key_hash: _k, ...p } = row;
   return p;
 }
 

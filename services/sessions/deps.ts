@@ -23,6 +23,11 @@ export interface SessionDeps {
   /** The project's secrets for a sandbox's environment (the secrets feature); absent: none. */
   projectSecrets?: (projectId: string) => Promise<ProjectSecrets>;
   now?: () => Date;
+  /**
+   * When each session last recorded activity in this process (a cache; the event is the
+   * truth): made once by the wiring, so activity is written at most once per interval.
+   */
+  activity: Map<string, number>;
 }
 
 export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.now() : new Date());

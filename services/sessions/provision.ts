@@ -5,10 +5,12 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { SandboxError, type SandboxHandle } from '../../infra/sandbox/port.js';
-import { processSandboxLog } from '../../infra/sandbox/process.js';
 import { failpoint } from '../../lib/failpoints.js';
 import { cutSessionBranch } from './branch-cut.js';
-import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials } from './credentials.js';
+import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredentials, type SandboxCredentials } from './credentials.js';
+import { agentEnv } from './agent-env.js';
+import { awaitAgentReady } from './agent-readiness.js';
+import { keepFailureLog, redactLog } from './failure-log.js';
 import { nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
@@ -52,6 +54,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
   const deadline = Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
   const started = Date.now();
   let handle: SandboxHandle | null = null;
+  let secretValues: string[] = [];
   try {
     if (!state.base_commit_sha) {
       const sha = await cutSessionBranch(
@@ -81,7 +84,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     if (!handle) {
       if (sb) await provider.destroy({ sandboxId: sb.sandbox_id, provider: provider.name, url: '', ref: sb.ref ?? '' });
       const sandboxId = randomUUID();
-      let creds: { serviceKey: string; cliToken: string } | undefined;
+      let creds: SandboxCredentials | undefined;
       state = (
         await handleSessionCommand(
           deps.db,
@@ -105,7 +108,9 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         cliToken: creds!.cliToken,
         secrets,
         withPrompt: state.sandboxes.filter((x) => x.state !== 'error').length === 1,
+        agent: await agentEnv(deps, { session: state, project, apiUrl: deps.apiUrl(), llmKey: creds!.llmKey }),
       });
+      secretValues = [...Object.values(secrets.env), creds!.serviceKey, creds!.cliToken, creds!.llmKey];
       const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
       handle = await provider.create({
         sandboxId,
@@ -125,8 +130,12 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     const h = handle;
     await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'MarkRunning', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }));
     log.info({ ms: Date.now() - started }, 'session running');
+    const agent = await awaitAgentReady(deps, sessionId, h, deadline);
+    log.info({ ms: Date.now() - started, agent }, 'agent runtime');
     return 'running';
   } catch (err) {
+    // Read before destroy: the process and bwrap providers delete the sandbox's directory.
+    const tail = handle ? await keepFailureLog(deps, { sessionId, sandboxId: handle.sandboxId, provider: provider.name, secretValues }) : '';
     const now = await loadSession(deps.db, sessionId);
     const stillOurs = now.state && !now.state.removed && now.state.status === 'provisioning' && (!handle || currentSandbox(now.state)?.sandbox_id === handle.sandboxId);
     if (handle) await provider.destroy(handle).catch(() => {});
@@ -136,11 +145,8 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       return 'skipped';
     }
     const code = isDomainError(err) && err.reason === 'branch_failed' ? 'branch_failed' : err instanceof SandboxError ? err.code : (err as { code?: string }).code === 'timeout' ? 'timeout' : 'sandbox_failed';
-    let message = (err as Error).message;
-    if (handle && provider.name === 'process') {
-      const tail = (await processSandboxLog(deps.config.dataDir, handle.sandboxId, 300)).trim();
-      if (tail) message += ` Last output: ${tail}`;
-    }
+    // A provider's message may quote the sandbox's output: redacted too (it goes into the event).
+    const message = redactLog((err as Error).message, secretValues) + (tail ? " (the sandbox's last output: svc sessions info)" : '');
     log.warn({ err: (err as Error).message, code }, 'provisioning failed');
     await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'FailSession', data: { error: { code, message } }, meta: sys(s!) }), {
       inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined),
@@ -149,9 +155,14 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
   }
 }
 
-/** The repo URL a sandbox clones: the project's, or this server's git endpoint for a managed repo. */
+/**
+ * The repo URL a sandbox clones: the project's, or, for a managed repo, this server's git
+ * endpoint as sandboxes reach it (from the configuration, never the repo_url stored at
+ * creation: a row written before SVC_PUBLIC_HOSTS may hold a Host header's choice, and
+ * sandboxes send clone credentials to this URL).
+ */
 export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  if (project.repo_url) return project.repo_url;
+  if (project.repo_url && !project.repo_managed) return project.repo_url;
   return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 
@@ -227,6 +238,8 @@ export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessi
     const h = sb ? { sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: sb.url ?? '', ref: sb.ref ?? '' } : null;
     if (h && deps.provider && h.provider === deps.provider.name && (await deps.provider.inspect(h)) === 'running') {
       out.attached++;
+      // A worker that stopped while waiting for the agent left it `starting`: wait again.
+      if (state!.agent_state === 'starting') void awaitAgentReady(deps, r.session_id, h, Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000).catch(() => {});
       continue;
     }
     if (h && deps.provider && h.provider !== deps.provider.name) continue; // another provider's: not ours to judge

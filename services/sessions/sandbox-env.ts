@@ -26,6 +26,8 @@ export function sandboxEnv(i: {
   secrets: ProjectSecrets;
   /** The first prompt is delivered by the session's first sandbox only, never on restart. */
   withPrompt: boolean;
+  /** The agent's model, gateway and git identity (agent-env.ts). */
+  agent?: Record<string, string>;
 }): Record<string, string> {
   const s = i.session;
   const prompt = i.withPrompt && s.prompt ? s.prompt : null;
@@ -42,6 +44,7 @@ export function sandboxEnv(i: {
     SVC_API_URL: i.apiUrl,
     SVC_AGENT_NAME: s.agent,
     ...(s.model ? { SVC_AGENT_MODEL: s.model } : {}),
+    ...i.agent,
     ...(prompt ? { SVC_INITIAL_PROMPT: prompt, SVC_BOOTSTRAP_AGENT_SESSION: '1' } : {}),
     SVC_PROJECT_AUTO_CLONE: '1',
     SVC_PROJECT_SECRET_NAMES: i.secrets.names.join(','),

@@ -16,7 +16,7 @@ export type SandboxSettings = Pick<SandboxSpec, 'image' | 'dockerfile' | 'resour
  * with `readUnsynced`, the `svc.toml` at its default branch's tip, read and parsed, not
  * stored (the sync, which also moves triggers and apps, stays the manifest feature's).
  */
-async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord, readUnsynced = true): Promise<Manifest | null> {
+export async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, project: ProjectRecord, readUnsynced = true): Promise<Manifest | null> {
   const row = await deps.db.one<{ manifest: Manifest | null }>(manifestQueries.get(project.project_id));
   if (row || !readUnsynced) return row?.manifest ?? null;
   const repo = deps.repos.for(project);

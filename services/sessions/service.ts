@@ -14,6 +14,9 @@ import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
+import { sessionUsage } from '../llm/gateway.js';
+import { assertModelOffered } from './model-choice.js';
+import { assertModelAvailable } from './prompt-guard.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -57,6 +60,9 @@ async function admitLive(tx: Executor, deps: SessionDeps, accountId: string, alr
 export async function createSession(deps: SessionDeps, input: CreateSessionInput): Promise<SessionView> {
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
   if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
+  assertModelOffered(deps.config, input.model);
+  // A first prompt no model can answer would be lost in the sandbox: refused now, like any prompt.
+  if (input.prompt !== undefined) await assertModelAvailable(deps, input.project, input.model ?? null);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
@@ -85,6 +91,14 @@ export async function findSession(deps: SessionDeps, projectId: string, sessionI
   const row = UUID.test(sessionId) ? await deps.db.one(sessionQueries.byId(projectId, sessionId.toLowerCase())) : undefined;
   if (!row) throw notFound('Session');
   return viewOfRow(row, publicUrl(deps));
+}
+
+/** One session with what only its own page shows: the model usage and a failed sandbox's log tail. */
+export async function sessionDetail(deps: SessionDeps, projectId: string, sessionId: string): Promise<SessionView> {
+  const v = await findSession(deps, projectId, sessionId);
+  const usage = await sessionUsage(deps.db, v.session_id);
+  const failure = v.error ? await deps.db.one<{ log: string }>(sessionQueries.failureLog(v.session_id)) : undefined;
+  return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage };
 }
 
 export async function listSessions(deps: SessionDeps, projectId: string, status: string | null, limit = 1000): Promise<SessionView[]> {
@@ -214,13 +228,9 @@ export async function liveTarget(deps: SessionDeps, projectId: string, sessionId
   return { session, url: row.sb_url as string, key };
 }
 
-/** When each session last recorded activity, per service instance (a cache; the event is the truth). */
-const touchedBy = new WeakMap<SessionDeps, Map<string, number>>();
-
 /** Records activity (proxied requests, prompts) at most once per interval per session. */
 export async function touchSession(deps: SessionDeps, sessionId: string): Promise<void> {
-  let touched = touchedBy.get(deps);
-  if (!touched) touchedBy.set(deps, (touched = new Map()));
+  const touched = deps.activity;
   const interval = activityIntervalMs(deps.config);
   const now = nowOf(deps);
   const last = touched.get(sessionId) ?? 0;
@@ -261,4 +271,10 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
     throw new DomainError(res.status === 409 ? 'conflict' : 'validation', (json as { error?: string } | null)?.error ?? 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
   }
   return json;
+}
+
+/** Of `sandboxIds`, those no longer serving a running session: their proxied sockets are cut. */
+export async function sandboxesNotLive(db: Executor, sandboxIds: string[]): Promise<Set<string>> {
+  if (sandboxIds.length === 0) return new Set();
+  return new Set((await db.rows<{ sandbox_id: string }>(sessionQueries.sandboxesNotLiveAmong(sandboxIds))).map((r) => r.sandbox_id));
 }

@@ -1,35 +1,24 @@
-import type { Session } from '../../domain/session/index.js';
+import type { Session as SessionState } from '../../domain/session/index.js';
+import type { Session } from '../../contracts/sessions.js';
 import { currentSandbox } from '../../domain/session/index.js';
 import { agentPath } from '../../projections/sessions.js';
 
-/** The Session JSON of contracts.md "Sessions". */
-export interface SessionView {
-  session_id: string;
-  project_id: string;
-  account_id: string;
-  status: string;
-  base_ref: string;
-  branch: string;
-  agent: string;
-  model: string | null;
-  sandbox: { sandbox_id: string; state: string; provider: string; url: string | null } | null;
-  error: { code: string; message: string; at: string } | null;
-  created_by: string;
-  created_at: string;
-  updated_at: string;
-  last_activity_at: string;
-}
+/** The Session JSON of contracts.md "Sessions": its one declaration is the contract's. */
+export type SessionView = Session;
+
+export type SessionUsage = NonNullable<Session['usage']>;
 
 const iso = (v: unknown): string => new Date(v as string).toISOString();
 
 /** `publicUrl`: the server's public base; the sandbox URL is this server's agent proxy. */
-export function viewOfState(s: Session, publicUrl = ''): SessionView {
+export function viewOfState(s: SessionState, publicUrl = ''): SessionView {
   const sb = currentSandbox(s);
   return {
     session_id: s.session_id,
     project_id: s.project_id,
     account_id: s.account_id,
     status: s.status,
+    agent_state: s.agent_state,
     base_ref: s.base_ref,
     branch: s.branch,
     agent: s.agent,
@@ -50,7 +39,8 @@ export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionVi
     session_id: r.session_id as string,
     project_id: r.project_id as string,
     account_id: r.account_id as string,
-    status: r.status as string,
+    status: r.status as SessionView['status'],
+    agent_state: (r.agent_state as SessionView['agent_state'] | undefined) ?? 'starting',
     base_ref: r.base_ref as string,
     branch: r.branch_name as string,
     agent: r.agent_name as string,
@@ -58,7 +48,7 @@ export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionVi
     sandbox: r.sb_id
       ? {
           sandbox_id: r.sb_id as string,
-          state: r.sb_state as string,
+          state: r.sb_state as NonNullable<SessionView['sandbox']>['state'],
           provider: r.sb_provider as string,
           url: r.sandbox_url ? publicUrl + (r.sandbox_url as string) : null,
         }

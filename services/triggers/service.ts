@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Trigger } from '../../contracts/manifest.js';
 import type { Db } from '../../infra/db/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
@@ -34,7 +35,7 @@ export interface TriggerDeps {
 
 export const SESSIONS_UNAVAILABLE = 'sessions unavailable';
 
-export function serializeTrigger(t: TriggerRow) {
+export function serializeTrigger(t: TriggerRow): Trigger {
   const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
   return {
     slug: t.slug,

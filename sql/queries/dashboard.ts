@@ -50,47 +50,70 @@ export const dashboardQueries = {
     text: 'INSERT INTO sign_in_failures (email, client) VALUES (lower($1), $2)',
     values: [email, client],
   }),
-  /** Failures in the window, per email and per client, and when the oldest one ages out. */
+  /**
+   * One client's failures in the window: for this email (and seconds since the last one),
+   * for any email (and seconds until the oldest ages out). Never another client's.
+   */
   failures: (email: string, client: string, windowSeconds: number): Query => ({
     text: `SELECT
-        count(*) FILTER (WHERE email = lower($1))::int AS by_email,
-        count(*) FILTER (WHERE client = $2)::int AS by_client,
-        extract(epoch FROM (min(failed_at) + make_interval(secs => $3) - now()))::int AS retry_after
+        count(*) FILTER (WHERE email = lower($1))::int AS by_pair,
+        coalesce(extract(epoch FROM now() - max(failed_at) FILTER (WHERE email = lower($1))), 0)::float8 AS since_last_pair,
+        count(*)::int AS by_client,
+        coalesce(extract(epoch FROM (min(failed_at) + make_interval(secs => $3) - now())), 0)::float8 AS client_retry_after
       FROM sign_in_failures
-      WHERE (email = lower($1) OR client = $2) AND failed_at > now() - make_interval(secs => $3)`,
+      WHERE client = $2 AND failed_at > now() - make_interval(secs => $3)`,
     values: [email, client, windowSeconds],
   }),
-  clearFailures: (email: string): Query => ({
-    text: 'DELETE FROM sign_in_failures WHERE email = lower($1) OR failed_at < now() - interval \'1 day\'',
-    values: [email],
+  /** After a sign-in: this client's failures for the email, and any a day old. */
+  clearFailures: (email: string, client: string): Query => ({
+    text: 'DELETE FROM sign_in_failures WHERE (email = lower($1) AND client = $2) OR failed_at < now() - interval \'1 day\'',
+    values: [email, client],
   }),
-  /** Registers a CLI login state once; a state seen before is not registered again. */
-  insertCliLogin: (l: { state: string; callback: string; hostname: string; userId: string; expiresAt: Date }): Query => ({
-    text: `INSERT INTO cli_logins (state, callback, hostname, user_id, expires_at) VALUES ($1, $2, $3, $4, $5)
+  /** Registers a login the CLI started: its callback, hostname, user code (hashed) and PKCE challenge. */
+  insertCliLogin: (l: { state: string; callback: string; hostname: string; userCodeHash: Buffer; codeChallenge: string; expiresAt: Date }): Query => ({
+    text: `INSERT INTO cli_logins (state, callback, hostname, user_code_hash, code_challenge, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
       ON CONFLICT (state) DO NOTHING RETURNING state`,
-    values: [l.state, l.callback, l.hostname, l.userId, l.expiresAt],
+    values: [l.state, l.callback, l.hostname, l.userCodeHash, l.codeChallenge, l.expiresAt],
   }),
-  cliLogin: (state: string): Query => ({
-    text: 'SELECT state, callback, hostname, user_id, expires_at, used_at, outcome FROM cli_logins WHERE state = $1',
-    values: [state],
+  /** Logins waiting for a decision, counted up to `cap` (registration is unauthenticated: bounded). */
+  openCliLoginCount: (cap: number): Query => ({
+    text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM cli_logins WHERE used_at IS NULL AND expires_at > now() LIMIT $1) x`,
+    values: [cap],
+  }),
+  /** A login still open for a decision (registered by a CLI, unused, unexpired, not locked by wrong codes). */
+  openCliLogin: (state: string, maxAttempts: number): Query => ({
+    text: `SELECT state, callback, hostname, expires_at FROM cli_logins
+      WHERE state = $1 AND code_challenge IS NOT NULL AND used_at IS NULL AND expires_at > now() AND code_attempts < $2`,
+    values: [state, maxAttempts],
   }),
   /**
-   * Consumes a CLI login: exactly one caller gets the row back, and only before it expires.
-   * An approval records the hash of the code the CLI will redeem, within two minutes.
+   * Approves an open login whose user code matches, once: records the approver and the
+   * hash of the one-time code the CLI will redeem within two minutes.
    */
-  useCliLogin: (state: string, userId: string, outcome: 'approved' | 'denied', codeHash: Buffer | null): Query => ({
-    text: `UPDATE cli_logins SET used_at = now(), outcome = $3, code_hash = $4,
-        expires_at = CASE WHEN $3 = 'approved' THEN least(expires_at, now() + interval '2 minutes') ELSE expires_at END
-      WHERE state = $1 AND user_id = $2 AND used_at IS NULL AND expires_at > now()
+  approveCliLogin: (state: string, userId: string, userCodeHash: Buffer, codeHash: Buffer, maxAttempts: number): Query => ({
+    text: `UPDATE cli_logins SET used_at = now(), outcome = 'approved', user_id = $2, code_hash = $4,
+        expires_at = least(expires_at, now() + interval '2 minutes')
+      WHERE state = $1 AND user_code_hash = $3 AND code_challenge IS NOT NULL AND used_at IS NULL AND expires_at > now() AND code_attempts < $5
       RETURNING state, callback, hostname`,
-    values: [state, userId, outcome, codeHash],
+    values: [state, userId, userCodeHash, codeHash, maxAttempts],
   }),
-  /** Redeems an approved login's code once, before it expires: the user to mint a token for. */
-  redeemCliLogin: (state: string, codeHash: Buffer): Query => ({
+  /** A wrong user code: counted; past the limit the login can no longer be approved. */
+  wrongCliLoginCode: (state: string): Query => ({
+    text: `UPDATE cli_logins SET code_attempts = code_attempts + 1 WHERE state = $1 AND used_at IS NULL RETURNING code_attempts`,
+    values: [state],
+  }),
+  denyCliLogin: (state: string, userId: string): Query => ({
+    text: `UPDATE cli_logins SET used_at = now(), outcome = 'denied', user_id = $2
+      WHERE state = $1 AND code_challenge IS NOT NULL AND used_at IS NULL AND expires_at > now()
+      RETURNING state, callback, hostname`,
+    values: [state, userId],
+  }),
+  /** Redeems an approved login's code once, before it expires, with the PKCE challenge it was registered with. */
+  redeemCliLogin: (state: string, codeHash: Buffer, codeChallenge: string): Query => ({
     text: `UPDATE cli_logins SET redeemed_at = now()
-      WHERE state = $1 AND code_hash = $2 AND outcome = 'approved' AND redeemed_at IS NULL AND expires_at > now()
+      WHERE state = $1 AND code_hash = $2 AND code_challenge = $3 AND outcome = 'approved' AND redeemed_at IS NULL AND expires_at > now()
       RETURNING user_id, hostname`,
-    values: [state, codeHash],
+    values: [state, codeHash, codeChallenge],
   }),
   /** Logins expired a day ago or more: abandoned (never approved, or never redeemed) or done. */
   sweepCliLogins: (): Query => ({

@@ -1,10 +1,10 @@
 import type { Query } from '../query.js';
 
-/** Columns of `project_sessions` in table order after migration 007. */
+/** Columns of `project_sessions` in table order after migration 061. */
 export const SESSION_COLUMNS = [
   'session_id', 'account_id', 'project_id', 'status', 'base_ref', 'branch_name', 'agent_name', 'agent_model',
   'sandbox_url', 'created_by', 'created_at', 'updated_at', 'stream_version', 'error', 'base_commit_sha', 'trigger',
-  'last_activity_at',
+  'last_activity_at', 'agent_state',
 ] as const;
 export const SANDBOX_COLUMNS = ['sandbox_id', 'session_id', 'provider', 'state', 'url', 'created_at', 'updated_at', 'error', 'ref'] as const;
 
@@ -22,6 +22,14 @@ const selectWithSandbox = `SELECT s.*, sb.sandbox_id AS sb_id, sb.provider AS sb
     ORDER BY x.created_at DESC, x.sandbox_id DESC LIMIT 1) sb ON true`;
 
 export const sessionQueries = {
+  /** Of `sandboxIds`, those no longer serving a running session (stopped, restarted, removed). */
+  sandboxesNotLiveAmong: (sandboxIds: string[]): Query => ({
+    name: 'sandboxes_not_live_among',
+    text: `SELECT id::text AS sandbox_id FROM unnest($1::uuid[]) AS id
+      WHERE NOT EXISTS (SELECT 1 FROM session_sandboxes sb JOIN project_sessions s ON s.session_id = sb.session_id
+        WHERE sb.sandbox_id = id AND sb.state = 'active' AND s.status = 'running')`,
+    values: [sandboxIds],
+  }),
   upsert: (row: object): Query => ({
     name: 'session_upsert',
     text: `INSERT INTO project_sessions SELECT * FROM jsonb_populate_record(null::project_sessions, $1::jsonb) r
@@ -64,6 +72,24 @@ export const sessionQueries = {
   setAccountCap: (accountId: string, cap: number | null): Query => ({
     text: 'UPDATE accounts SET session_cap = $2 WHERE account_id = $1',
     values: [accountId, cap],
+  }),
+  /** The name and address a session's git identity is made from. */
+  userIdentity: (userId: string): Query => ({
+    name: 'session_user_identity',
+    text: 'SELECT name, email FROM users WHERE user_id = $1',
+    values: [userId],
+  }),
+  /** The failed sandbox's log tail (one per session: the newest failure's). */
+  saveFailureLog: (sessionId: string, sandboxId: string, log: string): Query => ({
+    text: `INSERT INTO session_failure_logs (session_id, sandbox_id, log) SELECT $1, $2, $3
+      WHERE EXISTS (SELECT 1 FROM project_sessions WHERE session_id = $1)
+      ON CONFLICT (session_id) DO UPDATE SET sandbox_id = EXCLUDED.sandbox_id, log = EXCLUDED.log, created_at = now()`,
+    values: [sessionId, sandboxId, log],
+  }),
+  failureLog: (sessionId: string): Query => ({
+    name: 'session_failure_log',
+    text: 'SELECT log FROM session_failure_logs WHERE session_id = $1',
+    values: [sessionId],
   }),
   /** Sessions a restarted worker must look at: every one still provisioning or running. */
   unsettled: (): Query => ({
@@ -129,10 +155,18 @@ export const sessionQueries = {
 };
 
 export const sandboxCredentialQueries = {
-  insert: (c: { sandboxId: string; sessionId: string; projectId: string; userId: string; keyHash: Buffer; keySealed: string; cliTokenId: string }): Query => ({
-    text: `INSERT INTO sandbox_credentials (sandbox_id, session_id, project_id, user_id, key_hash, key_sealed, cli_token_id)
-      VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-    values: [c.sandboxId, c.sessionId, c.projectId, c.userId, c.keyHash, c.keySealed, c.cliTokenId],
+  insert: (c: { sandboxId: string; sessionId: string; projectId: string; userId: string; keyHash: Buffer; keySealed: string; cliTokenId: string; llmKeyHash: Buffer }): Query => ({
+    text: `INSERT INTO sandbox_credentials (sandbox_id, session_id, project_id, user_id, key_hash, key_sealed, cli_token_id, llm_key_hash)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    values: [c.sandboxId, c.sessionId, c.projectId, c.userId, c.keyHash, c.keySealed, c.cliTokenId, c.llmKeyHash],
+  }),
+  /** A live gateway key by hash, with its session's account. */
+  byLlmHash: (hash: Buffer): Query => ({
+    name: 'sandbox_llm_key_by_hash',
+    text: `SELECT c.sandbox_id, c.session_id, c.project_id, c.user_id, p.account_id, c.llm_key_hash FROM sandbox_credentials c
+      JOIN projects p ON p.project_id = c.project_id
+      WHERE c.llm_key_hash = $1 AND c.revoked_at IS NULL`,
+    values: [hash],
   }),
   /** A live sandbox key by hash, with its project. */
   byHash: (hash: Buffer): Query => ({

@@ -2,13 +2,14 @@ import { expect } from 'chai';
 import nock from 'nock';
 import { useNock } from './nock-scope.js';
 import http from 'node:http';
+import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { main } from '../../cli/app.js';
 import { readConfig, writeConfig } from '../../cli/config.js';
 import { ME, makeFactory, runSvc, sandbox, scriptedPrompter, type Sandbox } from './helpers.js';
 
 const API = 'http://api.auth.test:9090';
-const TOKEN = 'svc_pat_authtest0123456789';
+const TOKEN = 'svc_pat_authtest0123456789abcd';
 
 describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
   let sb: Sandbox;
@@ -28,10 +29,26 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
   };
   const me = (token = TOKEN) => nock(API, { reqheaders: { authorization: `Bearer ${token}` } }).get('/v1/accounts/me');
   const CODE = 'one-time-code-0123456789';
-  /** The CLI redeems the browser's one-time code (no bearer) for the token. */
+  const STATE = 'registeredstate0000000000000001';
+  /** The callback and challenge the CLI registered (POST /v1/cli/login, no bearer), by state. */
+  const registered = new Map<string, { callback: string; code_challenge: string; hostname: string }>();
+  /** The server's half of the registration: the login id and the user code to print. */
+  const register = (state = STATE) =>
+    nock(API, { badheaders: ['authorization'] })
+      .post('/v1/cli/login', (b: { callback?: string; code_challenge?: string; code_challenge_method?: string; hostname?: string }) => {
+        if (b.code_challenge_method !== 'S256' || !/^[A-Za-z0-9_-]{43}$/.test(b.code_challenge ?? '')) return false;
+        registered.set(state, { callback: b.callback!, code_challenge: b.code_challenge!, hostname: b.hostname ?? '' });
+        return true;
+      })
+      .reply(201, { state, user_code: 'BCDF-GHJK', expires_at: '2030-01-01T00:00:00.000Z' });
+  /** The CLI redeems the browser's one-time code (no bearer) with the verifier whose sha256 it registered. */
   const redeem = () =>
     nock(API, { badheaders: ['authorization'] })
-      .post('/v1/cli/login/token', (b: { state?: string; code?: string }) => b.code === CODE && typeof b.state === 'string')
+      .post(
+        '/v1/cli/login/token',
+        (b: { state?: string; code?: string; code_verifier?: string }) =>
+          b.code === CODE && typeof b.state === 'string' && createHash('sha256').update(b.code_verifier ?? '').digest('base64url') === registered.get(b.state)?.code_challenge,
+      )
       .reply(201, { token: TOKEN, token_id: '00000000-0000-4000-8000-000000000009', name: 'svc on here', project_id: null, created_at: '2026-01-01T00:00:00.000Z', expires_at: null });
 
   /** Starts `svc login <args>` in-process and returns its callback URL and state once printed. */
@@ -45,7 +62,8 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       else await new Promise((r) => setTimeout(r, 10));
     }
     if (!url) throw new Error(`no login URL in: ${t.stderr()}`);
-    return { done, t, opened, url, callback: new URL(url.searchParams.get('callback')!), state: url.searchParams.get('state')! };
+    const state = url.searchParams.get('state')!;
+    return { done, t, opened, url, callback: new URL(registered.get(state)!.callback), state };
   };
   const TOKEN_ID = '00000000-0000-4000-8000-000000000007';
 
@@ -91,9 +109,13 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       nock.enableNetConnect('127.0.0.1');
       try {
         me().reply(200, ME);
+        register();
         const redeemed = redeem();
-        const { done, t, opened, callback, state } = await startBrowserLogin(['--api', API]);
+        const { done, t, opened, url, callback, state } = await startBrowserLogin(['--api', API]);
+        expect(t.stderr().indexOf('BCDF-GHJK')).to.be.lessThan(t.stderr().indexOf('https://dash.test'));
         expect(t.stderr().indexOf('https://dash.test')).to.be.lessThan(t.stderr().indexOf('Waiting'));
+        // The link carries the login id only: the callback and the challenge went to the server.
+        expect([...url.searchParams.keys()]).to.deep.equal(['state']);
         expect(callback.hostname).to.equal('127.0.0.1');
         // A wrong state is refused and the flow keeps waiting.
         expect(await get(`${callback.href}?state=wrong&code=${CODE}`)).to.equal(400);
@@ -115,6 +137,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
     it('browser flow: a code the server refuses gets an error page (escaped), not "Logged in"; exit 1, one line, nothing stored', async () => {
       nock.enableNetConnect('127.0.0.1');
       try {
+        register();
         const refused = nock(API)
           .post('/v1/cli/login/token')
           .reply(400, { error: 'Invalid login code', message: 'The code <is> unknown, used or expired.' });
@@ -134,9 +157,21 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       }
     });
 
+    it('browser flow: a registration the server refuses ends the login before any link is printed (exit 1, one line)', async () => {
+      nock(API).post('/v1/cli/login').reply(400, { error: 'Validation failed', message: 'callback: not a loopback callback' });
+      const r = await run(['login', '--api', API]);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.not.contain('/cli/login?');
+      expect(r.stderr.split('\n').filter((l) => l.startsWith('error:'))).to.deep.equal([
+        "error: could not start the login: callback: not a loopback callback (HTTP 400); try again, or use 'svc login --token'",
+      ]);
+      expect(await readConfig(sb.configPath)).to.deep.equal({ hosts: {} });
+    });
+
     it('browser flow: the server unreachable when redeeming: error page, exit 1', async () => {
       nock.enableNetConnect('127.0.0.1');
       try {
+        register();
         nock(API).post('/v1/cli/login/token').replyWithError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
         const { done, t, callback, state } = await startBrowserLogin(['--api', API]);
         const page = await fetchPage(`${callback.href}?state=${state}&code=${CODE}`);
@@ -189,6 +224,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
     it('browser flow on a TTY opens the browser, but never under CI', async () => {
       const { run: login } = await import('../../cli/commands/login.js');
       for (const [env, expectOpen] of [[{}, true], [{ CI: 'true' }, false]] as const) {
+        register();
         const { f, t, opened } = makeFactory({ configPath: sb.configPath, env: { ...env }, tty: true, cwd: sb.dir });
         try {
           await login({ f, api: API, timeoutMs: 50 });
@@ -197,7 +233,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
           expect((e as Error).message).to.contain('timed out');
         }
         expect(opened.length === 1, JSON.stringify(env)).to.equal(expectOpen);
-        expect(t.stderr()).to.contain('/cli/login?callback=');
+        expect(t.stderr()).to.contain(`/cli/login?state=${STATE}`).and.contain('one-time code: BCDF-GHJK');
       }
     });
   });
@@ -309,6 +345,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
       nock.enableNetConnect('127.0.0.1');
       try {
         me().reply(200, ME);
+        register();
         redeem();
         const { f, t } = makeFactory({ configPath: sb.configPath, env: {}, cwd: sb.dir });
         const done = main(['hosts', 'add', 'withlogin', '--url', API, '--login'], f);
@@ -317,7 +354,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
           const m = /\/cli\/login\?(\S+)/.exec(t.stderr());
           if (m) {
             const q = new URLSearchParams(m[1]);
-            cb = `${q.get('callback')}?state=${q.get('state')}&code=${CODE}`;
+            cb = `${registered.get(q.get('state')!)!.callback}?state=${q.get('state')}&code=${CODE}`;
           } else await new Promise((r) => setTimeout(r, 10));
         }
         expect(await get(cb!)).to.equal(200);

@@ -195,6 +195,7 @@ export function makeCR(over: Record<string, unknown> = {}): Record<string, unkno
 
 export const ME = {
   user: { user_id: '9e8d7c6b-5a49-4382-a1b0-c9d8e7f6a5b4', email: 'ada@example.com', name: 'Ada' },
-  account: { account_id: PROJECT.account_id, name: 'Acme' },
-  accounts: [{ account_id: PROJECT.account_id, name: 'Acme' }],
+  account: { account_id: PROJECT.account_id, name: 'Acme', role: 'owner' },
+  accounts: [{ account_id: PROJECT.account_id, name: 'Acme', role: 'owner' }],
+  token_id: '00000000-0000-4000-8000-0000000000aa',
 };

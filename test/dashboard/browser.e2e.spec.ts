@@ -198,21 +198,30 @@ describe('dashboard in chromium', function () {
           stdio: ['ignore', 'pipe', 'pipe'],
         });
         let err = '';
+        let code = '';
         const url = new Promise<string>((resolve) => {
           child.stderr.on('data', (c: Buffer) => {
             err += c.toString();
-            const m = /(http:\/\/\S+\/cli\/login\?\S+)/.exec(err);
-            if (m) resolve(m[1]!);
+            const m = /one-time code: ([A-Z]{4}-[A-Z]{4})[\s\S]*?(http:\/\/\S+\/cli\/login\?\S+)/.exec(err);
+            if (m) {
+              code = m[1]!;
+              resolve(m[2]!);
+            }
           });
         });
-        const exit = new Promise<number>((r) => child.on('close', (code) => r(code ?? -1)));
-        return { url, exit, stderr: () => err };
+        const exit = new Promise<number>((r) => child.on('close', (c) => r(c ?? -1)));
+        return { url, exit, stderr: () => err, code: () => code };
       };
 
       const ok = login();
       const url = await ok.url;
       await page.goto(url);
       await page.getByRole('heading', { name: `Authorize svc on ${os.hostname()}?` }).waitFor();
+      // The link alone approves nothing: the code from the terminal is asked for.
+      await page.getByLabel('Code from your terminal').fill('BBBB-BBBB');
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByText('That is not the code svc login printed').waitFor();
+      await page.getByLabel('Code from your terminal').fill(ok.code().toLowerCase());
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.getByText('Logged in.').waitFor();
       expect(await ok.exit, ok.stderr()).to.equal(0);
@@ -238,7 +247,7 @@ describe('dashboard in chromium', function () {
   it('signs out: the old cookie no longer opens a page', async () => {
     const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session')!;
     await page.goto(`${srv.url}/projects`);
-    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL(/\/login$/);
     const r = await fetch(`${srv.url}/projects`, { headers: { cookie: `svc_session=${cookie.value}` }, redirect: 'manual' });
     expect(r.status).to.equal(303);

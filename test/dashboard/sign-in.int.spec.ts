@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { projectRoot } from '../../lib/paths.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { requestFrom } from '../support/http.js';
 import { PASSWORD, withPassword } from './support.js';
 
 /** Sign-in over plain HTTP: the form's rules, the rate limit, and the cookie's reach. */
@@ -64,18 +65,44 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(cross.status).to.equal(403);
   });
 
-  it('rate-limits failed sign-ins per email (429 with Retry-After), the right password included', async () => {
-    const user = await srv.newUser('limited@example.test');
-    void user;
+  /** The sign-in form from a chosen client address (127.0.0.x). */
+  async function formFrom(addr: string) {
+    const r = await requestFrom(addr, `${srv.url}/login`);
+    const pre = /svc_pre=([^;]+)/.exec(String(r.headers['set-cookie']))![1]!;
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(r.text)![1]!;
+    return (fields: Record<string, string>) =>
+      requestFrom(addr, `${srv.url}/login`, {
+        method: 'POST',
+        headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
+        body: new URLSearchParams({ _csrf: csrf, ...fields }).toString(),
+      });
+  }
+
+  it('backs off per (email, client): the guesser waits (429, Retry-After, doubling); the owner signs in from elsewhere at once; nothing locks the account', async () => {
+    await srv.newUser('limited@example.test');
     await withPassword(srv, 'limited@example.test');
-    const f = await form();
-    for (let i = 0; i < 5; i++) expect((await f.post({ email: 'limited@example.test', password: 'wrong-password' })).status).to.equal(401);
-    const limited = await f.post({ email: 'limited@example.test', password: PASSWORD });
-    expect(limited.status).to.equal(429);
-    expect(Number(limited.headers.get('retry-after'))).to.be.greaterThan(0);
-    expect(await limited.text()).to.contain('Too many failed sign-ins');
-    // Another account is not locked out by it.
-    expect((await f.post({ email: 'owner@example.test', password: PASSWORD })).status).to.equal(303);
+    const attacker = await formFrom('127.0.0.2');
+    for (let i = 0; i < 5; i++) expect((await attacker({ email: 'limited@example.test', password: 'wrong-password' })).status).to.equal(401);
+    // Sixth try from the same client: backed off, the right password included.
+    const held = await attacker({ email: 'limited@example.test', password: PASSWORD });
+    expect(held.status).to.equal(429);
+    expect(Number(held.headers['retry-after'])).to.be.within(1, 15);
+    expect(held.text).to.contain('Too many failed sign-ins');
+    // The owner, from another client, is not locked out (today's lock took 5 wrong passwords from anyone).
+    const owner = await formFrom('127.0.0.3');
+    expect((await owner({ email: 'limited@example.test', password: PASSWORD })).status).to.equal(303);
+    // The guesser's other emails are not held back by this pair either.
+    expect((await attacker({ email: 'owner@example.test', password: PASSWORD })).status).to.equal(303);
+    // Once the wait has passed the guesser gets one more try; failing it doubles the wait.
+    const age = (s: number) =>
+      srv.db.db.run({ text: `UPDATE sign_in_failures SET failed_at = failed_at - make_interval(secs => $1) WHERE client = 'addr:127.0.0.2'`, values: [s] });
+    await age(16);
+    expect((await attacker({ email: 'limited@example.test', password: 'wrong-again' })).status).to.equal(401);
+    const longer = await attacker({ email: 'limited@example.test', password: PASSWORD });
+    expect(longer.status).to.equal(429);
+    expect(Number(longer.headers['retry-after'])).to.be.within(16, 30);
+    await age(31);
+    expect((await attacker({ email: 'limited@example.test', password: PASSWORD })).status).to.equal(303);
   });
 
   it('svc-server admin set-password / bootstrap --password-stdin hash with scrypt and never print the password', async () => {
@@ -94,8 +121,17 @@ describe('dashboard sign-in (HTTP)', function () {
     const boot = await run(['admin', 'bootstrap', '--email', 'new@example.test', '--password-stdin'], 'a new password 1\n');
     expect(boot.code, boot.out).to.equal(0);
     expect(boot.out).to.match(/^svc_pat_/).and.not.contain('a new password 1');
+    // Two browsers signed in with the first password ...
+    const before = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'new@example.test', password: 'a new password 1' }))}`));
+    for (const c of before) expect((await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' })).status).to.equal(200);
     const set = await run(['admin', 'set-password', '--email', 'new@example.test'], 'another password 2\n');
     expect(set.code, set.out).to.equal(0);
+    // ... are signed out by the new one: an old cookie gets the sign-in page.
+    for (const c of before) {
+      const r = await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' });
+      expect(r.status).to.equal(303);
+      expect(r.headers.get('location')).to.match(/^\/login/);
+    }
     const row = await srv.db.db.one<{ password_hash: string }>({ text: "SELECT password_hash FROM users WHERE email = 'new@example.test'", values: [] });
     expect(row!.password_hash).to.match(/^scrypt\$16384\$8\$1\$[A-Za-z0-9_-]+\$[A-Za-z0-9_-]+$/);
     expect((await (await form()).post({ email: 'new@example.test', password: 'another password 2' })).status).to.equal(303);
@@ -103,19 +139,30 @@ describe('dashboard sign-in (HTTP)', function () {
     expect((await run(['admin', 'set-password', '--email', 'new@example.test'], 'short\n')).code).to.equal(1);
   });
 
-  it('the CLI login page refuses a callback that is not loopback, and answers 4xx to junk', async () => {
-    const r = await (await form()).post({ email: 'owner@example.test', password: PASSWORD });
-    const cookie = `svc_session=${sessionCookie(r)}`;
-    const get = (q: string) => fetch(`${srv.url}/cli/login?${q}`, { headers: { cookie } });
-    expect((await get('callback=http://evil.example:80/callback&state=abcdefghijklmnop1234')).status).to.equal(400);
-    expect((await get('callback=http://127.0.0.1:9/callback&state=short')).status).to.equal(400);
-    expect((await get('')).status).to.equal(400);
-    const ok = await get('callback=http://127.0.0.1:9/callback&state=abcdefghijklmnop1234&hostname=<b>x</b>');
-    expect(ok.status).to.equal(200);
-    expect(await ok.text()).to.contain('Authorize svc on bxb?');
-    // Approve without the CSRF token: refused.
-    const forged = await fetch(`${srv.url}/cli/login`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: 'state=abcdefghijklmnop1234&decision=approve', redirect: 'manual' });
+  it('"Sign out everywhere" ends every browser of the user (and the API tokens they called with), not other users\'', async () => {
+    const other = await srv.newUser('other-browser@example.test');
+    await withPassword(srv, 'other-browser@example.test');
+    const mine = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`));
+    const theirs = `svc_session=${sessionCookie(await (await form()).post({ email: 'other-browser@example.test', password: PASSWORD }))}`;
+    void other;
+    const page = await fetch(`${srv.url}/projects`, { headers: { cookie: mine[0]! } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
+    const tokens = async () =>
+      (await srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 AND name = 'dashboard sign-in' AND revoked_at IS NULL`, values: [srv.userId] }))!.n;
+    expect(await tokens()).to.be.at.least(2);
+    // A cross-site form cannot do it.
+    const forged = await fetch(`${srv.url}/logout/everywhere`, { method: 'POST', redirect: 'manual', headers: { cookie: mine[0]!, 'content-type': 'application/x-www-form-urlencoded', origin: 'http://evil.example' }, body: new URLSearchParams({ _csrf: csrf }) });
     expect(forged.status).to.equal(403);
+    const r = await fetch(`${srv.url}/logout/everywhere`, { method: 'POST', redirect: 'manual', headers: { cookie: mine[0]!, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url }, body: new URLSearchParams({ _csrf: csrf }) });
+    expect(r.status).to.equal(303);
+    expect(r.headers.get('location')).to.equal('/login');
+    for (const c of mine) {
+      const after = await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' });
+      expect(after.status).to.equal(303);
+      expect(after.headers.get('location')).to.match(/^\/login/);
+    }
+    expect(await tokens()).to.equal(0);
+    expect((await fetch(`${srv.url}/projects`, { headers: { cookie: theirs }, redirect: 'manual' })).status).to.equal(200);
   });
 
   it('dashboard 404s are pages to a browser (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
@@ -143,97 +190,5 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(api.status).to.equal(404);
     expect(api.headers.get('content-type')).to.match(/^application\/json/);
     expect(await api.json()).to.include({ error: 'Not found' });
-  });
-
-  describe('svc login through the browser', () => {
-    const tokensOf = async (name: string) =>
-      (await srv.db.db.one<{ n: number }>({ text: 'SELECT count(*)::int AS n FROM tokens WHERE user_id = $1 AND name = $2', values: [srv.userId, name] }))!.n;
-    const rowOf = async (state: string) => (await srv.db.db.one<{ expires_at: Date }>({ text: 'SELECT expires_at FROM cli_logins WHERE state = $1', values: [state] }))!;
-    /** Signs in, shows the approval page for `state`, and answers `decision` on it. */
-    async function decide(state: string, hostname: string, decision: 'approve' | 'deny' | null) {
-      const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
-      const shown = await fetch(`${srv.url}/cli/login?callback=http://127.0.0.1:9/callback&state=${state}&hostname=${hostname}`, { headers: { cookie } });
-      expect(shown.status).to.equal(200);
-      if (!decision) return undefined;
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(await shown.text())![1]!;
-      const r = await fetch(`${srv.url}/cli/login`, {
-        method: 'POST',
-        redirect: 'manual',
-        headers: { cookie, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ _csrf: csrf, state, decision }),
-      });
-      expect(r.status).to.equal(303);
-      return new URL(r.headers.get('location')!);
-    }
-    const redeem = (state: string, code: string) =>
-      fetch(`${srv.url}/v1/cli/login/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ state, code }) });
-
-    it('an approval sends a one-time code, not a token; the CLI redeems it once for a working token', async () => {
-      const state = 'approvedstate0000000001';
-      const back = await decide(state, 'laptop-a', 'approve');
-      expect(back!.searchParams.get('token')).to.equal(null);
-      const code = back!.searchParams.get('code')!;
-      expect(code).to.match(/^[A-Za-z0-9_-]{43}$/);
-      expect(await tokensOf('svc on laptop-a'), 'no token before the CLI redeems').to.equal(0);
-      const r = await redeem(state, code);
-      expect(r.status).to.equal(201);
-      const { token } = (await r.json()) as { token: string };
-      expect((await fetch(`${srv.url}/v1/accounts/me`, { headers: { authorization: `Bearer ${token}` } })).status).to.equal(200);
-      expect(await tokensOf('svc on laptop-a')).to.equal(1);
-      const again = await redeem(state, code);
-      expect(again.status).to.equal(400);
-      expect(await again.json()).to.deep.equal({ error: 'Invalid login code', message: 'This login code is unknown, used or expired. Run svc login again.' });
-      expect((await redeem('approvedstate0000000001', 'x'.repeat(43))).status).to.equal(400);
-      expect(await tokensOf('svc on laptop-a')).to.equal(1);
-    });
-
-    it('a used, unknown or expired login link answers 410 on the page and on the decision alike: a page to a browser, JSON otherwise', async () => {
-      const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
-      const state = 'usedstate00000000000001';
-      const link = `${srv.url}/cli/login?callback=http://127.0.0.1:9/callback&state=${state}&hostname=laptop-u`;
-      const csrf = /name="_csrf" value="([^"]+)"/.exec(await (await fetch(link, { headers: { cookie } })).text())![1]!;
-      const post = (st: string, accept?: string) =>
-        fetch(`${srv.url}/cli/login`, {
-          method: 'POST',
-          redirect: 'manual',
-          headers: { cookie, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded', ...(accept ? { accept } : {}) },
-          body: new URLSearchParams({ _csrf: csrf, state: st, decision: 'approve' }),
-        });
-      expect((await post(state)).status).to.equal(303);
-      const browser = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
-      for (const st of [state, 'unknownstate00000000001']) {
-        const again = await post(st);
-        expect(again.status, st).to.equal(410);
-        expect(await again.json(), st).to.deep.equal({ error: 'Login link used or expired', message: 'This login link was used already or has expired. Run svc login again.' });
-        const page = await post(st, browser);
-        expect(page.status, st).to.equal(410);
-        expect(page.headers.get('content-type'), st).to.match(/^text\/html/);
-        expect(await page.text(), st).to.contain('<h1>Login link used or expired</h1>');
-      }
-      const shown = await fetch(link, { headers: { cookie, accept: browser } });
-      expect(shown.status).to.equal(410);
-      expect(await shown.text()).to.contain('<h1>Login link already used</h1>');
-      const json = await fetch(link, { headers: { cookie } });
-      expect(json.status).to.equal(410);
-      expect(await json.json()).to.deep.equal({ error: 'Login link already used', message: 'This login link was used already. Run svc login again for a new one.' });
-    });
-
-    it('abandoned logins leave no token: not approved, denied, or approved with a code never redeemed in time; all swept once a day expired', async () => {
-      await decide('abandonedstate000000001', 'laptop-b', null);
-      const denied = await decide('abandonedstate000000002', 'laptop-b', 'deny');
-      expect(denied!.searchParams.get('error')).to.equal('access_denied');
-      expect(denied!.searchParams.get('code')).to.equal(null);
-      const late = await decide('abandonedstate000000003', 'laptop-b', 'approve');
-      // The code is good for two minutes; let them pass.
-      expect((await rowOf('abandonedstate000000003')).expires_at.getTime()).to.be.at.most(Date.now() + 120_000);
-      await srv.db.db.run({ text: `UPDATE cli_logins SET expires_at = now() - interval '1 second' WHERE state = $1`, values: ['abandonedstate000000003'] });
-      expect((await redeem('abandonedstate000000003', late!.searchParams.get('code')!)).status).to.equal(400);
-      expect(await tokensOf('svc on laptop-b')).to.equal(0);
-
-      await srv.db.db.run({ text: `UPDATE cli_logins SET expires_at = now() - interval '25 hours' WHERE state LIKE 'abandonedstate%'`, values: [] });
-      await decide('freshstate0000000000001', 'laptop-c', null);
-      const left = await srv.db.db.rows<{ state: string }>({ text: `SELECT state FROM cli_logins WHERE state LIKE 'abandonedstate%' OR state LIKE 'freshstate%'`, values: [] });
-      expect(left.map((r) => r.state)).to.deep.equal(['freshstate0000000000001']);
-    });
   });
 });

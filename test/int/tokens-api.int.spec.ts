@@ -137,7 +137,9 @@ describe('tokens API', function () {
         if (!m) await new Promise((r) => setTimeout(r, 10));
       }
       const q = new URLSearchParams(m![1]);
-      const page = await fetch(`${q.get('callback')}?state=${q.get('state')}&code=bogus`);
+      // The link carries the login id only; the callback is the one the CLI registered.
+      const row = await srv.db.db.one<{ callback: string }>({ text: 'SELECT callback FROM cli_logins WHERE state = $1', values: [q.get('state')] });
+      const page = await fetch(`${row!.callback}?state=${q.get('state')}&code=bogus`);
       expect(page.status).to.equal(500);
       expect(await page.text()).to.contain('Login failed').and.contain('svc login').and.not.contain('Logged in');
       expect(await done).to.equal(1);

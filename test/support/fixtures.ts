@@ -12,6 +12,7 @@ import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../infra/db/emb
 import { createDb } from '../../infra/db/db.js';
 import { migrate } from '../../infra/db/migrate.js';
 import { tryLoadNodeGit } from '../../infra/git/engine-libgit2.js';
+import { takeViolations } from './response-contract.js';
 
 export const TEMPLATE_DB = 'svc_test_template';
 
@@ -42,3 +43,14 @@ export async function mochaGlobalTeardown(): Promise<void> {
   await cluster?.stop();
   if (dir) await rm(dir, { recursive: true, force: true });
 }
+
+/**
+ * Root hooks (every worker): a test whose requests got a response that breaks the OpenAPI
+ * document fails here, with each request and problem (test/support/response-contract.ts).
+ */
+export const mochaHooks = {
+  afterEach(): void {
+    const problems = takeViolations();
+    if (problems.length) throw new Error(`responses that break the OpenAPI document (contracts/):\n  ${problems.join('\n  ')}`);
+  },
+};

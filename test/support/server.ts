@@ -17,6 +17,7 @@ import type { Db } from '../../infra/db/db.js';
 import { createTestDb, type TestDb } from './db.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
+import { collectFrom, markWatched, stopCollecting, takeViolations, watchResponses } from './response-contract.js';
 
 /**
  * Tests run against repositories on this machine (file:// and loopback http): local
@@ -28,6 +29,12 @@ export const TEST_ENV: Record<string, string> = {
   SVC_REPO_ALLOW_LOCAL_NETWORKS: '1',
   SVC_REPO_ALLOW_HTTP_CREDENTIALS: '1',
   SVC_AUTH_FAILURE_LIMIT: '1000000',
+  // Sessions have a model by default (prompts are refused without one): a gateway whose
+  // upstream is the discard port. Specs that need a model that answers start the scripted
+  // one (scripted-model.ts); specs of "no model" unset these ('' is unset).
+  SVC_LLM_UPSTREAM_URL: 'http://127.0.0.1:9/v1',
+  SVC_LLM_UPSTREAM_KEY: 'test-upstream-key-never-in-a-sandbox',
+  SVC_LLM_MODEL: 'test-model',
 };
 
 export interface TestServer {
@@ -72,6 +79,7 @@ export async function startTestServer(
     await db.drop();
     throw err;
   }
+  watchResponses(server.httpServer);
   const first = await bootstrapUser(db.db, { email: 'owner@example.test', name: 'Owner' });
   return {
     url: server.url,
@@ -88,6 +96,9 @@ export async function startTestServer(
       await server.stop();
       await db.drop();
       await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); // a sandbox killed just before may still be exiting
+      // Responses after the last test's check (cleanup in `after` hooks) are checked too.
+      const late = takeViolations();
+      if (late.length) throw new Error(`responses that break the OpenAPI document:\n  ${late.join('\n  ')}`);
     },
   };
 }
@@ -105,8 +116,12 @@ export interface SpawnedServer {
 /** `svc-server <cmd>` as a child process, ready when /readyz answers 200. */
 export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
-    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env },
+  // Its responses are checked against the OpenAPI document inside it; problems come back through this file.
+  const contractLog = path.join(os.tmpdir(), `svc-contract-${process.pid}-${port}.jsonl`);
+  collectFrom(contractLog);
+  markWatched(port);
+  const proc = spawn(process.execPath, ['--import', path.join(projectRoot, 'dist/test/support/contract-preload.js'), path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
+    env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env, SVC_TEST_CONTRACT_LOG: contractLog },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -131,7 +146,13 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
     output: () => out,
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
-      return exited;
+      const code = await exited;
+      const late = takeViolations();
+      stopCollecting(contractLog);
+      markWatched(port, false);
+      await rm(contractLog, { force: true });
+      if (late.length) throw new Error(`responses that break the OpenAPI document:\n  ${late.join('\n  ')}`);
+      return code;
     },
   };
 }

@@ -1,20 +1,13 @@
 import type { Argv } from 'yargs';
+import type { App as AppJson, AppDetail } from '../../../contracts/manifest.js';
 import type { Args } from '../../command-table.js';
 import { projectContext } from '../../context.js';
 import type { Factory } from '../../factory.js';
 import { str, withHost, withJson, withProject } from '../../flags.js';
 import { colors, formatTime, printJson, printTable, shortSha } from '../../output.js';
 
-export interface App {
-  name: string;
-  status: string;
-  commit_sha: string | null;
-  url: string | null;
-  manifest_hash: string;
-  deployed_at: string | null;
-  last_error: string | null;
-  deploys?: Array<{ status: string; commit_sha: string; url: string | null; error: string | null; started_at: string }>;
-}
+/** An app as listed, or as shown alone (with its recent deploys). */
+export type App = AppJson & Partial<Pick<AppDetail, 'deploys'>>;
 
 export const appsPath = (project: string, name?: string) => `/projects/${encodeURIComponent(project)}/apps${name === undefined ? '' : `/${encodeURIComponent(name)}`}`;
 

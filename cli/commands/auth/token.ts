@@ -1,4 +1,5 @@
 import type { Argv } from 'yargs';
+import type { MintedToken, Token } from '../../../contracts/accounts.js';
 import type { Args } from '../../command-table.js';
 import { hostContext } from '../../context.js';
 import { UsageError } from '../../errors.js';
@@ -11,14 +12,7 @@ import { colors, formatTime, printJson, printTable } from '../../output.js';
  * tokens, in gh's shape. `create` prints only the token on stdout (shown once); the
  * rest goes to stderr, so `TOKEN=$(svc auth token create)` works.
  */
-export interface TokenRow {
-  token_id: string;
-  name: string;
-  project_id: string | null;
-  created_at: string;
-  expires_at: string | null;
-  last_used_at: string | null;
-}
+export type TokenRow = Token;
 
 export const builder = (y: Argv) =>
   withJson(
@@ -69,7 +63,7 @@ export async function run(f: Factory, o: { action: string; token?: string; name?
     if (o.expiresInDays !== undefined && (!Number.isInteger(o.expiresInDays) || o.expiresInDays < 1 || o.expiresInDays > 3650)) {
       throw new UsageError('--expires-in-days must be a whole number from 1 to 3650');
     }
-    const minted = await ctx.api.request<{ token: string; token_id: string; expires_at: string | null }>('POST', '/accounts/tokens', {
+    const minted = await ctx.api.request<MintedToken>('POST', '/accounts/tokens', {
       ...(o.name !== undefined ? { name: o.name } : {}),
       ...(o.expiresInDays !== undefined ? { expires_in_days: o.expiresInDays } : {}),
     });

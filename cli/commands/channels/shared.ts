@@ -1,18 +1,8 @@
 /** `svc channels`: the API calls and the JSON they exchange. */
 import type { ApiClient } from '../../api-client.js';
 
-export interface Channel {
-  channel_id: string;
-  project_id: string;
-  kind: string;
-  webhook: string;
-  created_by: string;
-  created_at: string;
-  delivered_count: number;
-  last_delivered_at: string | null;
-  last_error: string | null;
-  last_error_at: string | null;
-}
+export type { Channel } from '../../../contracts/channels.js';
+import type { Channel } from '../../../contracts/channels.js';
 
 const base = (project: string) => `/projects/${encodeURIComponent(project)}/channels`;
 

@@ -5,6 +5,7 @@ import type { Factory } from '../../factory.js';
 import { str } from '../../flags.js';
 import { colors, printJson, type Colors } from '../../output.js';
 import { crTarget } from './shared.js';
+import type { Diff, DiffFile } from '../../../contracts/change-requests.js';
 
 export interface CrDiffOptions {
   f: Factory;
@@ -26,7 +27,7 @@ export async function run({ f, cr: ref, color, project, host, json }: CrDiffOpti
   const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
   const diff = await ctx.api.getDiff(ctx.projectId, crId);
   if (json) return printJson(f.io, diff);
-  const cut = truncationNote(diff as TruncatedDiff);
+  const cut = truncationNote(diff);
   if (!diff.patch) {
     f.io.err.write(cut ?? 'No changes.\n');
     return;
@@ -39,12 +40,8 @@ export async function run({ f, cr: ref, color, project, host, json }: CrDiffOpti
   if (cut) f.io.err.write(cut);
 }
 
-interface TruncatedDiff {
-  truncated?: boolean;
-  files_truncated?: boolean;
-  total_files?: number;
-  files: { path: string; additions: number; deletions: number; patch_truncated?: boolean }[];
-}
+/** The parts of the contract's diff that say what the server's limits left out. */
+type TruncatedDiff = Pick<Diff, 'truncated' | 'files_truncated' | 'total_files'> & { files: Array<Pick<DiffFile, 'path' | 'additions' | 'deletions' | 'patch_truncated'>> };
 
 /** What the server's diff limits left out, for stderr; null when nothing was. */
 export function truncationNote(diff: TruncatedDiff): string | null {

@@ -1,9 +1,5 @@
 /** Shapes of the secrets API as the CLI reads them (contracts.md "Secrets, manifest, triggers, apps"). */
-export interface SecretsListing {
-  secrets: Array<{ name: string; updated_at: string }>;
-  env: { required: Array<{ name: string; description: string }>; optional: Array<{ name: string; description: string }>; missing: string[] };
-  revision: number;
-}
+export type { SecretsListing } from '../../../contracts/manifest.js';
 
 export const secretsPath = (project: string) => `/projects/${encodeURIComponent(project)}/secrets`;
 

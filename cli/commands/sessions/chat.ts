@@ -54,7 +54,10 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
   const ctx = await ctxOf(f, o);
   const s = await target(f, ctx, o);
   if (!o.json) f.io.err.write(`Chatting with session ${s.session_id} (${s.agent})\n`);
-  const chat = new AgentChat(ctx.api, sessionsApi(ctx.api).agentPath(s.project_id, s.session_id, '').replace(/\/$/, ''), ctx.host.token!);
+  const sapi = sessionsApi(ctx.api);
+  const chat = new AgentChat(ctx.api, sapi.agentPath(s.project_id, s.session_id, '').replace(/\/$/, ''), ctx.host.token!, (text, agentSession) =>
+    sapi.prompt(ctx.projectId, s.session_id, text, agentSession),
+  );
   const c = colors(f.io, f.env);
   let turnRunning = false;
   let interrupts = 0;

@@ -19,6 +19,7 @@ export async function run(f: Factory, o: { id: string; project?: string; host?: 
   const rows: Array<[string, string]> = [
     ['id', s.session_id],
     ['status', f.io.stdoutIsTTY ? statusColor(c, s.status) : s.status],
+    ...(s.agent_state ? ([['agent_state', s.agent_state]] as Array<[string, string]>) : []),
     ['branch', s.branch],
     ['base', s.base_ref],
     ['agent', s.model ? `${s.agent} (${s.model})` : s.agent],
@@ -27,8 +28,15 @@ export async function run(f: Factory, o: { id: string; project?: string; host?: 
     ['created', formatTime(f.io, s.created_at, f.now())],
     ['last_activity', formatTime(f.io, s.last_activity_at, f.now())],
   ];
+  if (s.usage) {
+    const u = s.usage;
+    rows.push(['tokens', `${u.input_tokens} in, ${u.output_tokens} out (${u.requests} model call${u.requests === 1 ? '' : 's'})`]);
+    for (const m of u.by_model) rows.push([`  ${m.model}`, `${m.input_tokens} in, ${m.output_tokens} out (${m.requests})`]);
+  }
   if (s.error) rows.push(['error', `${s.error.code}: ${s.error.message} (${s.error.at})`]);
   rows.push(['url', sessionUrl(f, ctx, s)]);
   const pad = Math.max(...rows.map(([k]) => k.length)) + 1;
   for (const [k, v] of rows) f.io.out.write(f.io.stdoutIsTTY ? `${c.dim((k + ':').padEnd(pad))} ${v}\n` : `${k}:\t${v}\n`);
+  // The failed sandbox's last output (secrets redacted by the server), as it printed it.
+  if (s.error?.log) f.io.out.write(`\nsandbox log (last lines):\n${s.error.log.replace(/\n?$/, '\n')}`);
 }

@@ -15,7 +15,7 @@ export const sessionFlags = (y: Argv) =>
     .option('model', { type: 'string', requiresArg: true, describe: 'Model for the agent' })
     .option('base', { type: 'string', requiresArg: true, describe: 'Branch to start from (default: the project’s default branch)' });
 
-export const builder = (y: Argv) => withTarget(sessionFlags(y).option('wait', { type: 'boolean', default: true, describe: 'Wait until it runs (--no-wait: print the id at once)' }));
+export const builder = (y: Argv) => withTarget(sessionFlags(y).option('wait', { type: 'boolean', default: true, describe: 'Wait until its agent is ready (--no-wait: print the id at once)' }));
 
 export const inputOf = (argv: Args): NewSessionInput => {
   const out: NewSessionInput = {};

@@ -22,9 +22,13 @@ export const statusColor = (c: Colors, s: string) =>
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
+/** Running, and its agent answers (a server without `agent_state`: running is all it says). */
+const isReady = (s: Session) => s.status === 'running' && (s.agent_state === undefined || s.agent_state === 'ready');
+
 /**
- * Waits until the session is `running` (or fails), with a spinner on stderr when it is a
- * terminal. The server decides when provisioning has taken too long (it fails the session).
+ * Waits until the session is `running` and its agent `ready` (or either fails), with a
+ * spinner on stderr when it is a terminal. The server decides when provisioning has taken
+ * too long (it fails the session, or records the agent's `error`).
  */
 export async function waitRunning(f: Factory, ctx: ProjectContext, id: string, opts: { quiet?: boolean; pollMs?: number; timeoutMs?: number } = {}): Promise<Session> {
   const api = sessionsApi(ctx.api);
@@ -32,14 +36,16 @@ export async function waitRunning(f: Factory, ctx: ProjectContext, id: string, o
   const deadline = Date.now() + (opts.timeoutMs ?? 10 * 60_000);
   let frame = 0;
   let s = await api.get(ctx.projectId, id);
-  if (!opts.quiet && !tty && s.status !== 'running') f.io.err.write(`Waiting for session ${s.session_id} to start...\n`);
-  while (s.status !== 'running') {
-    if (s.status === 'failed' || s.status === 'stopped' || s.status === 'completed') {
+  if (!opts.quiet && !tty && !isReady(s)) f.io.err.write(`Waiting for session ${s.session_id} to start...\n`);
+  while (!isReady(s)) {
+    if (s.status === 'failed' || s.status === 'stopped' || s.status === 'completed' || s.agent_state === 'error') {
       if (tty) f.io.err.write('\r\x1b[K');
-      throw new CliError(`session ${s.session_id} ${s.status}${s.error ? `: ${s.error.message}` : ''}`, `see 'svc sessions info ${s.session_id}'`);
+      const what = s.status === 'running' ? 'agent failed to start' : s.status;
+      throw new CliError(`session ${s.session_id} ${what}${s.error ? `: ${s.error.message}` : ''}`, `see 'svc sessions info ${s.session_id}'`);
     }
-    if (Date.now() > deadline) throw new CliError(`session ${s.session_id} is still ${s.status}`, `check later with 'svc sessions info ${s.session_id}'`);
-    if (tty) f.io.err.write(`\r${FRAMES[frame++ % FRAMES.length]} ${s.status}...`);
+    const doing = s.status === 'running' ? 'agent starting' : s.status;
+    if (Date.now() > deadline) throw new CliError(`session ${s.session_id} is still ${doing}`, `check later with 'svc sessions info ${s.session_id}'`);
+    if (tty) f.io.err.write(`\r${FRAMES[frame++ % FRAMES.length]} ${doing}...`);
     await new Promise((r) => setTimeout(r, opts.pollMs ?? 400));
     s = await api.get(ctx.projectId, id);
   }

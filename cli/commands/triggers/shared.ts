@@ -1,17 +1,10 @@
 import type { Argv } from 'yargs';
 import { withHost, withJson, withProject } from '../../flags.js';
 
-export interface Trigger {
-  slug: string;
-  schedule: string;
-  prompt: string;
-  agent: string | null;
-  model: string | null;
-  enabled: boolean;
-  last_fired_at: string | null;
-  next_fire_at: string | null;
-  fires?: Array<{ tick: string; kind: string; outcome: string; session_id: string | null; fired_at: string }>;
-}
+import type { Trigger as TriggerJson, TriggerDetail } from '../../../contracts/manifest.js';
+
+/** A trigger as listed, or as shown alone (with its recent fires). */
+export type Trigger = TriggerJson & Partial<Pick<TriggerDetail, 'fires'>>;
 
 export const triggersPath = (project: string, slug?: string, tail = '') =>
   `/projects/${encodeURIComponent(project)}/triggers${slug === undefined ? '' : `/${encodeURIComponent(slug)}${tail}`}`;

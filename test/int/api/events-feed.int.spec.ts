@@ -156,7 +156,7 @@ describe('events feed (WebSocket)', function () {
     const f = await feed(`${feedPath}?access_token=${fx.srv.token}`, undefined);
     expect(f.ws.readyState).to.equal(WebSocket.OPEN);
     const doc = (await client(fx.srv.url).get('/v1/openapi.json')).body;
-    expect(doc.paths['/v1/projects/{projectId}/events'].get.responses).to.have.keys('101', '400', '401', '403', '404', '426');
+    expect(doc.paths['/v1/projects/{projectId}/events'].get.responses).to.have.keys('101', '400', '401', '403', '404', '413', '426', '429', '500');
   });
 
   it('refuses a malformed handshake with 400 and the error body, issues included', async () => {

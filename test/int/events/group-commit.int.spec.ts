@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { appendAndProject, crGroupCommit, GROUP_IN_FLIGHT, handleCommand, type ProjectedAppend } from '../../../services/change-requests/handle.js';
+import { appendAndProject, handleCommand } from '../../../services/change-requests/handle.js';
+import { createCrCommandPath, GROUP_IN_FLIGHT, type CrCommandPath } from '../../../services/change-requests/command-path.js';
+import type { CrAppendWithPatch } from '../../../sql/queries/change-requests.js';
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
 import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
@@ -8,15 +10,17 @@ import { crQueries } from '../../../sql/queries/change-requests.js';
 import { insertProjects, type BenchProject } from '../../../bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { createDb, type Db } from '../../../infra/db/db.js';
-import { fromRow } from '../../../projections/change-request-row.js';
+import { decodeCrRow } from '../../../sql/queries/change-request-row.js';
 
 /** Group commit of concurrent CR commands: batched, each with its own optimistic check. */
 describe('group-committed CR appends', function () {
   this.timeout(30_000);
   let t: TestDb;
   let p: BenchProject;
+  let commands: CrCommandPath;
   before(async () => {
     t = await createTestDb();
+    commands = createCrCommandPath(t.db);
     p = (await t.db.transaction((tx) => insertProjects(tx, 1, 'gc')))[0]!;
   });
   after(async () => t.drop());
@@ -41,13 +45,13 @@ describe('group-committed CR appends', function () {
     });
     return crId;
   }
-  const close = (crId: string) => handleCommand(t.db, p.projectId, crId, () => ({ type: 'CloseChangeRequest', meta: { actor: p.userId, now: now() } }));
+  const close = (crId: string) => handleCommand({ db: t.db, commands }, p.projectId, crId, () => ({ type: 'CloseChangeRequest', meta: { actor: p.userId, now: now() } }));
 
   it('batches concurrent commands on different CRs into fewer statements; every one is stored and projected', async () => {
     const ids = await Promise.all(Array.from({ length: 40 }, () => openCr()));
-    const before = crGroupCommit(t.db).stats();
+    const before = commands.appends.stats();
     const results = await Promise.all(ids.map(close));
-    const after = crGroupCommit(t.db).stats();
+    const after = commands.appends.stats();
     expect(results.every((r) => r.events.length === 1 && r.cr.status === 'closed')).to.equal(true);
     expect(after.commands - before.commands).to.equal(40);
     expect(after.batches - before.batches, 'fewer statements than commands').to.be.lessThan(40);
@@ -71,21 +75,24 @@ describe('group-committed CR appends', function () {
   });
 
   describe('with a second server process on the same database (its own pool, its own cached rows)', () => {
-    let other: Db;
+    let other: { db: Db; commands: CrCommandPath };
+    let here: { db: Db; commands: CrCommandPath };
     before(() => {
-      other = createDb(t.url, { max: 4 });
+      const db = createDb(t.url, { max: 4 });
+      other = { db, commands: createCrCommandPath(db) };
+      here = { db: t.db, commands };
     });
-    after(async () => other.close());
+    after(async () => other.db.close());
     const cmd = (type: 'CloseChangeRequest' | 'ReopenChangeRequest') => () => ({ type, meta: { actor: p.userId, now: now() } });
     const types = async (id: string) => (await readStream(t.db, streamIdOf(id))).map((e) => [e.type, e.stream_position]);
-    const row = async (id: string) => fromRow((await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, id)))!);
+    const row = async (id: string) => decodeCrRow((await t.db.one<Record<string, unknown>>(crQueries.byId(p.projectId, id)))!);
 
     it('a command whose cached row another process moved past is appended on the fresh row, once, within one attempt', async () => {
       const id = await openCr();
-      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed at 2
+      await handleCommand(here, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed at 2
       await handleCommand(other, p.projectId, id, cmd('ReopenChangeRequest')); // 3
       await handleCommand(other, p.projectId, id, cmd('CloseChangeRequest')); // 4: closed again, as cached, but later
-      const res = await handleCommand(t.db, p.projectId, id, cmd('ReopenChangeRequest'), { attempts: 1 }); // the stale row costs no attempt
+      const res = await handleCommand(here, p.projectId, id, cmd('ReopenChangeRequest'), { attempts: 1 }); // the stale row costs no attempt
       expect(res.events.map((e) => e.stream_position), 'refused at 2, appended at 5').to.deep.equal([5]);
       expect(await types(id)).to.deep.equal([
         ['ChangeRequestOpened', 1], ['ChangeRequestClosed', 2], ['ChangeRequestReopened', 3], ['ChangeRequestClosed', 4], ['ChangeRequestReopened', 5],
@@ -97,18 +104,18 @@ describe('group-committed CR appends', function () {
 
     it('a command the cached row refuses or makes a no-op is decided again on the database row', async () => {
       const id = await openCr();
-      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed
+      await handleCommand(here, p.projectId, id, cmd('CloseChangeRequest')); // cached here: closed
       await handleCommand(other, p.projectId, id, cmd('ReopenChangeRequest')); // open in the database
-      const res = await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // closing a closed CR, says the cache
+      const res = await handleCommand(here, p.projectId, id, cmd('CloseChangeRequest')); // closing a closed CR, says the cache
       expect(res.events.map((e) => e.type)).to.deep.equal(['ChangeRequestClosed']);
       expect(await row(id)).to.include({ status: 'closed', stream_version: 4 });
     });
 
     it('a cached CR whose row is gone takes no event: not found, its stream unchanged', async () => {
       const id = await openCr();
-      await handleCommand(t.db, p.projectId, id, cmd('CloseChangeRequest')); // cached here
+      await handleCommand(here, p.projectId, id, cmd('CloseChangeRequest')); // cached here
       await t.db.run({ text: 'DELETE FROM change_requests WHERE cr_id = $1', values: [id] }); // as a project deletion's cascade
-      const err = await handleCommand(t.db, p.projectId, id, cmd('ReopenChangeRequest')).then(() => null, (e: unknown) => e);
+      const err = await handleCommand(here, p.projectId, id, cmd('ReopenChangeRequest')).then(() => null, (e: unknown) => e);
       expect((err as { code?: string } | null)?.code).to.equal('not_found');
       expect(await types(id)).to.deep.equal([['ChangeRequestOpened', 1], ['ChangeRequestClosed', 2]]);
     });
@@ -116,12 +123,12 @@ describe('group-committed CR appends', function () {
 
   it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
     const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
-    const cmd = async (crId: string, expected: number): Promise<ProjectedAppend> => ({
-      streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, crId, expected, eventId: randomUUID(),
-      type: 'ChangeRequestEdited', data: { title: `edited ${crId}` }, metadata: { actor: p.userId },
+    const cmd = async (crId: string, expected: number): Promise<CrAppendWithPatch> => ({
+      streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, crId, expected,
+      events: [{ eventId: randomUUID(), type: 'ChangeRequestEdited', data: { title: `edited ${crId}` } }], metadata: { actor: p.userId },
       patch: { title: `edited ${crId}`, stream_version: expected + 1 },
     });
-    const gc = crGroupCommit(t.db);
+    const gc = commands.appends;
     // Commands held in flight (their stream rows locked by another transaction) fill the
     // batcher's slots; the three queued behind them then go out as one batch.
     const heldIds = await Promise.all(Array.from({ length: GROUP_IN_FLIGHT }, () => openCr()));

@@ -20,14 +20,14 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
 
   it('create → running → stop → restart → remove, with credentials revoked at every step', () =>
     withSessionProject({ slug: 'life' }, async ({ srv, repo, api, sessions }) => {
-      const created = await api.post(sessions, { prompt: 'hello there', model: 'test/model' });
+      const created = await api.post(sessions, { prompt: 'hello there', model: 'test-model' });
       expect(created.status).to.equal(201);
       const s = created.body.session;
       expect(s.status).to.equal('provisioning');
       expect(s.branch).to.equal(s.session_id);
       expect(s.base_ref).to.equal('main');
       expect(s.agent).to.equal('build');
-      expect(s.model).to.equal('test/model');
+      expect(s.model).to.equal('test-model');
 
       const one = `${sessions}/${s.session_id}`;
       const running = await waitForStatus(api, one, ['running', 'failed']);
@@ -58,6 +58,22 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(env.SVC_EXECUTOR_TOKEN).to.equal(env.SVC_CLI_TOKEN);
       expect(env.SVC_PROJECT_SECRET_NAMES).to.equal('');
       expect(env.SVC_PROJECT_SECRETS_REVISION).to.equal('0');
+      // The model through the server's gateway, with this sandbox's own key; never the upstream's.
+      expect(env.SVC_AGENT_MODEL).to.equal('svc/test-model');
+      expect(env.SVC_LLM_BASE_URL).to.equal(`${env.SVC_API_URL}/llm`);
+      expect(env.SVC_LLM_API_KEY).to.match(/^svc_llm_/);
+      expect(env.SVC_YOLO_API_KEY).to.equal(env.SVC_LLM_API_KEY);
+      expect(env.SVC_YOLO_URL).to.equal(env.SVC_LLM_BASE_URL);
+      expect(JSON.stringify(env)).to.not.include('test-upstream-key-never-in-a-sandbox');
+      const runtimeConfig = JSON.parse(env.OPENCODE_CONFIG_CONTENT!);
+      expect(runtimeConfig.provider.svc.options).to.deep.equal({ baseURL: env.SVC_LLM_BASE_URL, apiKey: env.SVC_LLM_API_KEY });
+      expect(runtimeConfig.model).to.equal('svc/test-model');
+      // The agent's git identity: the user's name, an address of this server's host.
+      expect(env.GIT_AUTHOR_NAME).to.equal('Owner (svc agent)');
+      expect(env.GIT_COMMITTER_NAME).to.equal('Owner (svc agent)');
+      expect(env.GIT_AUTHOR_EMAIL).to.equal(`agent+${s.session_id}@127.0.0.1`);
+      expect(env.GIT_COMMITTER_EMAIL).to.equal(env.GIT_AUTHOR_EMAIL);
+      expect(JSON.stringify(env)).to.not.include('owner@example.test');
       expect(env).to.not.have.property('DATABASE_URL');
       expect(env).to.not.have.property('SVC_SECRET_KEY');
       const svcToken = env.SVC_TOKEN!;

@@ -85,6 +85,7 @@ describe('sessions: the manifest [sandbox] settings', function () {
     deps = {
       config,
       db: db.db,
+      activity: new Map(),
       logger: silentLogger,
       secrets,
       repos: createProjectRepos({ dataDir, engine: await createEngine('git'), secrets, logger: silentLogger }),

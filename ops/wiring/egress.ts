@@ -1,0 +1,38 @@
+import { egressPolicy } from '../../infra/egress/policy.js';
+import { repoUrlPolicy } from '../../infra/git/url-policy.js';
+import { startEgressProxy, type EgressProxy } from '../../infra/egress/proxy.js';
+import { egressRefusals, egressRulesFor } from '../../services/sessions/egress.js';
+import type { Core, Running } from './core.js';
+
+export interface EgressWiring extends Running {
+  /**
+   * Serves one socket accepted on a sandbox gateway's proxy port, with the identity the
+   * gateway knows (never read from the connection). The gateway forwarder's integration
+   * calls `proxy.handle(socket, {sandboxId, projectId})`.
+   */
+  proxy: EgressProxy;
+}
+
+/**
+ * The sandboxes' egress proxy (issue 20 item 5): one per server process, serving every
+ * sandbox gateway of this process. The operator's blocked hosts (SVC_REPO_BLOCKED_HOSTS)
+ * apply to it as to every outbound URL; nothing in the configuration loosens its address
+ * rules.
+ */
+export function wireEgress(core: Core): EgressWiring {
+  const { config, logger, db, repos } = core;
+  const refusals = egressRefusals({ db, logger });
+  const proxy = startEgressProxy({
+    policy: egressPolicy({ blockedHosts: repoUrlPolicy(config).blockedHosts }),
+    rulesFor: egressRulesFor({ db, repos }),
+    onRefused: (id, r) => refusals.record(id, r),
+    logger,
+  });
+  return {
+    proxy,
+    close: async () => {
+      await proxy.close();
+      await refusals.settled();
+    },
+  };
+}
