@@ -27,6 +27,7 @@ const schema = z.object({
     .string()
     .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:\d{1,5})?$/i, 'must be a DNS name (optionally :port)')
     .optional(),
+  /**
    * Without SVC_PUBLIC_URL: the origins this server is reached at (comma-separated
    * `http(s)://host[:port]`). A managed repository's URL is the one whose host the creating
    * request named, else the first; never a Host header this list does not hold.
