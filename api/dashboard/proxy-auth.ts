@@ -7,15 +7,6 @@ import { sessionStoreOf } from './store.js';
 import { vouchFor } from '../auth.js';
 
 /**
- * The one place the API accepts the dashboard cookie: the session proxy routes
- * (`.../sessions/:sessionId/agent/*`, `.../preview/:port/*`), which a page reaches from an
- * iframe or an EventSource that cannot carry a bearer token. A request with no
- * Authorization and a live dashboard cookie is given the session's own token, server-side
- * (it never reaches the browser). Reads only, unless the page's CSRF token comes along
- * as `X-CSRF-Token`: a cross-site form cannot drive the agent. And only from the
- * dashboard's own pages (`sameOrigin`).
- */
-/**
  * The cookie counts only on a same-origin request: `Sec-Fetch-Site: same-origin`, or (a
  * browser that sends no fetch metadata) an `Origin` equal to this server's. A page of
  * another origin (a preview included) that makes the browser call the proxy gets 401.
@@ -26,6 +17,15 @@ export function sameOrigin(req: Request): boolean {
   return req.headers.origin !== undefined && req.headers.origin === ownOrigin(req);
 }
 
+/**
+ * The one place the API accepts the dashboard cookie: the session proxy routes
+ * (`.../sessions/:sessionId/agent/*`, `.../preview/:port/*`), which a page reaches from an
+ * iframe or an EventSource that cannot carry a bearer token. A request with no
+ * Authorization and a live dashboard cookie is given the session's own token, server-side
+ * (it never reaches the browser). Reads only, unless the page's CSRF token comes along
+ * as `X-CSRF-Token`: a cross-site form cannot drive the agent. And only from the
+ * dashboard's own pages (`sameOrigin`).
+ */
 export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
   const store = sessionStoreOf(deps);
   return (req, _res, next) => {
