@@ -21,6 +21,8 @@ import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
+import { previewHostHandler } from './preview-host.js';
+import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
 
@@ -30,6 +32,9 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // A preview's own origin (p<port>-<session>.<preview domain>) is routed by Host before
+  // anything else: it never reaches the API or the dashboard.
+  app.use(previewHostHandler(deps));
   app.use(metricsMiddleware(deps.metrics));
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
@@ -51,6 +56,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
   v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
+  v1.use('/projects/:projectId/sessions/:sessionId/preview-url', previewUrlRoutes(deps));
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects/:projectId/triggers', triggerRoutes(deps));
   v1.use('/projects/:projectId/apps', appRoutes(deps));

@@ -27,5 +27,7 @@ export const sessionsApi = (api: ApiClient) => ({
   abort: (project: string, id: string) => api.request<unknown>('POST', `${one(project, id)}/abort`, {}),
   /** `.../agent/<path>`: the agent runtime behind the server's proxy. */
   agentPath: (project: string, id: string, path: string) => `${api.apiBase}${one(project, id)}/agent/${path.replace(/^\/+/, '')}`,
-  previewUrl: (project: string, id: string, port: number) => `${api.apiBase}${one(project, id)}/preview/${port}/`,
+  /** The preview's own origin (`p<port>-<id>.<preview domain>`), as the server names it. */
+  previewUrl: async (project: string, id: string, port: number) =>
+    (await api.request<{ url: string }>('GET', `${one(project, id)}/preview-url?port=${port}`)).url,
 });

@@ -19,6 +19,15 @@ const schema = z.object({
   /** Public base URL of this server, used in links (CR URLs, dashboard) and managed repositories' URLs. */
   SVC_PUBLIC_URL: z.string().url().optional(),
   /**
+   * Previews are served at `p<port>-<session id>.<SVC_PREVIEW_DOMAIN>` (a wildcard DNS name
+   * pointing at this server); required when SVC_PUBLIC_URL is not loopback. Unset on a
+   * loopback install: `p<port>-<session id>.localhost:<PORT>`.
+   */
+  SVC_PREVIEW_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:\d{1,5})?$/i, 'must be a DNS name (optionally :port)')
+    .optional(),
+  /**
    * Without SVC_PUBLIC_URL: the origins this server is reached at (comma-separated
    * `http(s)://host[:port]`). A managed repository's URL is the one whose host the creating
    * request named, else the first; never a Host header this list does not hold.
@@ -190,6 +199,24 @@ export interface Config extends Env {
   dataDir: string;
 }
 
+/**
+ * A public (non-loopback) server needs a preview domain, and that domain may not hold the
+ * dashboard's host (a preview could otherwise set cookies the dashboard reads).
+ */
+function previewConfigProblems(env: Env): string[] {
+  const loopback = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+  const pub = env.SVC_PUBLIC_URL ? new URL(env.SVC_PUBLIC_URL).hostname.toLowerCase() : null;
+  const problems: string[] = [];
+  if (pub && !loopback(pub) && !env.SVC_PREVIEW_DOMAIN) {
+    problems.push('SVC_PREVIEW_DOMAIN: required when SVC_PUBLIC_URL is not a loopback address (previews need an origin of their own)');
+  }
+  const domain = env.SVC_PREVIEW_DOMAIN?.toLowerCase().replace(/:\d+$/, '');
+  if (domain && pub && (pub === domain || pub.endsWith(`.${domain}`))) {
+    problems.push(`SVC_PREVIEW_DOMAIN: must not hold the dashboard's host ${pub} (give previews a domain of their own)`);
+  }
+  return problems;
+}
+
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
@@ -204,5 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.') || '(env)'}: ${i.message}`));
   }
+  const previews = previewConfigProblems(parsed.data);
+  if (previews.length) throw new ConfigError(previews);
   return { ...parsed.data, dataDir: path.resolve(parsed.data.SVC_DATA_DIR) };
 }

@@ -19,6 +19,8 @@ import { tokensPage } from './tokens-page.js';
 import { secretsPage } from './secrets-page.js';
 import { triggersPage } from './triggers-page.js';
 import { appsPage } from './apps-page.js';
+import { previewEntry } from './preview-entry.js';
+import { previewFrameSource } from '../../services/previews/origin.js';
 
 /**
  * The dashboard, served at `/` by the API server: server-rendered pages over the services
@@ -28,6 +30,7 @@ import { appsPage } from './apps-page.js';
 export function dashboardRoutes(deps: ApiDeps): Router {
   const getStore = sessionStoreOf(deps);
 
+  const frameSrc = previewFrameSource(deps.config);
   const r = Router();
   r.use(assetRoutes());
   r.use((req, res, next) => {
@@ -35,7 +38,8 @@ export function dashboardRoutes(deps: ApiDeps): Router {
     // Pages are never framed by other sites, and hold no third-party content.
     res.set({
       'X-Frame-Options': 'SAMEORIGIN',
-      'Content-Security-Policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self'; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'",
+      // Frames: the previews' own origins only (docs/sessions.md "Previews").
+      'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self' ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'`,
       'X-Content-Type-Options': 'nosniff',
     });
     next();
@@ -49,6 +53,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(liveRoutes(deps));
   r.use(tokensPage(deps));
   r.use(sessionPages(deps));
+  r.use(previewEntry(deps));
   r.use(secretsPage(deps));
   r.use(triggersPage(deps));
   r.use(appsPage(deps));

@@ -1,10 +1,21 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiDeps } from '../deps.js';
-import { parseCookies } from './context.js';
+import { ownOrigin, parseCookies } from './context.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 import { sessionStoreOf } from './store.js';
 import { vouchFor } from '../auth.js';
+
+/**
+ * The cookie counts only on a same-origin request: `Sec-Fetch-Site: same-origin`, or (a
+ * browser that sends no fetch metadata) an `Origin` equal to this server's. A page of
+ * another origin (a preview included) that makes the browser call the proxy gets 401.
+ */
+export function sameOrigin(req: Request): boolean {
+  const site = req.headers['sec-fetch-site'];
+  if (site !== undefined) return site === 'same-origin';
+  return req.headers.origin !== undefined && req.headers.origin === ownOrigin(req);
+}
 
 /**
  * The one place the API accepts the dashboard cookie: the session proxy routes
@@ -12,14 +23,15 @@ import { vouchFor } from '../auth.js';
  * iframe or an EventSource that cannot carry a bearer token. A request with no
  * Authorization and a live dashboard cookie is given the session's own token, server-side
  * (it never reaches the browser). Reads only, unless the page's CSRF token comes along
- * as `X-CSRF-Token`: a cross-site form cannot drive the agent.
+ * as `X-CSRF-Token`: a cross-site form cannot drive the agent. And only from the
+ * dashboard's own pages (`sameOrigin`).
  */
 export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
   const store = sessionStoreOf(deps);
   return (req, _res, next) => {
     if (!/^\/(agent|preview\/[^/]+)(\/|$)/.test(req.path) || req.headers.authorization !== undefined || typeof req.query.access_token === 'string') return next();
     const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
-    if (!cookie) return next();
+    if (!cookie || !sameOrigin(req)) return next();
     store()
       .then((s) => s.resolve(cookie))
       .then((session) => {

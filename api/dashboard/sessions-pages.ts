@@ -18,7 +18,9 @@ import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
  * Sessions (contracts.md "Sessions"): the list, and one session with its sandbox, errors,
  * open CRs, Stop / Restart / Remove, Refresh (the daemon's /svc/refresh, through the
  * server), a chat pane (prompts go through the server; with JS the reply streams from
- * the agent proxy) and a preview iframe for a port.
+ * the agent proxy) and a preview iframe for a port. The frame shows the preview's own
+ * origin (`p<port>-<id>.<preview domain>`, through `preview-entry.ts`): `allow-same-origin`
+ * there is that origin, never the dashboard's.
  */
 const PageQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).optional(), notice: z.string().optional(), error: z.string().optional() });
 const Prompt = z.object({ _csrf: z.string().optional(), text: z.string().min(1).max(65_536) });
@@ -97,7 +99,8 @@ ${s.error ? html`<div class="preview bad" role="alert"><strong>${s.error.code}</
 <div class="log" id="chat-log" aria-live="polite"></div>
 <form method="post" action="${base}/prompt" class="stack" data-chat-form>${hidden}<label>Message <textarea name="text" rows="3" required></textarea></label><button type="submit">Send</button></form></section>
 <section><h2>Preview</h2><form method="get" class="row"><label>Port <input name="port" inputmode="numeric" value="${port}" size="6"></label><button type="submit">Show</button></form>
-${s.status === 'running' ? html`<iframe class="preview-frame" title="Preview of port ${port}" src="${apiBase}/preview/${port}/" sandbox="allow-scripts allow-forms allow-same-origin"></iframe>` : html`<p class="muted">The preview shows while the session is running.</p>`}</section>`,
+${s.status === 'running' ? html`<p><a href="${base}/preview/${port}" target="_blank" rel="noopener noreferrer">Open in a new tab</a></p>
+<iframe class="preview-frame" title="Preview of port ${port}" src="${base}/preview/${port}" sandbox="allow-scripts allow-forms allow-same-origin allow-popups" referrerpolicy="no-referrer"></iframe>` : html`<p class="muted">The preview shows while the session is running.</p>`}</section>`,
     }));
   });
 

@@ -5,6 +5,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { authGuardOf, requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
+import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
@@ -27,7 +28,8 @@ import { checkGateway } from '../gateway.js';
  * SVC_TOKEN never leaves the server. Bodies stream both ways (SSE included); WebSocket
  * upgrades go through `sessionUpgradeHandler`. Mounted before the JSON body parser.
  */
-const HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'authorization', 'x-svc-user-context']);
+// No credential of the caller (token, cookie) and no Referer reaches the sandbox (api/proxy-headers.ts).
+const HOP = NOT_FORWARDED;
 
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
@@ -85,10 +87,8 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
 function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): http.ClientRequest {
   const up = sandboxRequest(target.url, { path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
-    const headers = { ...r.headers };
-    delete headers.connection;
-    delete headers['keep-alive'];
-    res.writeHead(r.statusCode ?? 502, headers);
+    // Served on the dashboard's origin: sandboxed, no cookies, no CORS (api/proxy-headers.ts).
+    res.writeHead(r.statusCode ?? 502, apiOriginResponseHeaders(r.headers));
     res.flushHeaders();
     r.pipe(res);
   });

@@ -43,7 +43,8 @@ describe('svc sessions (real server, scripted runtime)', function () {
       const open = await svc(p, ['sessions', 'open', id]);
       expect(open.stdout).to.equal(`${p.srv.url}/projects/${s.project_id}/sessions/${id}\n`);
       const preview = await svc(p, ['sessions', 'preview', id, '5173']);
-      expect(preview.stdout).to.equal(`${p.srv.url}/v1/projects/${s.project_id}/sessions/${id}/preview/5173/\n`);
+      // The preview's own origin (docs/sessions.md "Previews"), never the dashboard's.
+      expect(preview.stdout).to.equal(`http://p5173-${id}.localhost:${new URL(p.srv.url).port}/\n`);
       expect((await svc(p, ['sessions', 'preview', id, '99999'])).code).to.equal(2);
 
       const chat = await svc(p, ['sessions', 'chat', id, '--prompt', 'hello there']);

@@ -36,6 +36,9 @@ export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string;
   { path: /^\/(?!v1\/|v1$|healthz$|readyz$)/, why: "the dashboard: HTML pages, its forms and its live feed (SSE) for browsers; not the API (docs/dashboard.md)" },
 ];
 
+/** Hosts under the tests' preview domain (docs/sessions.md "Previews"), answered before the API. */
+const PREVIEW_HOST = /^[^:]+\.localhost(:\d+)?$/i;
+
 const exemptionOf = (method: string, path: string) => EXEMPT.find((e) => e.path.test(path) && (!e.method || e.method.test(method.toUpperCase())));
 export const exemptWhy = (method: string, path: string): string | null => exemptionOf(method, path)?.why ?? null;
 
@@ -139,6 +142,8 @@ export function watchResponses(server: http.Server): void {
   });
   server.prependListener('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? '/';
+    // A preview's own origin (`*.localhost` here) is not the API: whatever the app serves, whatever the path.
+    if (PREVIEW_HOST.test(req.headers.host ?? '')) return;
     const exempt = exemptionOf(req.method ?? 'GET', url.replace(/[?#].*$/, ''));
     if (exempt && !exempt.errorsChecked) return;
     // Streams whose errors are checked keep only a small head: an error body is small, a pack is not.

@@ -53,12 +53,21 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/**
+ * A public (non-loopback) SVC_PUBLIC_URL requires SVC_PREVIEW_DOMAIN at start-up; specs
+ * that set one for links alone get a preview domain nobody resolves (`.invalid`).
+ */
+function previewDomainFor(env: Record<string, string> = {}): Record<string, string> {
+  const pub = env.SVC_PUBLIC_URL ? new URL(env.SVC_PUBLIC_URL).hostname : '';
+  return pub && !/^(localhost|.*\.localhost|127\.\d+\.\d+\.\d+|\[::1\])$/.test(pub) ? { SVC_PREVIEW_DOMAIN: 'preview.invalid' } : {};
+}
+
 export async function startTestServer(
   opts: { env?: Record<string, string>; mergeConcurrency?: number; poolSize?: number; /** What the server is given instead of the test's Db (e.g. a counting wrapper). */ wrapDb?: (db: Db) => Db } = {},
 ): Promise<TestServer> {
   const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...opts.env });
+  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...previewDomainFor(opts.env), ...opts.env });
   let server: RunningServer;
   try {
     server = await startServer({

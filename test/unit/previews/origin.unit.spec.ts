@@ -1,0 +1,58 @@
+import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../../infra/config.js';
+import { parsePreviewHost, previewOrigin } from '../../../services/previews/origin.js';
+import { PREVIEW_COOKIE, signPreviewCookie, verifyPreviewCookie } from '../../../services/previews/grants.js';
+import { apiOriginResponseHeaders, cookieHeaderWithout, hostOnlyCookie, previewOriginResponseHeaders } from '../../../api/proxy-headers.js';
+
+const ID = '0c0c37c3-06e9-4719-bac7-17af2bf1cc6f';
+
+describe('previews: origins, the cookie, header rules', () => {
+  it('parses preview hosts under the domain only', () => {
+    const local = {};
+    expect(parsePreviewHost(`p3000-${ID}.localhost:8080`, local)).to.deep.equal({ port: 3000, sessionId: ID });
+    expect(parsePreviewHost(`P3000-${ID.toUpperCase()}.LOCALHOST`, local)).to.deep.equal({ port: 3000, sessionId: ID });
+    expect(parsePreviewHost('127.0.0.1:8080', local)).to.equal(null);
+    expect(parsePreviewHost('localhost:8080', local)).to.equal(null);
+    for (const h of [`p0-${ID}.localhost`, `p70000-${ID}.localhost`, `p3000-${ID}x.localhost`, `x.p3000-${ID}.localhost`, 'evil.localhost']) expect(parsePreviewHost(h, local), h).to.equal('unknown');
+    const pub = { SVC_PUBLIC_URL: 'https://svc.example.com', SVC_PREVIEW_DOMAIN: 'svc-preview.net' };
+    expect(parsePreviewHost(`p80-${ID}.svc-preview.net`, pub)).to.deep.equal({ port: 80, sessionId: ID });
+    expect(parsePreviewHost(`p80-${ID}.localhost:8080`, pub)).to.equal(null);
+    expect(parsePreviewHost('svc.example.com', pub)).to.equal(null);
+    expect(previewOrigin(pub, ID, 80, 8080)).to.equal(`https://p80-${ID}.svc-preview.net`);
+    expect(previewOrigin({}, ID, 3000, 41234)).to.equal(`http://p3000-${ID}.localhost:41234`);
+  });
+
+  it('needs a preview domain of its own when the public URL is not loopback', () => {
+    expect(() => loadConfig({ SVC_PUBLIC_URL: 'https://svc.example.com' })).to.throw(ConfigError, /SVC_PREVIEW_DOMAIN: required/);
+    expect(() => loadConfig({ SVC_PUBLIC_URL: 'https://svc.example.com', SVC_PREVIEW_DOMAIN: 'example.com' })).to.throw(ConfigError, /must not hold/);
+    expect(() => loadConfig({ SVC_PUBLIC_URL: 'https://svc.example.com', SVC_PREVIEW_DOMAIN: 'svc.example.com' })).to.throw(ConfigError, /must not hold/);
+    expect(() => loadConfig({ SVC_PREVIEW_DOMAIN: 'a b' })).to.throw(ConfigError, /SVC_PREVIEW_DOMAIN/);
+    expect(() => loadConfig({ SVC_PUBLIC_URL: 'https://svc.example.com', SVC_PREVIEW_DOMAIN: 'svc-preview.net' })).not.to.throw();
+    expect(() => loadConfig({ SVC_PUBLIC_URL: 'http://localhost:8080' })).not.to.throw();
+    expect(() => loadConfig({})).not.to.throw();
+  });
+
+  it('the cookie verifies only untouched and unexpired', () => {
+    const key = Buffer.alloc(32, 7);
+    const g = { user_id: 'u', project_id: 'p', session_id: ID, port: 3000, frame_origin: 'http://127.0.0.1:8080' };
+    const v = signPreviewCookie(key, g, 1_000_000);
+    expect(verifyPreviewCookie(key, v, 1_000_000)).to.deep.equal(g);
+    expect(verifyPreviewCookie(key, v, 1_000_000 + 31 * 60_000)).to.equal(null);
+    expect(verifyPreviewCookie(Buffer.alloc(32, 8), v, 1_000_000)).to.equal(null);
+    const [body, sig] = v.split('.');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(body!, 'base64url').toString()), p: 3001 })).toString('base64url');
+    expect(verifyPreviewCookie(key, `${forged}.${sig}`, 1_000_000)).to.equal(null);
+    expect(verifyPreviewCookie(key, undefined)).to.equal(null);
+  });
+
+  it('defuses responses on the API origin and keeps preview cookies host-only', () => {
+    const api = apiOriginResponseHeaders({ 'access-control-allow-origin': '*', 'set-cookie': ['a=1'], 'content-security-policy': 'default-src *', 'content-type': 'text/html', connection: 'close' });
+    expect(api).to.deep.equal({ 'content-type': 'text/html', 'content-security-policy': 'sandbox', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' });
+    expect(hostOnlyCookie('a=1; Domain=.example.com; Path=/;domain=x')).to.equal('a=1; Path=/');
+    const pv = previewOriginResponseHeaders({ 'set-cookie': [`${PREVIEW_COOKIE}=x; Path=/`, 'a=1; Domain=localhost'], 'content-security-policy': "script-src 'self'" }, 'http://127.0.0.1:1', PREVIEW_COOKIE);
+    expect(pv['set-cookie']).to.deep.equal(['a=1']);
+    expect(pv['content-security-policy']).to.deep.equal(["script-src 'self'", 'frame-ancestors http://127.0.0.1:1']);
+    expect(cookieHeaderWithout(`a=1; ${PREVIEW_COOKIE}=x; svc_session=y`, new Set([PREVIEW_COOKIE, 'svc_session']))).to.equal('a=1');
+    expect(cookieHeaderWithout(`${PREVIEW_COOKIE}=x`, new Set([PREVIEW_COOKIE]))).to.equal(undefined);
+  });
+});
