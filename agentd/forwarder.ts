@@ -4,8 +4,9 @@ import net from 'node:net';
 /**
  * Byte pipes run by svc-entrypoint in a sandbox with a network namespace of its own
  * (infra/sandbox/gateway-dirs.ts):
- *   - the sandbox gateway: 127.0.0.1:<SVC_GATEWAY_PORT> → the server's gateway socket
- *     (bound read-only), so SVC_API_URL and the clone URL are loopback URLs;
+ *   - the server's sockets on the sandbox's loopback (`loopbackForwards`): the gateway,
+ *     127.0.0.1:<SVC_GATEWAY_PORT> → gateway.sock, so SVC_API_URL and the clone URL are
+ *     loopback URLs; the egress proxy, 127.0.0.1:<SVC_EGRESS_PORT> → egress.sock;
  *   - an app sandbox's way in: the daemon socket → the app's 127.0.0.1:<PORT>.
  * Nothing is parsed: the server identifies the sandbox by the socket, not by the bytes.
  */
@@ -43,4 +44,34 @@ export async function forward(listen: Target, to: Target): Promise<net.Server> {
     else srv.listen(listen.port, listen.host, done);
   });
   return srv;
+}
+
+/** One server socket exposed on a TCP port of the sandbox's 127.0.0.1. */
+export interface LoopbackForward {
+  port: number;
+  socket: string;
+}
+
+/** The port→socket pairs the environment names (each only with both its variables set). */
+export function loopbackForwards(env: NodeJS.ProcessEnv): LoopbackForward[] {
+  const pairs: LoopbackForward[] = [];
+  for (const [port, socket] of [
+    [env.SVC_GATEWAY_PORT, env.SVC_GATEWAY_SOCKET],
+    [env.SVC_EGRESS_PORT, env.SVC_EGRESS_SOCKET],
+  ]) {
+    if (port && socket) pairs.push({ port: Number(port), socket });
+  }
+  return pairs;
+}
+
+/** Starts every forward; a port that cannot be bound fails the whole (the sandbox would be half-wired). */
+export async function forwardAll(pairs: LoopbackForward[]): Promise<net.Server[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (const p of pairs) servers.push(await forward({ host: '127.0.0.1', port: p.port }, { path: p.socket }));
+  } catch (err) {
+    for (const s of servers) s.close();
+    throw err;
+  }
+  return servers;
 }

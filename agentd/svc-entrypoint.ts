@@ -19,8 +19,9 @@
  *
  * Forwarders (agentd/forwarder.ts), when the provider gave a network namespace of its own:
  * SVC_GATEWAY_PORT + SVC_GATEWAY_SOCKET expose the server's gateway on the sandbox's
- * loopback (agent sandboxes); in an app sandbox SVC_DAEMON_SOCKET forwards to the app's
- * PORT. They start before the daemon (its clone goes through the gateway).
+ * loopback (agent sandboxes), SVC_EGRESS_PORT + SVC_EGRESS_SOCKET its egress proxy (agent
+ * and app sandboxes: HTTP_PROXY names it); in an app sandbox SVC_DAEMON_SOCKET forwards to
+ * the app's PORT. They start before the daemon (its clone goes through the gateway).
  *
  * SVC_ENTRYPOINT_DAEMON overrides the daemon path (a `.js` file runs with this Node);
  * extra arguments after `--` are passed to the daemon.
@@ -30,7 +31,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { forward } from './forwarder.js';
+import { forward, forwardAll, loopbackForwards } from './forwarder.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const daemonPath = process.env.SVC_ENTRYPOINT_DAEMON || path.join(here, 'svc-agent.js');
@@ -61,17 +62,17 @@ async function startForwarders(): Promise<void> {
   const env = process.env;
   if (appCommand) {
     if (env.SVC_DAEMON_SOCKET && env.PORT) await forward({ path: env.SVC_DAEMON_SOCKET }, { host: '127.0.0.1', port: Number(env.PORT) });
+    // An app reaches out through the egress proxy only; the API's gateway is not its.
+    await forwardAll(loopbackForwards({ SVC_EGRESS_PORT: env.SVC_EGRESS_PORT, SVC_EGRESS_SOCKET: env.SVC_EGRESS_SOCKET }));
     return;
   }
-  if (env.SVC_GATEWAY_SOCKET && env.SVC_GATEWAY_PORT) {
-    await forward({ host: '127.0.0.1', port: Number(env.SVC_GATEWAY_PORT) }, { path: env.SVC_GATEWAY_SOCKET });
-  }
+  await forwardAll(loopbackForwards(env));
 }
 
 /** The app's environment: the injected one without the daemon's plumbing. */
 function appEnv(): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const k of ['SVC_APP_COMMAND', 'SVC_SERVICE_PORT', 'SVC_AGENT_PORT', 'SVC_BIND_HOST', 'SVC_AGENT_HOME', 'SVC_AGENT_RUNTIME', 'SVC_ENTRYPOINT_DAEMON', 'SVC_DAEMON_SOCKET', 'SVC_GATEWAY_SOCKET', 'SVC_GATEWAY_PORT']) delete env[k];
+  for (const k of ['SVC_APP_COMMAND', 'SVC_SERVICE_PORT', 'SVC_AGENT_PORT', 'SVC_BIND_HOST', 'SVC_AGENT_HOME', 'SVC_AGENT_RUNTIME', 'SVC_ENTRYPOINT_DAEMON', 'SVC_DAEMON_SOCKET', 'SVC_GATEWAY_SOCKET', 'SVC_GATEWAY_PORT', 'SVC_EGRESS_SOCKET', 'SVC_EGRESS_PORT']) delete env[k];
   return env;
 }
 

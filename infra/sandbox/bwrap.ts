@@ -47,7 +47,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
-import { prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
+import { egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
 
 export interface BwrapProviderOptions {
   /** Host directory holding one subdirectory per sandbox. Created if missing. */
@@ -361,8 +361,8 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       if (existing || existsSync(dir)) await rm(dir, { recursive: true, force: true });
       await mkdir(root, { recursive: true });
       await prepareDir(dir);
-      const sockets = await prepareSocketDirs(dir, spec.sandboxId);
-      await opts.gateway?.open(spec.sandboxId, sockets.gw);
+      const sockets = await prepareSocketDirs(dir, spec.sandboxId, spec.projectId);
+      await opts.gateway?.open(spec.sandboxId, sockets.gw, spec.projectId);
       const bundled = path.join(app, 'node_modules', '.bin', 'opencode');
       const runtime = spec.env.SVC_AGENT_RUNTIME ?? opts.extraEnv?.SVC_AGENT_RUNTIME ?? opts.runtime ?? (existsSync(bundled) ? bundled : undefined);
       const env: Record<string, string> = {
@@ -375,6 +375,8 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         ...(runtime ? { SVC_AGENT_RUNTIME: runtime } : {}),
         ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway),
+        // The only way out: the egress proxy on its gateway (no other route exists).
+        ...egressProxyEnv(),
         // Plumbing: its own loopback (a network namespace of its own), its sockets, the workspace path.
         SVC_SERVICE_PORT: spec.env.SVC_SERVICE_PORT ?? '8000',
         SVC_AGENT_PORT: spec.env.SVC_AGENT_PORT ?? '4096',

@@ -34,7 +34,7 @@ import path from 'node:path';
 import Docker from 'dockerode';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { LABEL, sandboxLabels, sandboxName } from './provider-util.js';
-import { DAEMON_SOCKET, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
+import { DAEMON_SOCKET, egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
 import { socketUrl } from '../../lib/sandbox-dial.js';
 
 export const DEFAULT_SANDBOX_IMAGE = 'svc-sandbox:local';
@@ -208,10 +208,12 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
       const dir = dirOf(spec.sandboxId);
       await rm(dir, { recursive: true, force: true });
       await mkdir(root, { recursive: true });
-      const sockets = await prepareSocketDirs(dir, spec.sandboxId);
+      const sockets = await prepareSocketDirs(dir, spec.sandboxId, spec.projectId);
       labels[SOCKET_DIR_LABEL] = dir;
       const env: Record<string, string> = {
         ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway),
+        // The only way out: the egress proxy on its gateway (`--network none`: no other route).
+        ...egressProxyEnv(),
         SVC_BIND_HOST: '127.0.0.1',
         ...socketEnv(),
       };
@@ -224,7 +226,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         ...limitsOf(spec, opts),
         ...(opts.pidsLimit ? { PidsLimit: opts.pidsLimit } : {}),
       };
-      await opts.gateway?.open(spec.sandboxId, sockets.gw);
+      await opts.gateway?.open(spec.sandboxId, sockets.gw, spec.projectId);
 
       let container: Docker.Container;
       try {

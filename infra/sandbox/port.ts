@@ -87,8 +87,12 @@ export interface SandboxProvider {
 export interface SandboxGatewayHost {
   /** The server's own origin: env values under it (SVC_API_URL, a managed clone URL …) are rewritten to the gateway. */
   serverOrigin(): string;
-  /** Serves sandbox `sandboxId`'s gateway on `<dir>/gateway.sock`. */
-  open(sandboxId: string, dir: string): Promise<void>;
+  /**
+   * Serves sandbox `sandboxId`'s gateway on `<dir>/gateway.sock` and, given the project
+   * (bwrap, docker: sandboxes with a network namespace of their own), its egress proxy on
+   * `<dir>/egress.sock`, deciding for that project.
+   */
+  open(sandboxId: string, dir: string, projectId?: string): Promise<void>;
   close(sandboxId: string): Promise<void>;
 }
 

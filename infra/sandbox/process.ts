@@ -76,8 +76,10 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       }
       const [servicePort, agentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
       const sockets = await prepareSocketDirs(dir, spec.sandboxId);
+      // No egress socket nor proxy variables: this sandbox shares the host's network, so a
+      // proxy would bind only the clients that chose to use it (docs/sandbox-providers.md).
       await opts.gateway?.open(spec.sandboxId, sockets.gw);
-      const { SVC_DAEMON_SOCKET: _own, ...gatewayEnv } = socketEnv(gatewayPort, sockets.gw);
+      const { SVC_DAEMON_SOCKET: _own, SVC_EGRESS_SOCKET: _e, SVC_EGRESS_PORT: _p, ...gatewayEnv } = socketEnv(gatewayPort, sockets.gw);
       const env: Record<string, string> = {
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',

@@ -6,9 +6,10 @@ import type { Core, Running } from './core.js';
 
 export interface EgressWiring extends Running {
   /**
-   * Serves one socket accepted on a sandbox gateway's proxy port, with the identity the
-   * gateway knows (never read from the connection). The gateway forwarder's integration
-   * calls `proxy.handle(socket, {sandboxId, projectId})`.
+   * Serves one socket accepted on a sandbox's egress socket, with the identity that socket
+   * was opened for (never read from the connection): the gateway hub
+   * (ops/wiring/gateway.ts, wired in ops/wiring/sessions.ts) calls
+   * `proxy.handle(socket, {sandboxId, projectId})`.
    */
   proxy: EgressProxy;
 }

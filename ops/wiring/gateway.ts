@@ -1,11 +1,13 @@
 import { closeSync, constants, openSync } from 'node:fs';
 import { chmod, readdir, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { attachGateway } from '../../api/gateway.js';
+import type { EgressIdentity } from '../../infra/egress/proxy.js';
 import type { SandboxGatewayHost } from '../../infra/sandbox/port.js';
-import { GATEWAY_ID_FILE, GATEWAY_SOCKET } from '../../infra/sandbox/gateway-dirs.js';
+import { EGRESS_SOCKET, GATEWAY_ID_FILE, GATEWAY_SOCKET } from '../../infra/sandbox/gateway-dirs.js';
 import type { Logger } from '../../lib/logger.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -23,12 +25,20 @@ export interface GatewayHub extends SandboxGatewayHost {
  * socket per sandbox, created by this process in `<sandbox dir>/gw/` (read-only inside the
  * sandbox), serving the API with the sandbox's identity attached to each request object
  * (api/gateway.ts). Dashboard cookies do not pass (a sandbox has none to give), nor do
- * upgrades. The socket is bound relative to the directory's descriptor, held open while
- * it listens: the path stays short and no link is followed.
+ * upgrades. Given the sandbox's project, a second socket beside it, `egress.sock`, hands
+ * every connection it accepts to the egress proxy (`egress`) with the identity this
+ * socket was opened for: which socket accepted a connection says whose it is, nothing
+ * sent on it can. The sockets are bound relative to the directory's descriptor, held open
+ * while they listen: the path stays short and no link is followed.
  */
-export function createGatewayHub(opts: { logger: Logger; serverOrigin: () => string }): GatewayHub {
+export function createGatewayHub(opts: {
+  logger: Logger;
+  serverOrigin: () => string;
+  /** The egress proxy (ops/wiring/egress.ts); absent: no egress socket is opened. */
+  egress?: (socket: net.Socket, id: EgressIdentity) => void;
+}): GatewayHub {
   const log = opts.logger.child({ component: 'sandbox-gateway' });
-  const open = new Map<string, { server: http.Server; dirFd: number }>();
+  const open = new Map<string, { server: http.Server; egress?: net.Server; dirFd: number }>();
   let handler: Handler | undefined;
 
   const onRequest = (sandboxId: string) => (req: http.IncomingMessage, res: http.ServerResponse) => {
@@ -41,28 +51,42 @@ export function createGatewayHub(opts: { logger: Logger; serverOrigin: () => str
     handler(req, res);
   };
 
-  async function listen(sandboxId: string, dir: string): Promise<void> {
+  /** Listens on `<dir>/<name>` (a stale file there removed), open to the sandbox's user. */
+  async function bind(server: net.Server, dirFd: number, name: string): Promise<void> {
+    const at = `/proc/self/fd/${dirFd}/${name}`;
+    await rm(at, { force: true });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(at, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+    // The sandbox user (uid 1000 in an image) connects: the socket is open to it; the directory is read-only.
+    await chmod(at, 0o666);
+  }
+
+  async function listen(sandboxId: string, dir: string, projectId?: string): Promise<void> {
     await close(sandboxId);
     const dirFd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
-    const at = `/proc/self/fd/${dirFd}/${GATEWAY_SOCKET}`;
+    const server = http.createServer(onRequest(sandboxId));
+    let egress: net.Server | undefined;
     try {
-      await rm(at, { force: true });
-      const server = http.createServer(onRequest(sandboxId));
       server.keepAliveTimeout = 65_000;
       server.on('upgrade', (_req, socket: Duplex) => socket.end('HTTP/1.1 403 Forbidden\r\nconnection: close\r\ncontent-length: 0\r\n\r\n'));
       server.on('clientError', (_e, socket) => socket.destroy());
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(at, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      // The sandbox user (uid 1000 in an image) connects: the socket is open to it; the directory is read-only.
-      await chmod(at, 0o666);
-      open.set(sandboxId, { server, dirFd });
-      log.debug({ sandbox_id: sandboxId }, 'gateway open');
+      await bind(server, dirFd, GATEWAY_SOCKET);
+      const proxy = opts.egress;
+      if (proxy && projectId) {
+        const id: EgressIdentity = Object.freeze({ sandboxId, projectId });
+        egress = net.createServer((socket) => proxy(socket, id));
+        await bind(egress, dirFd, EGRESS_SOCKET);
+      }
+      open.set(sandboxId, { server, ...(egress ? { egress } : {}), dirFd });
+      log.debug({ sandbox_id: sandboxId, egress: Boolean(egress) }, 'gateway open');
     } catch (err) {
+      if (server.listening) server.close();
+      if (egress?.listening) egress.close();
       closeSync(dirFd);
       throw err;
     }
@@ -73,7 +97,8 @@ export function createGatewayHub(opts: { logger: Logger; serverOrigin: () => str
     if (!g) return;
     open.delete(sandboxId);
     g.server.closeAllConnections();
-    await new Promise<void>((r) => g.server.close(() => r()));
+    // Closing the egress listener leaves its accepted sockets to the proxy (closed with it).
+    await Promise.all([new Promise<void>((r) => g.server.close(() => r())), g.egress ? new Promise<void>((r) => g.egress!.close(() => r())) : undefined]);
     closeSync(g.dirFd);
   }
 
@@ -88,12 +113,14 @@ export function createGatewayHub(opts: { logger: Logger; serverOrigin: () => str
       let n = 0;
       for (const name of await readdir(root).catch(() => [] as string[])) {
         const dir = path.join(root, name);
-        const id = await readFile(path.join(dir, GATEWAY_ID_FILE), 'utf8').then(
-          (t) => (JSON.parse(t) as { sandboxId?: string }).sandboxId,
+        const ids = await readFile(path.join(dir, GATEWAY_ID_FILE), 'utf8').then(
+          (t) => JSON.parse(t) as { sandboxId?: string; projectId?: string },
           () => undefined,
         );
+        const id = ids?.sandboxId;
         if (!id || open.has(id)) continue;
-        await listen(id, path.join(dir, 'gw')).then(
+        // The project is recorded only for sandboxes that have an egress socket (prepareSocketDirs).
+        await listen(id, path.join(dir, 'gw'), ids.projectId).then(
           () => n++,
           (err: Error) => log.warn({ sandbox_id: id, err: err.message }, 'gateway not re-opened'),
         );

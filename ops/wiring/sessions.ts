@@ -1,6 +1,7 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import { createSandboxProvider, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { createGatewayHub, type GatewayHub } from './gateway.js';
+import { wireEgress } from './egress.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { sandboxSecrets } from '../../services/secrets/sandbox-env.js';
 import { startSessionWorkers } from '../../workers/sessions.js';
@@ -28,7 +29,9 @@ export function wireSessions(
   const apiUrl = () =>
     config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
-  const gateway = createGatewayHub({ logger, serverOrigin: apiUrl });
+  // The sandboxes' egress proxy, reached through each gateway's egress socket (issue 20 item 5).
+  const egress = wireEgress(core);
+  const gateway = createGatewayHub({ logger, serverOrigin: apiUrl, egress: (socket, id) => egress.proxy.handle(socket, id) });
   const extra = { ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}), gateway };
   const provider = roles.worker ? createSandboxProvider(config, { logger, ...extra }) : undefined;
   const modelGateway = config.SVC_LLM_UPSTREAM_URL ? `gateway to ${new URL(config.SVC_LLM_UPSTREAM_URL).host}` : 'no model gateway (SVC_LLM_UPSTREAM_URL unset)';
@@ -57,6 +60,7 @@ export function wireSessions(
     stop: () => workers?.stop(),
     async close() {
       await gateway.closeAll();
+      await egress.close?.();
       await provider?.close?.();
       if (appProvider !== provider) await appProvider?.close?.();
     },

@@ -9,35 +9,13 @@ import { manifestInForce } from './sandbox-settings.js';
 import type { SessionDeps } from './deps.js';
 
 /**
- * The sessions' side of the egress proxy (infra/egress/proxy.ts): the environment that
- * sends a sandbox's HTTP(S) clients to it, the project's `[sandbox] egress` list in force
- * for each connection, and refusals into the session's history.
+ * The sessions' side of the egress proxy (infra/egress/proxy.ts): the project's
+ * `[sandbox] egress` list in force for each connection, and refusals into the session's
+ * history.
  */
 
-/** The proxy's port on the sandbox's own loopback (the gateway forwarder listens there). */
-export const EGRESS_PROXY_PORT = 3128;
-
-/**
- * The variables that point HTTP(S) clients at the proxy on the sandbox gateway: both
- * spellings, since curl reads only the lower-case `http_proxy` and most others prefer
- * upper case. `NO_PROXY` keeps the gateway's own services (the API, smart HTTP, the
- * runtime) on loopback direct. `NODE_USE_ENV_PROXY` makes Node's own fetch/http honour
- * them (Node >= 24; older versions ignore it). A client that ignores all of this fails
- * closed: the sandbox has no other route out.
- */
-export function egressProxyEnv(port: number = EGRESS_PROXY_PORT): Record<string, string> {
-  const url = `http://127.0.0.1:${port}`;
-  const noProxy = '127.0.0.1,localhost';
-  return {
-    HTTP_PROXY: url,
-    HTTPS_PROXY: url,
-    http_proxy: url,
-    https_proxy: url,
-    NO_PROXY: noProxy,
-    no_proxy: noProxy,
-    NODE_USE_ENV_PROXY: '1',
-  };
-}
+/** The proxy's port and environment live with the sandbox plumbing (the providers set them). */
+export { EGRESS_PROXY_PORT, egressProxyEnv } from '../../infra/sandbox/gateway-dirs.js';
 
 /**
  * The egress list in force for the sandbox's project, read for every connection (a merge
