@@ -84,6 +84,7 @@ export const SECTIONS: Section[] = [
         children: [
           { name: 'ls', aliases: ['list'], describe: 'List projects', load: () => import('./commands/projects/ls.js') },
           { name: 'info', args: '[project]', describe: 'Show a project (default: the linked one)', load: () => import('./commands/projects/info.js') },
+          { name: 'create', args: '<name>', aliases: ['new'], describe: 'Create a project (a managed repository, or --repo-url)', load: () => import('./commands/projects/create.js') },
           { name: 'link', args: '[project]', describe: 'Link this directory to a project (.svc/link.json)', load: () => import('./commands/projects/link.js') },
           { name: 'unlink', describe: 'Remove the link of this directory', load: () => import('./commands/projects/unlink.js') },
           { name: 'open', args: '[project]', describe: "Open a project's dashboard page", load: () => import('./commands/projects/open.js') },
