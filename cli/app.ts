@@ -4,7 +4,7 @@
  * exit code. Returns the exit code; never exits the process (tests call this directly).
  */
 import type { Argv } from 'yargs';
-import { GLOBAL_VALUE_FLAGS, TOP, displayArgs, findSpec, isGroup, type Args, type CommandModule, type GroupSpec, type LeafSpec } from './command-table.js';
+import { GLOBAL_VALUE_FLAGS, TOP, displayArgs, findSpec, isGroup, type Args, type CommandModule, type GroupSpec, type LeafSpec, type Spec } from './command-table.js';
 import { EXIT_OK, UsageError, describeError, exitCodeFor } from './errors.js';
 import type { Factory } from './factory.js';
 import { groupHelp, treeHelp } from './help.js';
@@ -35,14 +35,19 @@ function editDistance(a: string, b: string): number {
 }
 
 /** The command a word is a typo of (1 edit for short words, 2 for longer ones), if any. */
-export function closestCommand(word: string): string | undefined {
+export function closestCommand(word: string, specs: Spec[] = TOP): string | undefined {
+  return closest(word, specs.map((spec) => ({ name: spec.name, words: [spec.name, ...(spec.aliases ?? [])] })));
+}
+
+/** The name whose spelling (or an alias's) is within 1 edit of a short word, 2 of a longer one. */
+export function closest(word: string, names: Array<{ name: string; words: string[] }>): string | undefined {
   const w = word.toLowerCase();
   const limit = w.length <= 4 ? 1 : 2;
   let best: { name: string; d: number } | undefined;
-  for (const spec of TOP) {
-    for (const name of [spec.name, ...(spec.aliases ?? [])]) {
+  for (const n of names) {
+    for (const name of n.words) {
       const d = editDistance(w, name);
-      if (d <= limit && (!best || d < best.d)) best = { name: spec.name, d };
+      if (d <= limit && (!best || d < best.d)) best = { name: n.name, d };
     }
   }
   return best?.name;
@@ -77,7 +82,10 @@ export function scan(argv: string[]): Scan {
   out.group = top;
   if (second === undefined) return out;
   const leaf = findSpec(top.children, second);
-  if (!leaf) throw new UsageError(`unknown command "${second}" for "svc ${top.name}"; run 'svc ${top.name} --help'`);
+  if (!leaf) {
+    const near = closestCommand(second, top.children);
+    throw new UsageError(`unknown command "${second}" for "svc ${top.name}"; ${near ? `did you mean "${near}"?` : `run 'svc ${top.name} --help'`}`);
+  }
   return { ...out, leaf };
 }
 
@@ -146,11 +154,18 @@ export async function main(argv: string[], f: Factory): Promise<number> {
 }
 
 function parse(y: Argv, argv: string[], group: GroupSpec | undefined, leaf: LeafSpec, mod: CommandModule, f: Factory): { argv?: Args; help?: string } {
+  const flagNames = new Set<string>();
   const leafCmd = (parent: Argv) =>
     parent.command(
       [leaf.name + (leaf.args ? ` ${leaf.args}` : ''), ...(leaf.aliases ?? [])],
       leaf.describe,
-      (b: Argv) => (mod.builder ? mod.builder(b) : b),
+      (b: Argv) => {
+        const built = mod.builder ? mod.builder(b) : b;
+        // getOptions() is yargs' own (untyped) record of the flags: kept for typo suggestions.
+        const opts = (built as unknown as { getOptions?: () => { key?: Record<string, unknown> } }).getOptions?.();
+        for (const k of Object.keys(opts?.key ?? {})) flagNames.add(k);
+        return built;
+      },
       (argv: unknown) => {
         // Run outside yargs: a handler inside it would also make yargs render (and load)
         // the whole help machinery after every command.
@@ -167,6 +182,14 @@ function parse(y: Argv, argv: string[], group: GroupSpec | undefined, leaf: Leaf
     .wrap(Math.min(100, f.io.columns ?? 80))
     .fail((msg: string | null, err: Error | undefined) => {
       const path = `svc ${group ? `${group.name} ` : ''}${leaf.name}`;
+      const unknown = msg ? /^Unknown arguments?: ([^,\s]+)/.exec(msg) : null;
+      if (unknown) {
+        // A typo of one of this command's flags: name the flag it was probably meant to be.
+        const word = unknown[1]!.replace(/^-+/, '');
+        const keys = [...flagNames].filter((k) => k.length > 1);
+        const near = closest(word, keys.map((k) => ({ name: `--${k}`, words: [k] })));
+        if (near) throw new UsageError(`unknown flag "--${word}" for "${path}"; did you mean "${near}"?`);
+      }
       // yargs' wording for a missing positional names none; name it.
       if (msg && /^Not enough non-option arguments/.test(msg) && leaf.args) throw new UsageError(`missing argument ${leaf.args.split(' ')[0]} for "${path}"`);
       throw new UsageError((msg ?? err?.message ?? 'invalid arguments').replace(/\s*\n\s*/g, ' '));

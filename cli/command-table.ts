@@ -84,6 +84,7 @@ export const SECTIONS: Section[] = [
         children: [
           { name: 'ls', aliases: ['list'], describe: 'List projects', load: () => import('./commands/projects/ls.js') },
           { name: 'info', args: '[project]', describe: 'Show a project (default: the linked one)', load: () => import('./commands/projects/info.js') },
+          { name: 'create', args: '<name>', aliases: ['new'], describe: 'Create a project (a managed repository, or --repo-url)', load: () => import('./commands/projects/create.js') },
           { name: 'link', args: '[project]', describe: 'Link this directory to a project (.svc/link.json)', load: () => import('./commands/projects/link.js') },
           { name: 'unlink', describe: 'Remove the link of this directory', load: () => import('./commands/projects/unlink.js') },
           { name: 'open', args: '[project]', describe: "Open a project's dashboard page", load: () => import('./commands/projects/open.js') },
@@ -102,7 +103,9 @@ export const SECTIONS: Section[] = [
           { name: 'ls', aliases: ['list'], describe: 'List sessions', load: () => import('./commands/sessions/ls.js') },
           { name: 'info', args: '<id>', aliases: ['show'], describe: 'Show a session (status, branch, base, agent, sandbox URL, errors)', load: () => import('./commands/sessions/info.js') },
           { name: 'new', aliases: ['create'], describe: 'Start a session and wait until it runs', load: () => import('./commands/sessions/new.js') },
+          { name: 'stop', args: '<id>', describe: 'Stop a session: its sandbox goes, its branch stays (restart brings it back)', load: () => import('./commands/sessions/stop.js') },
           { name: 'restart', args: '<id>', describe: 'Re-provision a session in place', load: () => import('./commands/sessions/restart.js') },
+          { name: 'refresh', args: '<id>', describe: 'Re-pull the session branch and restart its agent, same sandbox', load: () => import('./commands/sessions/refresh.js') },
           { name: 'rm', args: '<id>', aliases: ['remove', 'delete'], describe: 'Stop and delete a session', load: () => import('./commands/sessions/rm.js') },
           { name: 'open', args: '<id>', describe: "Open a session's dashboard page", load: () => import('./commands/sessions/open.js') },
           { name: 'chat', args: '[id]', aliases: ['talk'], describe: "Talk to a session's agent (interactive, or --prompt)", load: () => import('./commands/sessions/chat.js') },

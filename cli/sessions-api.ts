@@ -19,6 +19,7 @@ export const sessionsApi = (api: ApiClient) => ({
   get: async (project: string, id: string) => (await api.request<{ session: Session }>('GET', one(project, id))).session,
   create: async (project: string, input: NewSessionInput) => (await api.request<{ session: Session }>('POST', base(project), input)).session,
   stop: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/stop`, {}))?.session,
+  refresh: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/refresh`, {}))?.session,
   restart: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, {}))?.session,
   remove: (project: string, id: string) => api.request<void>('DELETE', one(project, id)),
   /** `agentSession`: the runtime's conversation to continue (default: a new one). */

@@ -60,8 +60,22 @@ export interface RunningServer {
  * resources (in reverse order), the database.
  */
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
-  const { config, logger, roles } = opts;
+  const { config, logger } = opts;
   const database = opts.database ?? (await openDatabase(config, logger));
+  // A start that fails half-way (the port taken, a bad key) stops what it started, its
+  // embedded PostgreSQL included, instead of leaving it running behind an exited process.
+  const undo: Array<() => Promise<unknown>> = [];
+  if (!opts.database) undo.push(() => database.close());
+  try {
+    return await startOn(opts, database, undo);
+  } catch (err) {
+    for (const u of undo.reverse()) await u().catch((e: unknown) => logger.warn({ err: e }, 'cleanup after a failed start'));
+    throw err;
+  }
+}
+
+async function startOn(opts: ServerOptions, database: Database, undo: Array<() => Promise<unknown>>): Promise<RunningServer> {
+  const { config, logger, roles } = opts;
   const { db } = database;
   await migrate(db, { logger });
   const secrets = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
@@ -69,6 +83,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY] });
+  undo.push(() => queue.stop());
   const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };
 
   // The API URL sandboxes use is known once the HTTP server listens (PORT=0 in tests).
@@ -78,8 +93,16 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
   const features: Running[] = [sessions, manifest, channels, wireMaintenance(core)];
+  // From here a failed start drains as stop() below does: intake, queue, resources.
+  undo.pop();
+  undo.push(async () => {
+    for (const f of features) await f.stop?.();
+    await queue.stop();
+    for (const f of [...features].reverse()) await f.close?.();
+  });
 
   const httpServer = await listenHttp(core, { sessions: sessions.deps, spawnSession: manifest.spawnSession, gateway: sessions.gateway });
+  undo.push(() => httpServer.stop());
   const { port } = httpServer;
   if (roles.api) apiPort = port;
   logger.info({ port, roles, engine: engine.name, embedded_db: database.embedded }, 'svc-server listening');

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * svc-server: start | api | worker | migrate | projections rebuild [--verify] |
- * admin bootstrap --email E [--name N] [--password-stdin] | admin set-password --email E. Configuration comes from the environment
+ * admin bootstrap --email E [--name N] [--password-stdin] [--init] | admin set-password --email E. Configuration comes from the environment
  * (infra/config.ts); see README.md and docs/operations.md.
  */
 import yargs from 'yargs';
@@ -9,6 +9,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, loadConfig, type Config } from '../infra/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { openDatabase } from '../infra/db/database.js';
+import { NoEmbeddedClusterError } from '../infra/db/embedded.js';
 import { migrate } from '../infra/db/migrate.js';
 import { bootstrapUser } from '../services/accounts/service.js';
 import { rebuildProjections } from '../projections/rebuild.js';
@@ -69,9 +70,18 @@ async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   await starting;
 }
 
-async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>, logger: Logger) => Promise<T>): Promise<T> {
+async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>, logger: Logger) => Promise<T>, opts: { createCluster?: boolean } = {}): Promise<T> {
   const { config, logger } = setup({ quietLogs: true });
-  const database = await openDatabase(config, logger, { poolSize: 2 });
+  const database = await openDatabase(config, logger, { poolSize: 2, ...opts }).catch((err: unknown) => {
+    if (err instanceof NoEmbeddedClusterError) {
+      // Run from another directory, a relative data dir is a new, empty one: its token would be
+      // refused by the running server. Say which directory was looked at instead.
+      throw new Error(
+        `no svc database in ${err.dataDir} (the data dir: SVC_DATA_DIR, or its default relative to this directory); run this where the server runs or set SVC_DATA_DIR, or pass --init to create a new database there`,
+      );
+    }
+    throw err;
+  });
   try {
     await migrate(database.db, { logger });
     return await fn(database, logger);
@@ -113,8 +123,10 @@ export async function main(argv: string[]): Promise<void> {
         .positional('action', { choices: Object.keys(ADMIN_ACTIONS) as Array<keyof typeof ADMIN_ACTIONS>, demandOption: true })
         .option('email', { type: 'string', describe: 'bootstrap, set-password: the user to create or reuse' })
         .option('name', { type: 'string', describe: 'bootstrap: display name (and account name) for a new user' })
-        .option('password-stdin', { type: 'boolean', default: false, describe: 'read a dashboard password from standard input (never from an argument)' }),
+        .option('password-stdin', { type: 'boolean', default: false, describe: 'read a dashboard password from standard input (never from an argument)' })
+        .option('init', { type: 'boolean', default: false, describe: 'embedded database: create it when the data dir has none (otherwise refused, naming the dir)' }),
       async (args) => {
+        const dbOpts = { createCluster: args.init };
         if (args.action === 'rotate-key') {
           // Issue 12: a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
           const report = await withDatabase(async (d) => {
@@ -122,7 +134,7 @@ export async function main(argv: string[]): Promise<void> {
             if (!config.SVC_SECRET_KEY) await addKeyToFile(config.dataDir);
             const box = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
             return rotateSecrets(d.db, box);
-          });
+          }, dbOpts);
           process.stdout.write(`key ${report.key_id}: resealed ${report.resealed}, already current ${report.already_current}, changed meanwhile ${report.skipped_concurrent}\n`);
           return;
         }
@@ -131,7 +143,7 @@ export async function main(argv: string[]): Promise<void> {
         // Dashboard passwords come on stdin only: an argument would show in `ps` and shell history.
         const password = args.passwordStdin || args.action === 'set-password' ? await readPassword() : undefined;
         if (args.action === 'set-password') {
-          const ok = await withDatabase((d) => setPassword(d.db, email, password!));
+          const ok = await withDatabase((d) => setPassword(d.db, email, password!), dbOpts);
           if (!ok) throw new Error(`no user ${email}; create it with 'svc-server admin bootstrap --email ${email}'`);
           process.stderr.write(`password set for ${email.toLowerCase()}\n`);
           return;
@@ -140,7 +152,7 @@ export async function main(argv: string[]): Promise<void> {
           const made = await bootstrapUser(d.db, { email, ...(args.name ? { name: args.name } : {}) });
           if (password !== undefined) await setPassword(d.db, email, password);
           return made;
-        });
+        }, dbOpts);
         process.stdout.write(`${out.token.token}\n`);
       },
     )

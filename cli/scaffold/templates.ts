@@ -39,9 +39,11 @@ enabled = false
 # health_path = "/healthz"
 `;
 
-export const DOCKERFILE = `# The sandbox image for this project's sessions. Start from the default svc sandbox image
-# (the daemon, the CLI and git under the layout sessions expect) and add your toolchain.
-FROM svc-sandbox:latest
+export const DOCKERFILE = `# The sandbox image for this project's sessions. It starts from the install's sandbox image
+# (the daemon, the CLI and git under the layout sessions expect; the docker provider passes
+# its image as SVC_SANDBOX_IMAGE) and adds your toolchain.
+ARG SVC_SANDBOX_IMAGE=svc-sandbox:local
+FROM \${SVC_SANDBOX_IMAGE}
 
 # RUN apt-get update && apt-get install -y --no-install-recommends python3 && rm -rf /var/lib/apt/lists/*
 `;

@@ -18,13 +18,13 @@ export interface Database {
  * `DATABASE_URL` when given; otherwise the embedded PostgreSQL under the data dir (started
  * here, or the one another process already runs there), with its `svc` database.
  */
-export async function openDatabase(config: Config, logger: Logger, opts: { poolSize?: number } = {}): Promise<Database> {
+export async function openDatabase(config: Config, logger: Logger, opts: { poolSize?: number; /** embedded only; default true */ createCluster?: boolean } = {}): Promise<Database> {
   const max = opts.poolSize ?? config.DATABASE_POOL_SIZE;
   if (config.DATABASE_URL) {
     const db = createDb(config.DATABASE_URL, { max, logger });
     return { db, url: config.DATABASE_URL, embedded: false, close: () => db.close() };
   }
-  const cluster = await startEmbeddedPostgres(config.dataDir, { logger });
+  const cluster = await startEmbeddedPostgres(config.dataDir, { logger, ...(opts.createCluster === false ? { create: false } : {}) });
   const admin = new pg.Client(cluster.url());
   await admin.connect();
   try {

@@ -89,13 +89,22 @@ async function waitReady(url: string, child: ChildProcess | null, timeoutMs: num
   throw new Error(`embedded postgres did not become ready: ${(lastErr as Error)?.message ?? 'timeout'}`);
 }
 
+/** No cluster under the data dir, and the caller may not create one (`svc-server admin` without `--init`). */
+export class NoEmbeddedClusterError extends Error {
+  override name = 'NoEmbeddedClusterError';
+  constructor(readonly dataDir: string) {
+    super(`no svc database in ${dataDir}`);
+  }
+}
+
 export async function startEmbeddedPostgres(
   dataDir: string,
-  opts: { logger?: Logger; timeoutMs?: number } = {},
+  opts: { logger?: Logger; timeoutMs?: number; /** default true; false: a missing cluster is an error, nothing is created */ create?: boolean } = {},
 ): Promise<EmbeddedPostgres> {
   const log = opts.logger ?? silentLogger;
   const clusterDir = path.join(dataDir, 'pg');
   const credFile = path.join(dataDir, 'pg-credentials.json');
+  if (opts.create === false && !(await exists(path.join(clusterDir, 'PG_VERSION')))) throw new NoEmbeddedClusterError(path.resolve(dataDir));
   await mkdir(dataDir, { recursive: true });
   // The postmaster runs as the `postgres` user when we are root: it must traverse dataDir.
   await chmod(dataDir, 0o711);

@@ -83,7 +83,10 @@ describe('svc init and svc <project-name>', function () {
     expect(toml.triggers).to.have.length(1);
     expect(toml.triggers[0].enabled).to.equal(false);
     expect(text).to.contain('# [[apps]]');
-    expect(templates().find((t) => t.path === '.svc/Dockerfile')!.content).to.match(/^FROM /m);
+    // It builds on the image the install makes (the docker provider passes it as the arg), not a registry tag.
+    const dockerfile = templates().find((t) => t.path === '.svc/Dockerfile')!.content;
+    expect(dockerfile).to.match(/^ARG SVC_SANDBOX_IMAGE=svc-sandbox:local$/m);
+    expect(dockerfile).to.match(/^FROM \$\{SVC_SANDBOX_IMAGE\}$/m);
   });
 
   it('the skill states the whole agent contract', () => {

@@ -94,6 +94,27 @@ describe('svc projects (HTTP stubbed with nock)', () => {
     expect(ci.stdout).to.contain('https://dash.test/projects/');
   });
 
+  it('create: POST /v1/projects with only the given fields; the repo URL on stdout, --json the project; a 400 is exit 1 with its message', async () => {
+    const created = { ...PROJECT, name: 'Gadget', slug: 'gadget', repo_url: 'https://git.example.com/ada/gadget.git', default_branch: 'trunk' };
+    api()
+      .post('/v1/projects', (b) => JSON.stringify(b) === JSON.stringify({ name: 'Gadget', repo_url: 'https://git.example.com/ada/gadget.git', default_branch: 'trunk' }))
+      .reply(201, { project: created });
+    const r = await run(['projects', 'create', 'Gadget', '--repo-url', 'https://git.example.com/ada/gadget.git', '--default-branch', 'trunk']);
+    expect(r.code, r.stderr).to.equal(0);
+    expect(r.stdout).to.equal('https://git.example.com/ada/gadget.git\n');
+    expect(r.stderr).to.contain(`Created project gadget (${PROJECT.project_id})`);
+    api().post('/v1/projects', (b) => JSON.stringify(b) === JSON.stringify({ name: 'Managed' })).reply(201, { project: { ...PROJECT, name: 'Managed', slug: 'managed', repo_url: `${API}/git/${PROJECT.project_id}.git` } });
+    const j = await run(['projects', 'create', 'Managed', '--json']);
+    expect(j.code, j.stderr).to.equal(0);
+    expect(JSON.parse(j.stdout).slug).to.equal('managed');
+    api().post('/v1/projects').reply(400, { error: 'BadRequest', message: 'repo_url: file:// repositories are disabled' });
+    const bad = await run(['projects', 'create', 'X', '--repo-url', 'file:///srv/x.git']);
+    expect(bad.code).to.equal(1);
+    expect(bad.stderr).to.contain('file:// repositories are disabled');
+    const none = await run(['projects', 'create']);
+    expect(none.code).to.equal(2);
+  });
+
   it('a 403 (project token on another project) is exit 1', async () => {
     api().get('/v1/projects/other').reply(403, { error: 'Forbidden', message: 'Token is scoped to another project.' });
     const r = await run(['projects', 'info', 'other']);

@@ -27,6 +27,7 @@ HOSTS
 PROJECTS
   projects ls                List projects (alias: list)
   projects info [<project>]  Show a project (default: the linked one)
+  projects create <name>     Create a project (a managed repository, or --repo-url) (alias: new)
   projects link [<project>]  Link this directory to a project (.svc/link.json)
   projects unlink            Remove the link of this directory
   projects open [<project>]  Open a project's dashboard page
@@ -35,7 +36,9 @@ SESSIONS
   sessions ls                     List sessions (alias: list)
   sessions info <id>              Show a session (status, branch, base, agent, sandbox URL, errors) (alias: show)
   sessions new                    Start a session and wait until it runs (alias: create)
+  sessions stop <id>              Stop a session: its sandbox goes, its branch stays (restart brings it back)
   sessions restart <id>           Re-provision a session in place
+  sessions refresh <id>           Re-pull the session branch and restart its agent, same sandbox
   sessions rm <id>                Stop and delete a session (alias: remove, delete)
   sessions open <id>              Open a session's dashboard page
   sessions chat [<id>]            Talk to a session's agent (interactive, or --prompt) (alias: talk)

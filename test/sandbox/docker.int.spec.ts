@@ -12,6 +12,7 @@ import { startTestGateway, type TestGateway } from './support/test-gateway.js';
 import { hostListeningPorts, PROBE_PORTS_JS } from '../int/isolation/support.js';
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { skipUnlessCi } from '../support/skip.js';
+import { DOCKERFILE as INIT_DOCKERFILE } from '../../cli/scaffold/templates.js';
 
 /**
  * The docker provider against a real engine, with the default sandbox image
@@ -194,6 +195,19 @@ describe('docker sandbox provider (real engine)', function () {
     handles.push(h4);
     expect((await docker.getContainer(h4.ref).inspect()).Config.Image).to.equal(image);
     for (const x of [h!, h2!, h3, h4]) await provider.destroy(x);
+  });
+
+  it("runs a sandbox from the Dockerfile `svc init` writes: it builds on the provider's image, nothing is pulled", async () => {
+    const h = await provider.create({ ...spec({ SVC_PROJECT_AUTO_CLONE: '0' }), dockerfile: INIT_DOCKERFILE });
+    handles.push(h);
+    const info = await docker.getContainer(h.ref).inspect();
+    builtImages.add(info.Config.Image);
+    expect(info.Config.Image).to.match(/^svc-repo-sandbox:[0-9a-f]{20}$/);
+    // The built image's parent layers are the provider's image: FROM resolved to it, not to a registry tag.
+    const [built, base] = await Promise.all([docker.getImage(info.Config.Image).inspect(), docker.getImage(image).inspect()]);
+    expect(built.RootFS.Layers!.slice(0, base.RootFS.Layers!.length)).to.deep.equal(base.RootFS.Layers);
+    await running(h);
+    await provider.destroy(h);
   });
 
   it("holds the container to the spec's resources (svc.toml cpus, memory_mb): docker inspect shows NanoCpus and Memory", async () => {

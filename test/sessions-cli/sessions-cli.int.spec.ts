@@ -94,6 +94,35 @@ describe('svc sessions (real server, scripted runtime)', function () {
       expect(none.code).to.equal(0); // the newest running session answers
     }));
 
+  it('chat --new passes --agent and --model to create; chat on a session created otherwise refuses them (exit 2); stop, restart, refresh', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const r = await svc(p, ['sessions', 'chat', '--new', '--agent', 'plan', '--model', 'test-model', '--prompt', 'plan it', '--json']);
+      expect(r.code, r.stderr).to.equal(0);
+      const [s] = (await p.api.get('/v1/projects/chat/sessions')).body.sessions as Array<{ session_id: string; agent: string; model: string | null }>;
+      expect(s).to.deep.include({ agent: 'plan', model: 'test-model' });
+      const id = s!.session_id;
+      const same = await svc(p, ['sessions', 'chat', id, '--agent', 'plan', '--prompt', 'again']);
+      expect(same.code, same.stderr).to.equal(0);
+      const other = await svc(p, ['sessions', 'chat', id, '--model', 'other-model', '--prompt', 'again']);
+      expect(other.code).to.equal(2);
+      expect(other.stderr).to.contain('--model other-model (it runs test-model)').and.contain('--new');
+
+      const stop = await svc(p, ['sessions', 'stop', id]);
+      expect(stop.code, stop.stderr).to.equal(0);
+      expect(stop.stderr).to.contain(`Stopped session ${id} (stopped)`);
+      expect((await p.api.get(`${p.sessions}/${id}`)).body.session.status).to.equal('stopped');
+      // Refresh needs a running sandbox: the server's 409 is exit 1.
+      const stale = await svc(p, ['sessions', 'refresh', id]);
+      expect(stale.code).to.equal(1);
+      expect((await svc(p, ['sessions', 'restart', id])).code).to.equal(0);
+      const refreshed = await svc(p, ['sessions', 'refresh', id, '--json']);
+      expect(refreshed.code, refreshed.stderr).to.equal(0);
+      expect(JSON.parse(refreshed.stdout).session_id).to.equal(id);
+      const after = await svc(p, ['sessions', 'chat', id, '--prompt', 'still there']);
+      expect(after.code, after.stderr).to.equal(0);
+      expect(after.stdout).to.equal('You said: still there. Done.\n');
+    }));
+
   it('interactive: Ctrl-C aborts the running reply, a second Ctrl-C exits', () =>
     withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
       const id = (await svc(p, ['sessions', 'new'])).stdout.trim();

@@ -39,10 +39,30 @@ async function target(f: Factory, ctx: ProjectContext, o: ChatOptions): Promise<
     const { prompt: _p, ...input } = inputOf(o.argv);
     return createRunning(f, ctx, input, o.json);
   }
-  if (o.id) return waitRunning(f, ctx, o.id, { quiet: o.json });
+  const s = o.id ? await waitRunning(f, ctx, o.id, { quiet: o.json }) : await newestRunning(ctx);
+  sameChoice(o.argv, s);
+  return s;
+}
+
+async function newestRunning(ctx: ProjectContext): Promise<Session> {
   const running = await sessionsApi(ctx.api).list(ctx.projectId, 'running');
   if (!running.length) throw new CliError('no running session in this project', "start one with 'svc sessions chat --new' or 'svc sessions new'");
   return running[0]!;
+}
+
+/**
+ * An existing session's agent and model were fixed when it was created (the prompt API
+ * takes neither), so a different `--agent`/`--model`/`--base` would be silently ignored:
+ * refuse it instead (exit 2), naming what the session runs and how to get the other.
+ */
+function sameChoice(argv: Args, s: Session): void {
+  const asked = inputOf(argv);
+  const differs = [
+    asked.agent !== undefined && asked.agent !== s.agent ? `--agent ${asked.agent} (it runs ${s.agent})` : '',
+    asked.model !== undefined && asked.model !== s.model ? `--model ${asked.model} (it runs ${s.model ?? 'the default model'})` : '',
+    asked.base_ref !== undefined && asked.base_ref !== s.base_ref ? `--base ${asked.base_ref} (it started from ${s.base_ref})` : '',
+  ].filter(Boolean);
+  if (differs.length) throw new UsageError(`session ${s.session_id} was created with another choice: ${differs.join(', ')}; use --new to start a session with it`);
 }
 
 /**

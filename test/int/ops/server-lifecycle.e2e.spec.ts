@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from '../../../lib/paths.js';
@@ -38,8 +40,29 @@ describe('svc-server on the embedded database (real processes)', function () {
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  it('admin bootstrap with no server running starts the database, prints only a token, and stops it again', async () => {
-    const out = await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'first@example.test'], { env: env() });
+  it('admin without --init where the data dir has no database: exit 1 naming the dir it resolved, nothing created', async () => {
+    // The default data dir is relative: run from another directory, it is a new one there.
+    const elsewhere = await traversableTempDir('svc-elsewhere-');
+    try {
+      const e = env();
+      delete e.SVC_DATA_DIR;
+      const err = await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'lost@example.test'], { env: e, cwd: elsewhere }).then(
+        () => null,
+        (x: { code: number; stdout: string; stderr: string }) => x,
+      );
+      expect(err?.code).to.equal(1);
+      expect(err?.stdout).to.equal('');
+      const lines = err!.stderr.trim().split('\n');
+      expect(lines).to.have.length(1);
+      expect(lines[0]).to.contain(`no svc database in ${path.join(elsewhere, '.svc-data')}`).and.contain('--init');
+      expect(existsSync(path.join(elsewhere, '.svc-data')), 'no data dir created').to.equal(false);
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+  });
+
+  it('admin bootstrap --init with no server running creates the database, prints only a token, and stops it again', async () => {
+    const out = await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'first@example.test', '--init'], { env: env() });
     expect(out.stdout).to.match(/^svc_pat_[A-Za-z0-9_-]+\n$/);
     const pid = await postmasterPid(dataDir).catch(() => 0);
     expect(pid === 0 || !alive(pid), 'no postmaster left behind').to.equal(true);
@@ -73,6 +96,24 @@ describe('svc-server on the embedded database (real processes)', function () {
       }
     } finally {
       if (!stopped) await server.stop();
+    }
+  });
+
+  it('a start that fails (its port taken) exits 1 and stops the embedded PostgreSQL it started', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      const err = await run(process.execPath, [bin, 'start'], { env: { ...env(), PORT: String(port), HOST: '127.0.0.1' } }).then(
+        () => null,
+        (x: { code: number; stderr: string }) => x,
+      );
+      expect(err?.code, err?.stderr).to.equal(1);
+      expect(err?.stderr).to.match(/EADDRINUSE|in use/);
+      const pid = await postmasterPid(dataDir).catch(() => 0);
+      expect(pid === 0 || !alive(pid), 'no postmaster left behind').to.equal(true);
+    } finally {
+      await new Promise((r) => blocker.close(r));
     }
   });
 
