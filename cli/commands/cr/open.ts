@@ -85,11 +85,8 @@ export async function run(opts: CrOpenOptions): Promise<void> {
 async function refuseEmpty(ctx: ProjectContext, cr: ChangeRequest): Promise<void> {
   const preview = await ctx.api.getMergePreview(ctx.projectId, cr.number).catch(() => undefined);
   if (!preview?.is_up_to_date) return;
-  const closed = await ctx.api.close(ctx.projectId, cr.number).then(
-    () => true,
-    () => false,
-  );
+  await ctx.api.close(ctx.projectId, cr.number).catch(() => undefined);
   throw new CliError(
-    `refused: ${cr.head_ref} adds nothing to ${cr.base_ref} (#${cr.number} ${closed ? 'closed again' : 'could not be closed: close it by hand'}; commit and push first, or pass --allow-empty)`,
+    `refused: ${cr.head_ref} adds nothing to ${cr.base_ref} (#${cr.number} closed again; commit and push first, or pass --allow-empty)`,
   );
 }
