@@ -49,33 +49,6 @@ describe('svc commands against the real server (in process)', function () {
       }
     }));
 
-  it('cr open refuses a head that adds nothing to its base (exit 1, one line, the CR closed again); --allow-empty keeps it; the API itself accepts it', () =>
-    withProject({ slug: 'cli-empty' }, async ({ srv, repo, api, base }) => {
-      const sb = await sandbox();
-      try {
-        const env = { SVC_API_URL: `${srv.url}/v1`, SVC_CLI_TOKEN: srv.token, SVC_PROJECT_ID: 'cli-empty' };
-        const run = (args: string[]) => runSvc(args, { configPath: sb.configPath, env, cwd: sb.dir });
-        repo.git('push', '-q', 'origin', 'main:refs/heads/nothing');
-        const r = await run(['cr', 'open', '--title', 'Nothing', '--head', 'nothing']);
-        expect(r.code).to.equal(1);
-        expect(r.stdout).to.equal('');
-        expect(r.stderr.trim().split('\n').filter((l) => !l.startsWith('host: '))).to.deep.equal(['error: refused: nothing adds nothing to main (#1 closed again; commit and push first, or pass --allow-empty)']);
-        expect((await api.get(`${base}?status=open`)).body.change_requests).to.deep.equal([]);
-        // A commit on the head, and the same command opens it.
-        await repo.commit('nothing', { 'real.txt': 'real\n' });
-        const ok = await run(['cr', 'open', '--title', 'Something', '--head', 'nothing', '--json']);
-        expect(ok.code, ok.stderr).to.equal(0);
-        expect(JSON.parse(ok.stdout)).to.include({ head_ref: 'nothing', status: 'open' });
-        // --allow-empty: kept open.
-        repo.git('push', '-q', 'origin', 'main:refs/heads/empty-too');
-        const allowed = await run(['cr', 'open', '--title', 'Empty on purpose', '--head', 'empty-too', '--allow-empty', '--json']);
-        expect(allowed.code, allowed.stderr).to.equal(0);
-        expect(JSON.parse(allowed.stdout)).to.include({ head_ref: 'empty-too', status: 'open' });
-      } finally {
-        await sb.cleanup();
-      }
-    }));
-
   it('secrets set/unset; unsetting a name that is not set: exit 1, one error line, the revision unchanged', () =>
     withProject({ slug: 'cli-secrets' }, async ({ srv, api }) => {
       const sb = await sandbox();

@@ -1,7 +1,7 @@
 import type { Argv } from 'yargs';
-import type { ChangeRequest, CreateCRInput } from '../../api-client.js';
+import type { CreateCRInput } from '../../api-client.js';
 import type { Args } from '../../command-table.js';
-import { projectContext, type ProjectContext } from '../../context.js';
+import { projectContext } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { str, withHost, withJson, withProject } from '../../flags.js';
@@ -16,8 +16,6 @@ export interface CrOpenOptions {
   head?: string;
   base?: string;
   session?: string;
-  /** Keep a CR whose head adds nothing to its base (the API accepts one; the CLI refuses it by default). */
-  allowEmpty?: boolean;
   project?: string;
   host?: string;
   json: boolean;
@@ -32,8 +30,7 @@ export const builder = (y: Argv) =>
           .option('description', { alias: ['body', 'b'], type: 'string', requiresArg: true, describe: 'Description' })
           .option('head', { alias: 'from', type: 'string', requiresArg: true, describe: 'Branch to merge from (default: $SVC_BRANCH_NAME, $SVC_HEAD_REF, the current git branch)' })
           .option('base', { alias: 'into', type: 'string', requiresArg: true, describe: "Branch to merge into (default: the project's default branch)" })
-          .option('session', { type: 'string', requiresArg: true, describe: 'Originating session (default: $SVC_SESSION_ID)' })
-          .option('allow-empty', { type: 'boolean', describe: 'Open it even when the head adds nothing to the base' }),
+          .option('session', { type: 'string', requiresArg: true, describe: 'Originating session (default: $SVC_SESSION_ID)' }),
       ),
     ),
   );
@@ -46,7 +43,6 @@ export const handler = (argv: Args, f: Factory) =>
     head: str(argv.head),
     base: str(argv.base),
     session: str(argv.session),
-    allowEmpty: !!argv['allow-empty'],
     project: str(argv.project),
     host: str(argv.host),
     json: !!argv.json,
@@ -69,24 +65,7 @@ export async function run(opts: CrOpenOptions): Promise<void> {
   const session = opts.session || f.env.SVC_SESSION_ID;
   if (session) input.session_id = session;
   const cr = await ctx.api.createChangeRequest(ctx.projectId, input);
-  if (!opts.allowEmpty) await refuseEmpty(ctx, cr);
   if (opts.json) return printJson(f.io, cr);
   f.io.err.write(`Opened change request #${cr.number}: ${cr.head_ref} → ${cr.base_ref}\n`);
   f.io.out.write(`#${cr.number}\n${crUrl(f, ctx.host.url, cr)}\n`);
-}
-
-/**
- * A head already contained in its base adds nothing: merging it would say "merged" and change
- * nothing (an agent that never committed does this). The API accepts such a CR as the spec
- * says; it has no compare route, so the CLI asks the new CR's merge preview, which compares
- * the refs the server resolved, and closes it again when it is up to date. A preview that
- * cannot be read keeps the CR (the check must not lose real work).
- */
-async function refuseEmpty(ctx: ProjectContext, cr: ChangeRequest): Promise<void> {
-  const preview = await ctx.api.getMergePreview(ctx.projectId, cr.number).catch(() => undefined);
-  if (!preview?.is_up_to_date) return;
-  await ctx.api.close(ctx.projectId, cr.number).catch(() => undefined);
-  throw new CliError(
-    `refused: ${cr.head_ref} adds nothing to ${cr.base_ref} (#${cr.number} closed again; commit and push first, or pass --allow-empty)`,
-  );
 }
