@@ -42,8 +42,10 @@ export function wireSessions(
     provider && (provider.name === 'docker' || provider.name === 'kubernetes')
       ? createSandboxProvider({ ...config, SVC_SANDBOX_PROVIDER: undefined }, { logger, ...extra })
       : provider;
+  // A stop must not wait out a provisioning deadline (minutes): the jobs' waits end on it.
+  const stopping = new AbortController();
   const deps: SessionDeps = {
-    config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(),
+    config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(), stopping: stopping.signal,
     ...(provider ? { provider } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };
@@ -57,7 +59,10 @@ export function wireSessions(
       if (roles.worker) await gateway.reopen(sandboxesRoot(config));
       if (roles.worker) workers = await startSessionWorkers(deps, queue);
     },
-    stop: () => workers?.stop(),
+    stop: () => {
+      stopping.abort();
+      workers?.stop();
+    },
     async close() {
       await gateway.closeAll();
       await egress.close?.();

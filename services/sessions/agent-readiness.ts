@@ -1,6 +1,6 @@
 import type { SandboxHandle } from '../../infra/sandbox/port.js';
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
-import type { SessionDeps } from './deps.js';
+import { pause, probeSignal, type SessionDeps } from './deps.js';
 import { currentSandbox } from '../../domain/session/index.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 
@@ -9,14 +9,22 @@ import { handleSessionCommand, loadSession } from './handle.js';
  * agent runtime behind it still boots: the session's `agent_state` stays `starting`
  * until the daemon reports the runtime answering (`agent: "running"` on /svc/health),
  * then `ready`; past the provisioning deadline, `error` (the session stays running: its
- * workspace is there, a restart may bring the runtime up).
+ * workspace is there, a restart may bring the runtime up). When this process stops,
+ * `interrupted` at once: the state stays `starting`, and a restarted server waits again
+ * (recoverSessions).
  */
-export async function awaitAgentReady(deps: Pick<SessionDeps, 'db' | 'logger'>, sessionId: string, h: SandboxHandle, deadline: number): Promise<'ready' | 'error' | 'gone'> {
+export async function awaitAgentReady(
+  deps: Pick<SessionDeps, 'db' | 'logger' | 'stopping'>,
+  sessionId: string,
+  h: SandboxHandle,
+  deadline: number,
+): Promise<'ready' | 'error' | 'gone' | 'interrupted'> {
   let last: string | undefined;
   let checked = Date.now();
   const sys = (s: { created_by: string }) => ({ actor: s.created_by, now: new Date() });
   for (;;) {
-    const body = await sandboxFetch(h.url, '/svc/health', { signal: AbortSignal.timeout(2000) })
+    if (deps.stopping?.aborted) return 'interrupted';
+    const body = await sandboxFetch(h.url, '/svc/health', { signal: probeSignal(2000, deps.stopping) })
       .then((r) => (r.ok ? (r.json() as Promise<{ agent?: string }>) : null))
       .catch(() => null);
     if (body?.agent) last = body.agent;
@@ -38,6 +46,6 @@ export async function awaitAgentReady(deps: Pick<SessionDeps, 'db' | 'logger'>, 
       const { state } = await loadSession(deps.db, sessionId);
       if (!state || state.removed || state.status !== 'running' || currentSandbox(state)?.sandbox_id !== h.sandboxId) return 'gone';
     }
-    await new Promise((r) => setTimeout(r, 100));
+    await pause(100, deps.stopping);
   }
 }

@@ -28,7 +28,39 @@ export interface SessionDeps {
    * truth): made once by the wiring, so activity is written at most once per interval.
    */
   activity: Map<string, number>;
+  /**
+   * Aborted when this process stops: waits on a sandbox or its agent runtime end at once,
+   * leaving the session as it is (provisioning, or running with the agent `starting`) for
+   * a restarted server, or another worker's sweep, to resume. Absent: never aborted.
+   */
+  stopping?: AbortSignal;
 }
+
+/** Ends a wait because this process stops (`SessionDeps.stopping`); not a failure of the session. */
+export class StopInterrupted extends Error {
+  readonly code = 'interrupted';
+  constructor() {
+    super('this process is stopping');
+  }
+}
+
+/** Sleeps `ms`, or less when `signal` aborts. */
+export function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A probe's signal: its own timeout, or this process stopping. */
+export const probeSignal = (ms: number, stopping?: AbortSignal): AbortSignal =>
+  stopping ? AbortSignal.any([AbortSignal.timeout(ms), stopping]) : AbortSignal.timeout(ms);
 
 export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.now() : new Date());
 

@@ -14,7 +14,7 @@ import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredenti
 import { agentEnv } from './agent-env.js';
 import { awaitAgentReady } from './agent-readiness.js';
 import { keepFailureLog, redactLog } from './failure-log.js';
-import { nowOf, type SessionDeps } from './deps.js';
+import { nowOf, pause, probeSignal, StopInterrupted, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
 import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
@@ -29,8 +29,11 @@ import { stopSession } from './service.js';
  *
  *   branch cut → credentials + sandbox requested → provider started (active)
  *   → daemon healthy on the session branch → running; any failure → failed (sandbox gone).
+ *
+ * When this process stops, the waits end at once (`interrupted`): the session stays as it
+ * is and its sandbox keeps running, and the next start's recovery re-enqueues the job.
  */
-export async function provisionSession(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped'> {
+export async function provisionSession(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped' | 'interrupted'> {
   const client = await deps.db.connect();
   let locked = false;
   try {
@@ -46,8 +49,9 @@ export async function provisionSession(deps: SessionDeps, sessionId: string): Pr
 
 const sys = (s: Session) => ({ actor: s.created_by, now: new Date() });
 
-async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped'> {
+async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped' | 'interrupted'> {
   const log = deps.logger.child({ session_id: sessionId });
+  if (deps.stopping?.aborted) return 'interrupted'; // fetched while stopping: the next start's recovery runs it
   let { state } = await loadSession(deps.db, sessionId);
   if (!state || state.removed || state.status !== 'provisioning') return 'skipped';
   const provider = deps.provider;
@@ -138,6 +142,11 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     log.info({ ms: Date.now() - started, agent }, 'agent runtime');
     return 'running';
   } catch (err) {
+    if (err instanceof StopInterrupted) {
+      // Not a failure: the sandbox runs on (detached), and a restarted server resumes from the stream.
+      log.info({ ms: Date.now() - started }, 'provisioning interrupted: this process is stopping');
+      return 'interrupted';
+    }
     // Read before destroy: the process and bwrap providers delete the sandbox's directory.
     const tail = handle ? await keepFailureLog(deps, { sessionId, sandboxId: handle.sandboxId, provider: provider.name, secretValues }) : '';
     const now = await loadSession(deps.db, sessionId);
@@ -196,8 +205,9 @@ async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, 
   let lastInspect = 0;
   let last: unknown;
   for (;;) {
+    if (deps.stopping?.aborted) throw new StopInterrupted();
     if (Date.now() > deadline) throw new TimeoutError(`The sandbox did not become healthy in time (last health: ${JSON.stringify(last ?? null)}).`);
-    const body = await sandboxFetch(h.url, '/svc/health', { signal: AbortSignal.timeout(2000) })
+    const body = await sandboxFetch(h.url, '/svc/health', { signal: probeSignal(2000, deps.stopping) })
       .then((r) => (r.ok ? (r.json() as Promise<{ branch?: string; commit?: string }>) : null))
       .catch(() => null);
     if (body) last = body;
@@ -206,7 +216,7 @@ async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, 
       lastInspect = Date.now();
       if ((await deps.provider!.inspect(h)) === 'exited') throw new SandboxError('create_failed', 'The sandbox exited while starting.');
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await pause(20, deps.stopping);
   }
 }
 

@@ -50,6 +50,11 @@ export interface TestServer {
   dataDir: string;
   /** Another user token for a fresh user in another account. */
   newUser(email: string): Promise<{ token: string; userId: string; accountId: string }>;
+  /**
+   * Stops this server (how long that took) and starts another on the same database and
+   * data directory, as an operator's restart: `url` changes (a new port).
+   */
+  restart(): Promise<{ stopMs: number }>;
   stop(): Promise<void>;
 }
 
@@ -68,9 +73,8 @@ export async function startTestServer(
   const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
   const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...previewDomainFor(opts.env), ...opts.env });
-  let server: RunningServer;
-  try {
-    server = await startServer({
+  const boot = () =>
+    startServer({
       config,
       // SVC_TEST_LOG=debug shows the server's logs while debugging a test.
       logger: process.env.SVC_TEST_LOG ? createLogger({ level: process.env.SVC_TEST_LOG, pretty: false, destination: process.stderr }) : silentLogger,
@@ -78,13 +82,16 @@ export async function startTestServer(
       database: { db: opts.wrapDb ? opts.wrapDb(db.db) : db.db, url: db.url, embedded: false, close: async () => {} },
       ...(opts.mergeConcurrency ? { mergeConcurrency: opts.mergeConcurrency } : {}),
     });
+  let server: RunningServer;
+  try {
+    server = await boot();
   } catch (err) {
     await db.drop();
     throw err;
   }
   watchResponses(server.httpServer);
   const first = await bootstrapUser(db.db, { email: 'owner@example.test', name: 'Owner' });
-  return {
+  const srv: TestServer = {
     url: server.url,
     token: first.token.token,
     userId: first.user_id,
@@ -95,6 +102,15 @@ export async function startTestServer(
       const u = await bootstrapUser(db.db, { email });
       return { token: u.token.token, userId: u.user_id, accountId: u.account_id };
     },
+    async restart() {
+      const t0 = Date.now();
+      await server.stop();
+      const stopMs = Date.now() - t0;
+      server = await boot();
+      watchResponses(server.httpServer);
+      srv.url = server.url;
+      return { stopMs };
+    },
     async stop() {
       await server.stop();
       await db.drop();
@@ -104,6 +120,7 @@ export async function startTestServer(
       if (late.length) throw new Error(`responses that break the OpenAPI document:\n  ${late.join('\n  ')}`);
     },
   };
+  return srv;
 }
 
 export { freePort };

@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { client } from '../../support/http.js';
 import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { until } from '../../support/wait.js';
 
 /** Unset ('' is unset): no gateway, no server model. */
 const NO_MODEL = { SVC_LLM_UPSTREAM_URL: '', SVC_LLM_UPSTREAM_KEY: '', SVC_LLM_MODEL: '' };
@@ -26,6 +28,28 @@ describe('sessions: agent readiness, no model, failures that say why (scripted r
       expect(events.indexOf('SessionAgentReady')).to.be.greaterThan(events.indexOf('SessionRunning'));
       expect((await api.get(sessions)).body.sessions[0].agent_state).to.equal('ready');
       expect((await api.post(`${one}/stop`, {})).body.session.agent_state).to.equal('stopped');
+    }));
+
+  it('a server stop while the agent is starting ends at once (not at the provisioning deadline); the restarted server waits again and marks it ready', () =>
+    withSessionProject({ slug: 'restart' }, async ({ srv, api, sessions }) => {
+      // The runtime answers 8 s after the daemon starts it: the stop below comes well before.
+      expect((await api.call('PUT', '/v1/projects/restart/secrets/FAKE_RUNTIME_BOOT_DELAY_MS', { value: '8000' })).status).to.be.oneOf([200, 201, 204]);
+      const one = `${sessions}/${(await api.post(sessions, {})).body.session.session_id}`;
+      const running = await waitForStatus(api, one, ['running', 'failed']);
+      expect(running.status).to.equal('running');
+      expect(running.agent_state).to.equal('starting');
+      // The provisioning job was still waiting for the runtime: the stop must not wait with it.
+      const { stopMs } = await srv.restart();
+      expect(stopMs).to.be.below(3000);
+      const api2 = client(srv.url, srv.token);
+      const after = (await api2.get(one)).body.session;
+      expect(after.status).to.equal('running');
+      expect(after.agent_state).to.be.oneOf(['starting', 'ready']);
+      // Nobody else waits: the restarted server's recovery picks the wait up again.
+      let ready = after;
+      await until(async () => (ready = (await api2.get(one)).body.session).agent_state !== 'starting', 'the agent leaving starting');
+      expect(ready.agent_state).to.equal('ready');
+      expect(ready.status).to.equal('running');
     }));
 
   it('no model: the session starts, a prompt is a 409 at once naming what to configure; a provider model needs its key as a secret', () =>
