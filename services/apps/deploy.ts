@@ -106,6 +106,9 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     const switched = await deps.db.transaction(async (tx) => {
       const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h }));
       await tx.run(appQueries.deployFinished(deployId, n ? 'live' : 'superseded', n ? url : null, null));
+      // Recorded with the switch, not after stopping the previous version: a removal that
+      // follows the switch must find AppDeployed before it in the log.
+      if (n) await appendLog(tx, 'apps', job.project_id, [{ type: 'AppDeployed', data: { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, url } }], SYSTEM_ACTOR);
       return n > 0;
     });
     if (!switched) {
@@ -115,7 +118,6 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
       return;
     }
     if (app.sandbox?.sandboxId !== h.sandboxId) await stopPrevious(deps, app);
-    await log(deps, job.project_id, 'AppDeployed', { name: job.name, deploy_id: deployId, commit_sha: job.commit_sha, url });
     deps.logger.info({ project_id: job.project_id, app: job.name, url, commit: job.commit_sha }, 'app live');
   } catch (err) {
     const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
