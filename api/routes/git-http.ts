@@ -138,6 +138,8 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     if (typeof proto === 'string' && GIT_PROTOCOL.test(proto)) env.GIT_PROTOCOL = proto;
     const v2 = env.GIT_PROTOCOL?.split(':').includes('version=2') ?? false;
     const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
+    // The view's config is the server's, without the fsck a managed repository's config sets.
+    if (view && service === 'git-receive-pack') base.unshift('-c', 'receive.fsckObjects=true');
     // A relayed push: the hook pushes what it accepted to the remote before any ref moves here.
     if (remote && service === 'git-receive-pack' && !advertising) Object.assign(env, relayEnv(remote, policy));
     await runGitService(req, res, {
