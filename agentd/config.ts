@@ -44,7 +44,9 @@ export const envSchema = z.object({
   SVC_AGENT_RESTART_BACKOFF_MAX_MS: ms.default(30_000),
   SVC_AGENT_STOP_GRACE_MS: ms.default(5_000),
   SVC_ABORT_TIMEOUT_MS: ms.default(5_000),
-  SVC_CLONE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(3),
+  // Every clone goes through the server (its smart HTTP, on the gateway): enough attempts
+  // (1 s, 2 s, 4 s, 8 s, then 10 s apart: about a minute) to outlast a server restart.
+  SVC_CLONE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(9),
   SVC_DAEMON_SOCKET: optionalText,
 });
 

@@ -1,7 +1,9 @@
 /**
  * Smart HTTP for every project, at `/git/<project slug or id>.git/...` (outside /v1: git
- * clients build these paths themselves): a managed repository is served as is; a project
- * with a remote repository through its relay (infra/git/relay.ts: fetched from the remote
+ * clients build these paths themselves): a managed repository is served as is; a
+ * `file://` one through the server's view of it (its objects and refs, the server's config
+ * and hooks: a push moves the repository's refs, none of its hooks run); a project
+ * with a network remote through its relay (infra/git/relay.ts: fetched from the remote
  * before each advertisement, pushes relayed to the remote with the stored credentials,
  * which never leave the server):
  *
@@ -29,7 +31,8 @@ import { checkGateway } from '../gateway.js';
 import { managedRepoExists, managedRepoPath, reposDirOf } from '../../infra/git/managed-repo.js';
 import { installHooks } from '../../infra/git/pre-receive.js';
 import { RelayRepos, relayDirOf, relayEnv } from '../../infra/git/relay.js';
-import { repoUrlPolicy } from '../../infra/git/url-policy.js';
+import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
+import { servedLocalView } from '../../infra/git/open-repo.js';
 import type { RepoLocation } from '../../infra/git/port.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
@@ -113,10 +116,14 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     if (!principal) return void sendError(res, unauthorized(), { 'WWW-Authenticate': 'Basic realm="svc"' });
     const project = await visibleProject(principal, ref);
     // Every member may write; the hook still guards the default branch and session branches.
-    const remote = project.repo_managed ? null : locationOf(project);
     const advertising = action === 'info/refs';
+    // A `file://` project: the server's view of its repository, with the server's hook only.
+    const view = project.repo_managed ? null : await localView(project);
+    const remote = project.repo_managed || view ? null : locationOf(project);
     let repoPath: string;
-    if (remote) {
+    if (view) {
+      repoPath = view;
+    } else if (remote) {
       // The remote as it is now, at the start of every fetch and push (and whenever the relay is missing).
       repoPath = advertising || !(await relays.exists(project.project_id)) ? await relays.sync(remote, assertBranchName(project.default_branch)) : relays.path(project.project_id);
     } else {
@@ -131,6 +138,8 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     if (typeof proto === 'string' && GIT_PROTOCOL.test(proto)) env.GIT_PROTOCOL = proto;
     const v2 = env.GIT_PROTOCOL?.split(':').includes('version=2') ?? false;
     const base = service === 'git-upload-pack' ? ['upload-pack', '--strict'] : await receivePackArgs(project, principal, env);
+    // The view's config is the server's, without the fsck a managed repository's config sets.
+    if (view && service === 'git-receive-pack') base.unshift('-c', 'receive.fsckObjects=true');
     // A relayed push: the hook pushes what it accepted to the remote before any ref moves here.
     if (remote && service === 'git-receive-pack' && !advertising) Object.assign(env, relayEnv(remote, policy));
     await runGitService(req, res, {
@@ -180,6 +189,17 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
     }
     if (!project.repo_managed && !project.repo_url) throw notFound('Repository');
     return project;
+  }
+
+  /**
+   * The view (infra/git/local-view.ts) served for a `file://` project, null for a network
+   * remote. The URL policy is applied again (SVC_ALLOW_FILE_REPOS may have been turned off).
+   */
+  async function localView(project: ProjectRecord): Promise<string | null> {
+    const url = project.repo_url ?? '';
+    if (!/^file:/i.test(url)) return null;
+    await checkRepoUrl(url, policy);
+    return servedLocalView(url, path.join(deps.config.dataDir, 'mirrors'), project.project_id, project.default_branch);
   }
 
   /** A remote project's repository, with its stored credentials (they stay in this process and its git children). */

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { assertBranchName } from '../../domain/refs.js';
 import { fileURLToPath } from 'node:url';
 import { repoUnavailable } from './errors.js';
 import { localRefReader } from './local-refs.js';
@@ -39,6 +42,34 @@ export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
       await ensureView(view, found);
     },
   });
+}
+
+/**
+ * The server's view (./local-view.ts) of a `file://` project's repository, made if
+ * missing, with HEAD naming the project's default branch (what a clone checks out): the
+ * repository smart HTTP serves to sandboxes for such a project (api/routes/git-http.ts).
+ * Null for any other URL. A push received there moves the repository's refs and writes its
+ * objects (the view links them) with the server's hooks only, never the repository's.
+ */
+export async function servedLocalView(url: string, mirrorsDir: string, projectId: string, defaultBranch: string): Promise<string | null> {
+  const dir = fileDirOf(assertRemoteUrl(url));
+  if (dir === null) return null;
+  const gitDir = localGitDir(dir);
+  if (gitDir === null) throw repoUnavailable();
+  const view = viewPathFor(mirrorsDir, projectId, gitDir);
+  await ensureView(view, gitDir);
+  await setViewHead(view, assertBranchName(defaultBranch));
+  return view;
+}
+
+/** HEAD is the view's own file (not linked): rewritten, atomically, only when it differs. */
+async function setViewHead(view: string, branch: string): Promise<void> {
+  const want = `ref: refs/heads/${branch}\n`;
+  const head = path.join(view, 'HEAD');
+  if ((await readFile(head, 'utf8').catch(() => '')) === want) return;
+  const tmp = `${head}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  await writeFile(tmp, want);
+  await rename(tmp, head);
 }
 
 /** The directory a `file://` URL names, else null (any other transport). */

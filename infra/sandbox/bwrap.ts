@@ -24,7 +24,9 @@
  *     `svc-entrypoint` wrappers), a private tmpfs `/tmp` (mounted before the application,
  *     so an app installed under /tmp stays visible), fresh `/proc` and `/dev`;
  *   - nothing else: not the server's data dir, not the server's home or `~/.config`,
- *     not the server's environment (the sandbox gets only the injected environment).
+ *     not the server's environment (the sandbox gets only the injected environment), and
+ *     no repository: every project, `file://` ones included, is cloned and pushed through
+ *     the server's smart HTTP on the gateway (docs/git-http.md "Relay").
  *
  * Lifetime. The sandbox must outlive the server process (a restart re-attaches), so
  * bwrap is started detached (its own session: a Ctrl-C on the server's terminal does
@@ -44,7 +46,6 @@ import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
 import { egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
@@ -230,22 +231,6 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     return args;
   }
 
-  /**
-   * A `file://` repository (SVC_ALLOW_FILE_REPOS: tests, single-tenant installs) is a
-   * path on this host: that one repository is bound read-write at its path, so the
-   * daemon can clone it and the agent push to it. Nothing else of where it lives.
-   */
-  function fileRepoArgs(repoUrl: string | undefined): string[] {
-    if (!repoUrl?.startsWith('file://')) return [];
-    let p: string;
-    try {
-      p = fileURLToPath(repoUrl);
-    } catch {
-      return [];
-    }
-    return existsSync(p) ? ['--bind', p, p] : [];
-  }
-
   async function prepareDir(dir: string): Promise<void> {
     await mkdir(path.join(dir, 'workspace'), { recursive: true });
     await mkdir(path.join(dir, 'home'), { recursive: true });
@@ -421,7 +406,6 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         '--bind',
         sockets.daemon,
         SANDBOX_DAEMON_DIR,
-        ...fileRepoArgs(spec.env.SVC_REPO_URL),
         '--bind',
         spec.app ? spec.app.workspaceDir : path.join(dir, 'workspace'),
         SANDBOX_WORKSPACE,

@@ -186,13 +186,13 @@ export async function refuseUnisolated(deps: Pick<SessionDeps, 'db' | 'config'>,
 /**
  * The URL a sandbox clones, fetches and pushes: this server's smart HTTP, for a remote
  * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
- * sandbox, and every push is checked before the remote sees it. A local repository
- * (`file://`, a path) is still cloned as is (see docs/git-http.md "Relay"). The server's
+ * sandbox, and every push is checked before the remote sees it; and for a `file://` one
+ * (served from the server's view of it, docs/git-http.md "Relay"): no repository path
+ * enters a sandbox, and none of the repository's hooks runs for its pushes. The server's
  * URL comes from the configuration, never the repo_url stored at creation (a row written
  * before SVC_PUBLIC_HOSTS may hold a Host header's choice, and sandboxes send credentials to it).
  */
 export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  if (project.repo_url && !project.repo_managed && (/^file:/i.test(project.repo_url) || project.repo_url.startsWith('/'))) return project.repo_url;
   return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 

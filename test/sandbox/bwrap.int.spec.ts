@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { createBwrapProvider, probeBwrap, procStat } from '../../infra/sandbox/bwrap.js';
 import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../infra/sandbox/port.js';
@@ -175,20 +176,18 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
     expect(await again.list!({ 'svc.sandbox': s.sandboxId })).to.deep.equal([]);
   });
 
-  it('binds a file:// repository (SVC_ALLOW_FILE_REPOS installs) read-write: the daemon clones it and the agent pushes to it', async () => {
-    const h = await provider.create(spec({ SVC_REPO_URL: remote.url }));
+  it('binds no file:// repository (issue 20 attack 4): its path is absent inside, even when it is SVC_REPO_URL', async () => {
+    // Sandboxes clone and push every project through the server's smart HTTP; a repository
+    // path named by the environment is no reason to mount it (the bind once let an agent
+    // plant hooks that the server ran as itself).
+    const repoPath = fileURLToPath(remote.url);
+    const h = await provider.create(spec({ SVC_REPO_URL: remote.url, SVC_PROJECT_AUTO_CLONE: '0' }));
     handles.push(h);
-    const health = await waitForRunning(h.url, 30_000, () => logOf(h));
-    expect(health.commit).to.equal(remote.tip(remote.branch));
-    const push = await execIn(h.url, token, [
-      'sh',
-      '-c',
-      'cd /workspace && git -c user.name=agent -c user.email=agent@example.com commit -q --allow-empty -m from-sandbox && git push -q origin HEAD && git rev-parse HEAD',
-    ]);
-    expect(push.code, push.stderr).to.equal(0);
-    expect(remote.tip(remote.branch)).to.equal(push.stdout.trim());
-    // Only that repository: its parent directory (the stand-in data dir's siblings) stays out.
-    expect((await execIn(h.url, token, ['ls', path.join(t.dir, 'seed')])).code).to.not.equal(0);
+    await waitForRunning(h.url, 30_000, () => logOf(h));
+    expect((await execIn(h.url, token, ['sh', '-c', `test -e '${repoPath}'`])).code, 'the repository path').to.not.equal(0);
+    const mountinfo = await execIn(h.url, token, ['cat', '/proc/self/mountinfo']);
+    expect(mountinfo.code).to.equal(0);
+    expect(mountinfo.stdout).to.not.include(repoPath);
     await provider.destroy(h);
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { client } from '../../support/http.js';
+import { client, gatewayUrl } from '../../support/http.js';
 import { authedUrl, workDir, type WorkDir } from '../../support/git-client.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -24,7 +24,7 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
   let remote: GitHttpServer;
   let w: WorkDir;
   let serverUrl: string;
-  let session: { id: string; env: Record<string, string> };
+  let session: { id: string; sandbox: string; env: Record<string, string> };
   const P = '/v1/projects/relayed';
 
   before(async () => {
@@ -39,7 +39,7 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
     const running = await waitForStatus(api, `${P}/sessions/${s.session_id}`, ['running', 'failed'], 60_000);
     expect(running.status, JSON.stringify(running.error)).to.equal('running');
     const env = (await agentReady(api, `${P}/sessions/${s.session_id}/agent/fake/state`)).body.env as Record<string, string>;
-    session = { id: s.session_id, env };
+    session = { id: s.session_id, sandbox: running.sandbox.sandbox_id, env };
     w = await workDir();
   });
 
@@ -59,9 +59,11 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
     expect(JSON.stringify(session.env)).to.not.include('s3cret');
     const ws = session.env.SVC_WORKSPACE!;
     const config = readFileSync(path.join(ws, '.git', 'config'), 'utf8');
-    expect(config).to.include(serverUrl).and.not.include('s3cret').and.not.include(remote.url);
-    // The clone credential is an agent token for the server, never the remote's.
-    const cred = await client(srv.url, session.env.SVC_TOKEN!).get(`${P}/git/clone-credential`);
+    // The server's /git, as the sandbox reaches it: through its own gateway (issue 20 item 2).
+    expect(session.env.SVC_REPO_URL).to.match(new RegExp(`/git/${serverUrl.split('/git/')[1]!.replace('.', '\\.')}$`));
+    expect(config).to.include(session.env.SVC_REPO_URL!).and.not.include('s3cret').and.not.include(remote.url);
+    // The clone credential is an agent token for the server, never the remote's (asked through the sandbox's gateway).
+    const cred = await client(gatewayUrl(srv.dataDir, session.sandbox), session.env.SVC_TOKEN!).get(`${P}/git/clone-credential`);
     expect(cred.status).to.equal(200);
     expect(cred.body).to.include({ username: 'x-access-token', repo_url: serverUrl });
     expect(cred.body.password).to.match(/^svc_pat_/);
@@ -77,7 +79,8 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
   });
 
   it('the agent\'s push of its session branch reaches the remote; main, another branch and a tag do not', async () => {
-    const agentUrl = authedUrl(serverUrl, session.env.SVC_CLI_TOKEN!);
+    // The agent's token works only through its sandbox's gateway (the process provider's is on this host's loopback).
+    const agentUrl = authedUrl(session.env.SVC_REPO_URL!, session.env.SVC_CLI_TOKEN!);
     await w.ok(['fetch', '-q', 'origin']);
     await w.ok(['checkout', '-q', '-b', 'work', 'origin/main']);
     const mine = await w.commit({ 'agent.txt': 'agent\n' }, 'agent work');

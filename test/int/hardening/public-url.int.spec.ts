@@ -60,7 +60,10 @@ describe('managed repository URLs never come from the Host header (issue 20 atta
     const project = { project_id: '11111111-1111-4111-8111-111111111111', repo_managed: true, repo_url: 'http://evil.example/git/x.git' } as unknown as ProjectRecord;
     expect(repoUrlOf(deps, project)).to.equal('http://127.0.0.1:8080/git/11111111-1111-4111-8111-111111111111.git');
     const remote = { ...project, repo_managed: false, repo_url: 'https://github.com/o/r.git' } as unknown as ProjectRecord;
-    expect(repoUrlOf(deps, remote)).to.equal('https://github.com/o/r.git');
+    // A remote and a file:// repository too: through the server (the relay; the file:// view), never their own URL.
+    expect(repoUrlOf(deps, remote)).to.equal('http://127.0.0.1:8080/git/11111111-1111-4111-8111-111111111111.git');
+    const local = { ...project, repo_managed: false, repo_url: 'file:///srv/repos/r.git' } as unknown as ProjectRecord;
+    expect(repoUrlOf(deps, local)).to.equal('http://127.0.0.1:8080/git/11111111-1111-4111-8111-111111111111.git');
   });
 
   it('SVC_PUBLIC_HOSTS holds origins only', () => {

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readlinkSync } from 'node:fs';
+import { existsSync, readlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect } from 'chai';
 import { startTestServer, type TestServer } from '../../support/server.js';
@@ -8,6 +8,7 @@ import { authedUrl, workDir } from '../../support/git-client.js';
 import { agentReady, waitForStatus } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { hostListeningPorts, PROBE_PORTS_JS } from './support.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 
 /**
  * The sandbox boundary (issue 20, attack 1), with the real server and two accounts, each
@@ -19,6 +20,7 @@ export function isolationSuite(provider: 'bwrap' | 'docker', setup: () => Promis
 describe(`isolation: two tenants under the ${provider} provider`, function () {
   this.timeout(180_000);
   let srv: TestServer;
+  let fileRepo: FixtureRepo | undefined;
   const tenants: { token: string; project: string; session: string; sandbox: string; env: Record<string, string> }[] = [];
 
   const exec = async (i: number, argv: string[]) => {
@@ -51,9 +53,23 @@ describe(`isolation: two tenants under the ${provider} provider`, function () {
       const env = await agentReady(client(srv.url, token), `/v1/projects/${slug}/sessions/${running.session_id}/agent/env`);
       tenants[i]!.env = env.body.env;
     }
+    // Mallory's second project: a `file://` repository (tenant 2), whose own hook would
+    // leave a mark if anything ran it (issue 20 attack 4 planted one from inside).
+    fileRepo = await fixtureRepo();
+    writeFileSync(path.join(fileRepo.bare, 'hooks', 'reference-transaction'), `#!/bin/sh\ntouch '${path.join(path.dirname(fileRepo.bare), 'hook-ran')}'\n`, { mode: 0o755 });
+    const api = client(srv.url, other.token);
+    const created = await api.post('/v1/projects', { name: 'iso-file', slug: 'iso-file', repo_url: fileRepo.url });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const s = await api.post('/v1/projects/iso-file/sessions', {});
+    expect(s.status, JSON.stringify(s.body)).to.equal(201);
+    const running = await waitForStatus(api, `/v1/projects/iso-file/sessions/${s.body.session.session_id}`, ['running', 'failed']);
+    expect(running.status, JSON.stringify(running.error)).to.equal('running');
+    const env = await agentReady(api, `/v1/projects/iso-file/sessions/${running.session_id}/agent/env`);
+    tenants.push({ token: other.token, project: 'iso-file', session: running.session_id, sandbox: running.sandbox.sandbox_id, env: env.body.env });
   });
   after(async () => {
     await srv?.stop();
+    await fileRepo?.cleanup();
   });
 
   it('from inside a sandbox, no port listening on the host answers (the server, PostgreSQL, anything)', async () => {
@@ -107,6 +123,30 @@ describe(`isolation: two tenants under the ${provider} provider`, function () {
     expect(r.stdout).to.include('/run/svc/gw'); // what IS there: its gateway, read-only
     const gw = r.stdout.split('\n').find((l) => l.split(' ')[4] === '/run/svc/gw')!;
     expect(gw.split(' ')[5]).to.match(/(^|,)ro(,|$)/);
+  });
+
+  it('a file:// project: no repository path is mounted; clone and push go through the gateway, checked, and run none of its hooks', async () => {
+    const repo = fileRepo!;
+    const r = await exec(2, ['cat', '/proc/self/mountinfo']);
+    expect(r.code).to.equal(0);
+    expect(r.stdout).to.not.include(path.dirname(repo.bare));
+    expect((await exec(2, ['sh', '-c', `test -e '${repo.bare}'`])).code, 'the repository path inside').to.not.equal(0);
+    const origin = await exec(2, ['git', '-C', '/workspace', 'remote', 'get-url', 'origin']);
+    expect(origin.stdout.trim()).to.match(/^http:\/\/127\.0\.0\.1:4080\/git\/[^/]+\.git$/);
+    const push = await exec(2, [
+      'sh',
+      '-c',
+      'cd /workspace && git -c user.name=agent -c user.email=agent@example.com commit -q --allow-empty -m from-sandbox && git push -q origin HEAD && git rev-parse --abbrev-ref HEAD && git rev-parse HEAD',
+    ]);
+    expect(push.code, push.stderr).to.equal(0);
+    const [branch, sha] = push.stdout.trim().split('\n');
+    expect(repo.tip(branch!), 'the session branch, in the file:// repository').to.equal(sha);
+    // The server's pre-receive checked it as an agent's: main is not the agent's to move.
+    const main = repo.tip('main');
+    const refused = await exec(2, ['sh', '-c', 'cd /workspace && git push -q origin HEAD:main']);
+    expect(refused.code).to.not.equal(0);
+    expect(repo.tip('main')).to.equal(main);
+    expect(existsSync(path.join(path.dirname(repo.bare), 'hook-ran')), "the repository's own hook ran").to.equal(false);
   });
 
   it("a sandbox cannot redirect the server's socket by replacing files in its directories", async () => {

@@ -80,7 +80,10 @@ describe('sessions: the manifest [sandbox] settings', function () {
     const secrets = secretBox(randomBytes(32));
     const real = createProcessProvider({ dataDir, logger: silentLogger, runtime: fakeRuntime });
     // The real process provider, recording every spec it is handed.
-    const provider: SandboxProvider = { ...real, name: real.name, create: async (spec) => (handed.push(spec), started[started.length] = await real.create(spec)) };
+    // No HTTP server here to serve /git (a sandbox's clone URL for every project): the
+    // process sandbox, which shares this host's filesystem, clones the fixture directly.
+    const direct = (spec: SandboxSpec): SandboxSpec => ({ ...spec, env: { ...spec.env, SVC_REPO_URL: repo.url } });
+    const provider: SandboxProvider = { ...real, name: real.name, create: async (spec) => (handed.push(spec), started[started.length] = await real.create(direct(spec))) };
     const queue = { enqueue: async (name: string, data: object) => (enqueued.push({ name, data }), randomUUID()) } as unknown as Queue;
     deps = {
       config,
