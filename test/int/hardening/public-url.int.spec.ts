@@ -59,8 +59,12 @@ describe('managed repository URLs never come from the Host header (issue 20 atta
     const deps = { apiUrl: () => 'http://127.0.0.1:8080/v1' } as unknown as SessionDeps;
     const project = { project_id: '11111111-1111-4111-8111-111111111111', repo_managed: true, repo_url: 'http://evil.example/git/x.git' } as unknown as ProjectRecord;
     expect(repoUrlOf(deps, project)).to.equal('http://127.0.0.1:8080/git/11111111-1111-4111-8111-111111111111.git');
-    const remote = { ...project, repo_managed: false, repo_url: 'https://github.com/o/r.git' } as unknown as ProjectRecord;
-    expect(repoUrlOf(deps, remote)).to.equal('https://github.com/o/r.git');
+    // A remote project is cloned through the server's relay too (its stored URL, and the
+    // credentials in it, never reach the sandbox); a file:// one is used as it is.
+    const remote = { ...project, repo_managed: false, repo_url: 'https://user:pw@github.com/o/r.git' } as unknown as ProjectRecord;
+    expect(repoUrlOf(deps, remote)).to.equal('http://127.0.0.1:8080/git/11111111-1111-4111-8111-111111111111.git');
+    const local = { ...project, repo_managed: false, repo_url: 'file:///srv/repos/r.git' } as unknown as ProjectRecord;
+    expect(repoUrlOf(deps, local)).to.equal('file:///srv/repos/r.git');
   });
 
   it('SVC_PUBLIC_HOSTS holds origins only', () => {
