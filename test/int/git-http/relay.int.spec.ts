@@ -12,7 +12,10 @@ import { AGENT_BRANCH_MESSAGE, CR_ONLY_MESSAGE, relayPushArgs } from '../../../i
 /**
  * Every push relayed (issue 20): a project on a remote repository that needs credentials
  * (git's own http-backend behind HTTP Basic, the credentials stored with the project).
- * The sandbox clones and pushes through the server's smart HTTP with agent-grade tokens;
+ * The sandbox clones and pushes through the server's smart HTTP with agent-grade tokens,
+ * through its own gateway (the only door its credentials open: on the public listener
+ * they are 401); the process sandbox's forwarder listens on a host loopback port, so the
+ * test pushes with the agent's credential exactly where the sandbox does;
  * the server fetches from the remote and relays accepted pushes to it with the stored
  * credentials, which never enter the sandbox. The agent's session branch reaches the
  * remote; main and another session's branch do not; a push the remote refuses is refused.
@@ -24,7 +27,10 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
   let remote: GitHttpServer;
   let w: WorkDir;
   let serverUrl: string;
-  let session: { id: string; sandbox: string; env: Record<string, string> };
+  /** The relay as the sandbox reaches it: its gateway forwarder's loopback port, never the public URL. */
+  let sandboxRepoUrl: string;
+  let sandboxId: string;
+  let session: { id: string; env: Record<string, string> };
   const P = '/v1/projects/relayed';
 
   before(async () => {
@@ -39,7 +45,10 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
     const running = await waitForStatus(api, `${P}/sessions/${s.session_id}`, ['running', 'failed'], 60_000);
     expect(running.status, JSON.stringify(running.error)).to.equal('running');
     const env = (await agentReady(api, `${P}/sessions/${s.session_id}/agent/fake/state`)).body.env as Record<string, string>;
-    session = { id: s.session_id, sandbox: running.sandbox.sandbox_id, env };
+    session = { id: s.session_id, env };
+    const gateway = new URL(env.SVC_API_URL!).origin;
+    expect(gateway).to.not.equal(new URL(srv.url).origin);
+    sandboxRepoUrl = `${gateway}/git/${created.body.project.project_id}.git`;
     w = await workDir();
   });
 
@@ -53,18 +62,21 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
   });
 
   it('the sandbox cloned through the server: its clone points at the server, no stored credential anywhere in it', async () => {
-    const row = (await srv.db.db.one<{ ref: string }>({ text: "SELECT ref FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [session.id] }))!;
+    const row = (await srv.db.db.one<{ ref: string; sandbox_id: string }>({ text: "SELECT ref, sandbox_id FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [session.id] }))!;
     const environ = readFileSync(`/proc/${row.ref}/environ`, 'utf8');
     expect(environ).to.not.include('s3cret');
     expect(JSON.stringify(session.env)).to.not.include('s3cret');
     const ws = session.env.SVC_WORKSPACE!;
     const config = readFileSync(path.join(ws, '.git', 'config'), 'utf8');
-    // The server's /git, as the sandbox reaches it: through its own gateway (issue 20 item 2).
-    expect(session.env.SVC_REPO_URL).to.match(new RegExp(`/git/${serverUrl.split('/git/')[1]!.replace('.', '\\.')}$`));
-    expect(config).to.include(session.env.SVC_REPO_URL!).and.not.include('s3cret').and.not.include(remote.url);
-    // The clone credential is an agent token for the server, never the remote's (asked through the sandbox's gateway).
-    const cred = await client(gatewayUrl(srv.dataDir, session.sandbox), session.env.SVC_TOKEN!).get(`${P}/git/clone-credential`);
-    expect(cred.status).to.equal(200);
+    // The clone's remote is the server's relay as the sandbox reaches it (its gateway), not
+    // the public URL and never the remote; no credential of any kind is stored in it.
+    expect(config).to.include(sandboxRepoUrl).and.not.include(serverUrl).and.not.include('s3cret').and.not.include(remote.url).and.not.include('svc_pat_');
+    // The clone credential is an agent token for the server, never the remote's, and
+    // given only through the sandbox's own gateway: on the public listener it is 401.
+    sandboxId = row.sandbox_id;
+    expect((await client(srv.url, session.env.SVC_TOKEN!).get(`${P}/git/clone-credential`)).status).to.equal(401);
+    const cred = await client(gatewayUrl(srv.dataDir, sandboxId), session.env.SVC_TOKEN!).get(`${P}/git/clone-credential`);
+    expect(cred.status, JSON.stringify(cred.body)).to.equal(200);
     expect(cred.body).to.include({ username: 'x-access-token', repo_url: serverUrl });
     expect(cred.body.password).to.match(/^svc_pat_/);
     expect(JSON.stringify(cred.body)).to.not.include('s3cret');
@@ -79,11 +91,16 @@ describe('smart HTTP relay: remote repositories through the server, stored crede
   });
 
   it('the agent\'s push of its session branch reaches the remote; main, another branch and a tag do not', async () => {
-    // The agent's token works only through its sandbox's gateway (the process provider's is on this host's loopback).
-    const agentUrl = authedUrl(session.env.SVC_REPO_URL!, session.env.SVC_CLI_TOKEN!);
     await w.ok(['fetch', '-q', 'origin']);
     await w.ok(['checkout', '-q', '-b', 'work', 'origin/main']);
     const mine = await w.commit({ 'agent.txt': 'agent\n' }, 'agent work');
+    // The agent's credential opens only its own gateway: on the public listener its push is refused.
+    const refused = await w.run(['push', authedUrl(serverUrl, session.env.SVC_CLI_TOKEN!), `HEAD:refs/heads/${session.id}`]);
+    expect(refused.code).to.not.equal(0);
+    expect(refused.stderr).to.contain('Authentication failed');
+    expect(repo.tip(session.id)).to.not.equal(mine);
+    // As the sandbox pushes: through its gateway.
+    const agentUrl = authedUrl(sandboxRepoUrl, session.env.SVC_CLI_TOKEN!);
     const p = await w.run(['push', agentUrl, `HEAD:refs/heads/${session.id}`]);
     expect(p.code, p.stderr).to.equal(0);
     expect(repo.tip(session.id)).to.equal(mine);

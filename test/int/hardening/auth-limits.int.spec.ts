@@ -70,9 +70,11 @@ describe('failed-auth limits per principal (issue 20 item 8)', function () {
     expect((await guess(other, 2)).status).to.equal(401);
 
     // The dashboard, even from the attacker's own address: pages, and the session proxy
-    // its signed cookie vouches for (an unknown session: 404, past authentication).
+    // its signed cookie vouches for (an unknown session: 404, past authentication). The
+    // cookie counts on the proxy only from the dashboard's own pages (same-origin, as a
+    // browser says with Sec-Fetch-Site), so the request says what a dashboard page sends.
     expect((await requestFrom('127.0.0.2', `${srv.url}/projects`, { headers: { cookie } })).status).to.equal(200);
-    const proxied = await requestFrom('127.0.0.2', `${srv.url}/v1/projects/managed/sessions/00000000-0000-4000-8000-000000000000/agent/`, { headers: { cookie } });
+    const proxied = await requestFrom('127.0.0.2', `${srv.url}/v1/projects/managed/sessions/00000000-0000-4000-8000-000000000000/agent/`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
     expect(proxied.status, proxied.text).to.equal(404);
     expect((await requestFrom('127.0.0.1', `${srv.url}/projects`, { headers: { cookie } })).status).to.equal(200);
   });

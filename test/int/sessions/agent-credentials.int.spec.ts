@@ -25,6 +25,13 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
   let w: WorkDir;
   let projectId: string;
   let repoUrl: string;
+  /**
+   * Sandbox A's gateway as A reaches it: agent credentials are accepted only there (on the
+   * public listener they are 401). A process sandbox's forwarder listens on a host loopback
+   * port (its SVC_API_URL origin), so the test uses A's credentials where A does.
+   */
+  let agentBase: string;
+  let agentRepoUrl: string;
   const P = '/v1/projects/matrix';
   let a: { id: string; cli: string; svc: string; clone: string };
   let b: string;
@@ -47,7 +54,11 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     await waitForStatus(api, `${P}/sessions/${sa.session_id}`, ['running']);
     await waitForStatus(api, `${P}/sessions/${sb.session_id}`, ['running']);
     const env = (await agentReady(api, `${P}/sessions/${sa.session_id}/agent/fake/state`)).body.env as Record<string, string>;
-    const cred = await client(srv.url, env.SVC_TOKEN!).get(`/v1/projects/${projectId}/git/clone-credential`);
+    agentBase = new URL(env.SVC_API_URL!).origin;
+    expect(agentBase).to.not.equal(new URL(srv.url).origin);
+    agentRepoUrl = `${agentBase}/git/${projectId}.git`;
+    expect((await client(srv.url, env.SVC_TOKEN!).get(`/v1/projects/${projectId}/git/clone-credential`)).status, 'SVC_TOKEN on the public listener').to.equal(401);
+    const cred = await client(agentBase, env.SVC_TOKEN!).get(`/v1/projects/${projectId}/git/clone-credential`);
     expect(cred.status, JSON.stringify(cred.body)).to.equal(200);
     expect(cred.body.repo_url).to.equal(`${srv.url}/git/${projectId}.git`);
     a = { id: sa.session_id, cli: env.SVC_CLI_TOKEN!, svc: env.SVC_TOKEN!, clone: cred.body.password };
@@ -63,7 +74,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
   });
 
   /** Pushes HEAD to `ref` with `token`; the git result. */
-  const push = (token: string, ref: string, extra: string[] = []) => w.run(['push', ...extra, authedUrl(repoUrl, token), `HEAD:${ref}`]);
+  const push = (token: string, ref: string, extra: string[] = []) => w.run(['push', ...extra, authedUrl(token === srv.token ? repoUrl : agentRepoUrl, token), `HEAD:${ref}`]);
   const tip = async (ref: string) => (await w.ok(['ls-remote', authedUrl(repoUrl, srv.token), `refs/heads/${ref}`])).split('\t')[0];
 
   it('the tokens are agent-grade rows naming their sandbox; a person\'s are not', async () => {
@@ -80,8 +91,9 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
 
   it('what an agent may do: read, push its own branch, open and edit its session\'s CR', async () => {
     for (const token of [a.cli, a.clone]) {
-      expect((await client(srv.url, token).get(`${P}/change-requests`)).status).to.equal(200);
-      expect((await client(srv.url, token).get(`${P}/sessions/${a.id}`)).status).to.equal(200);
+      expect((await client(srv.url, token).get(`${P}/change-requests`)).status, 'public listener').to.equal(401);
+      expect((await client(agentBase, token).get(`${P}/change-requests`)).status).to.equal(200);
+      expect((await client(agentBase, token).get(`${P}/sessions/${a.id}`)).status).to.equal(200);
     }
     await w.ok(['checkout', '-q', '-b', 'agent-work', 'main']);
     await w.commit({ 'agent.txt': '1\n' }, 'agent one');
@@ -92,7 +104,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     expect(p2.code, p2.stderr).to.equal(0);
     expect(await tip(a.id)).to.equal(await w.ok(['rev-parse', 'HEAD']));
 
-    const agent = client(srv.url, a.cli);
+    const agent = client(agentBase, a.cli);
     const opened = await agent.post(`${P}/change-requests`, { title: 'agent work', head_ref: a.id });
     expect(opened.status, JSON.stringify(opened.body)).to.equal(201);
     // The agent's own session is recorded as the CR's origin, whatever it sent.
@@ -119,7 +131,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
 
     // Statuses: no such route yet (the checks issue); that column is not in this matrix.
     for (const [name, token] of [['SVC_CLI_TOKEN', a.cli], ['SVC_TOKEN', a.svc], ['clone credential', a.clone]] as const) {
-      const c = client(srv.url, token);
+      const c = client(agentBase, token);
       const isKey = name === 'SVC_TOKEN'; // not a PAT: 401 everywhere but clone-credential
       for (const cr of [own.number, theirs.body.change_request.number]) {
         const merge = await c.post(`${P}/change-requests/${cr}/merge`, {});
@@ -164,7 +176,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
       const toMain = await push(token, 'main');
       expect(toMain.code, `${name} -> main`).to.not.equal(0);
       if (!isKey) expect(toMain.stderr).to.contain(CR_ONLY_MESSAGE);
-      expect((await w.run(['push', authedUrl(repoUrl, token), 'HEAD:refs/tags/agent-tag'])).code, `${name} tag`).to.not.equal(0);
+      expect((await w.run(['push', authedUrl(agentRepoUrl, token), 'HEAD:refs/tags/agent-tag'])).code, `${name} tag`).to.not.equal(0);
     }
     expect(await tip('main')).to.equal(mainBefore);
     expect(await tip(b)).to.equal(bBefore);
@@ -177,7 +189,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     for (const id of [a.id, b]) {
       for (const token of [a.cli, a.clone]) {
         const status = await new Promise<number>((resolve) => {
-          const ws = new WebSocket(`${srv.url.replace('http', 'ws')}${P}/sessions/${id}/agent/socket?access_token=${token}`);
+          const ws = new WebSocket(`${agentBase.replace('http', 'ws')}${P}/sessions/${id}/agent/socket?access_token=${token}`);
           ws.on('unexpected-response', (_req, r) => resolve(r.statusCode ?? 0));
           ws.on('open', () => {
             ws.close();
@@ -197,7 +209,7 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
       const r = await runSvc(['cr', 'merge', String(own.number)], {
         configPath: sb.configPath,
         cwd: sb.dir,
-        env: { SVC_API_URL: `${srv.url}/v1`, SVC_CLI_TOKEN: a.cli, SVC_PROJECT_ID: 'matrix', SVC_SESSION_ID: a.id },
+        env: { SVC_API_URL: `${agentBase}/v1`, SVC_CLI_TOKEN: a.cli, SVC_PROJECT_ID: 'matrix', SVC_SESSION_ID: a.id },
       });
       expect(r.code).to.equal(1);
       // One error line (the CLI's `host:` notice aside), the server's message whole.

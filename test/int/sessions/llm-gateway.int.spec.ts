@@ -57,7 +57,12 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
         const env = (await agentReady(api, `${one}/agent/fake/state`)).body.env as Record<string, string>;
         const key = env.SVC_LLM_API_KEY!;
         const base = env.SVC_LLM_BASE_URL!;
-        expect(base).to.equal(`${srv.url}/v1/llm`);
+        // The model endpoint as the sandbox reaches the server: its gateway (forwarder origin,
+        // the same as SVC_API_URL's), not the public listener, where the key is refused.
+        const gateway = new URL(env.SVC_API_URL!).origin;
+        expect(gateway).to.not.equal(new URL(srv.url).origin);
+        expect(base).to.equal(`${gateway}/v1/llm`);
+        expect((await chat(`${srv.url}/v1/llm`, key, { model: 'scripted', messages: [{ role: 'user', content: 'hi' }] })).status, 'key on the public listener').to.equal(401);
         expect(JSON.stringify(env)).to.not.include(K);
 
         // Only the sandbox's gateway key: none, a PAT, the sandbox's service key and its CLI token are 401, in OpenAI's shape.
@@ -68,10 +73,12 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
           expect(body.error).to.include({ type: 'authentication_error', code: 'invalid_api_key', param: null });
         }
         // …and the gateway key is refused everywhere else.
-        for (const route of ['/v1/projects', `/v1/projects/gw/sessions`, `/v1/projects/gw/change-requests`]) {
-          expect((await client(srv.url, key).get(route)).status, route).to.equal(401);
+        for (const origin of [srv.url, gateway]) {
+          for (const route of ['/v1/projects', `/v1/projects/gw/sessions`, `/v1/projects/gw/change-requests`]) {
+            expect((await client(origin, key).get(route)).status, `${origin} ${route}`).to.equal(401);
+          }
+          expect((await client(origin, key).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status, origin).to.equal(401);
         }
-        expect((await client(srv.url, key).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
         const models = await fetch(`${base}/models`, { headers: { authorization: `Bearer ${key}` } });
         expect(((await models.json()) as any).data.map((m: any) => m.id)).to.deep.equal(['scripted']);
         expect(model.requests.length, 'nothing refused reached the upstream').to.equal(0);
