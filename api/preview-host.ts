@@ -15,7 +15,7 @@ import type { ApiDeps } from './deps.js';
 import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { cookieHeaderWithout, NOT_FORWARDED, previewOriginResponseHeaders } from './proxy-headers.js';
-import { connectSandbox, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
+import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
 import { sessionDepsOf } from './routes/sessions.js';
 
 /**
@@ -152,17 +152,7 @@ export function previewUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       if (!g) return refuse(socket, 401, { error: 'Unauthorized', message: 'Open this preview from the dashboard.' });
       const target = await targetOf(deps, g);
       const { path, headers } = upstreamOf(req, target, g);
-      const up = connectSandbox(target.url);
-      up.once('connect', () => {
-        let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
-        for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) head1 += `${k}: ${String(one)}\r\n`;
-        up.write(head1 + '\r\n');
-        if (head.length) up.write(head);
-        up.pipe(socket);
-        socket.pipe(up);
-      });
-      up.on('error', () => socket.destroy());
-      socket.on('close', () => up.destroy());
+      relayUpgrade(target.url, req, path, headers, socket, head);
     })().catch((err: unknown) => {
       if (isDomainError(err)) return refuse(socket, statusOf[err.code], bodyOf(err) as { error: string; message: string });
       refuse(socket, 400, { error: 'Bad request', message: 'The upgrade could not be read.' });

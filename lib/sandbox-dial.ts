@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, openSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Duplex } from 'node:stream';
 
 /**
  * How the server reaches a sandbox's daemon (or an app sandbox's app): a URL, `http://…`
@@ -131,4 +131,23 @@ export async function sandboxFetch(
     req.on('error', reject);
     req.end(init.body);
   });
+}
+
+/**
+ * Relays a WebSocket (or any) upgrade to a sandbox: the request line and `headers` as given,
+ * then the bytes the client already sent, then both ways. Returns the upstream socket.
+ */
+export function relayUpgrade(url: string, req: http.IncomingMessage, path: string, headers: http.OutgoingHttpHeaders, client: Duplex, head: Buffer): net.Socket {
+  const up = connectSandbox(url);
+  up.once('connect', () => {
+    let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
+    for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) if (one !== undefined) head1 += `${k}: ${String(one)}\r\n`;
+    up.write(head1 + '\r\n');
+    if (head.length) up.write(head);
+    up.pipe(client);
+    client.pipe(up);
+  });
+  up.on('error', () => client.destroy());
+  client.on('close', () => up.destroy());
+  return up;
 }

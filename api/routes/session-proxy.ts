@@ -16,7 +16,7 @@ import { assertMay } from '../../services/tokens/agent-policy.js';
 
 /** Agents do not drive sessions, their own included: the proxy is a person's way in. */
 const PROXY_ACTION = { kind: 'other', what: 'use the session proxy' } as const;
-import { connectSandbox, sandboxHost, sandboxRequest } from '../../lib/sandbox-dial.js';
+import { relayUpgrade, sandboxHost, sandboxRequest } from '../../lib/sandbox-dial.js';
 import { credentialSandbox } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
 
@@ -137,17 +137,7 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
       const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
-      const up = connectSandbox(target.url);
-      up.once('connect', () => {
-        let head1 = `${req.method} ${path} HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: ${req.headers.upgrade ?? 'websocket'}\r\n`;
-        for (const [k, v] of Object.entries(headers)) for (const one of Array.isArray(v) ? v : [v]) head1 += `${k}: ${String(one)}\r\n`;
-        up.write(head1 + '\r\n');
-        if (head.length) up.write(head);
-        up.pipe(socket);
-        socket.pipe(up);
-      });
-      up.on('error', () => socket.destroy());
-      socket.on('close', () => up.destroy());
+      const up = relayUpgrade(target.url, req, path, headers, socket, head);
       if (target.session.sandbox) watched.track({ client: socket, upstream: up, tokenId: principal.token_id, sandboxId: target.session.sandbox.sandbox_id });
       else up.destroy();
     })().catch((err: unknown) => {
