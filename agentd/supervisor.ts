@@ -66,6 +66,9 @@ export class RuntimeSupervisor {
   /** Stops the current process (TERM, then KILL after the grace period) and starts a new one. */
   restart(opts: { force?: boolean } = {}): Promise<void> {
     return this.serial(async () => {
+      // Booting from now on: the proxy answers 503 while the old process stops, not a 502
+      // from a runtime that is going away (a secrets push or /svc/env restarts it in place).
+      this.setState('starting');
       await this.stopChild(opts.force === true);
       this.stopped = false;
       this.failures = 0;
