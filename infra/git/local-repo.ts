@@ -6,7 +6,7 @@ import type { Logger } from '../../lib/logger.js';
 import { step } from '../../lib/step-trace.js';
 import { headModified, refMoved, repoUnavailable } from './errors.js';
 import type { LocalRefReader } from './local-refs.js';
-import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
+import { exportTree, readFileAt, writeFileCommit, requireLiveTips } from './plumbing.js';
 import type { CommitFileRequest, DiffResult, GitEngine, MergeHooks, MergePreview, MergeRequest, MergeResult, ProjectRepo } from './port.js';
 import { SYSTEM_IDENTITY } from './port.js';
 import { casBranch } from './ref-cas.js';
@@ -165,15 +165,8 @@ class LocalBareRepo implements ProjectRepo {
     await failpointAsync('git.push.after-remote-moved');
   }
 
-  private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
-    assertBranchName(baseRef, 'base_ref');
-    assertBranchName(headRef, 'head_ref');
-    const tips = await this.readTips([baseRef, headRef]);
-    const base = tips[baseRef] ?? null;
-    const head = tips[headRef] ?? null;
-    if (base === null) throw notFound(`Branch '${baseRef}'`);
-    if (head === null) throw notFound(`Branch '${headRef}'`);
-    return { base, head };
+  private liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
+    return requireLiveTips((b) => this.readTips(b), baseRef, headRef);
   }
 
   private async hasCommits(shas: string[]): Promise<boolean> {

@@ -2,10 +2,10 @@ import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { validationError } from '../../domain/errors.js';
+import { notFound, validationError } from '../../domain/errors.js';
 import { isRepoPath } from '../../domain/repo-path.js';
 import type { CommitFileRequest } from './port.js';
-import { assertSha } from '../../domain/refs.js';
+import { assertBranchName, assertSha } from '../../domain/refs.js';
 import { runGit } from '../../lib/git-run.js';
 
 /**
@@ -72,4 +72,23 @@ export async function exportTree(repoPath: string, sha: string, dest: string): P
     tar.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar exited ${code}: ${err.slice(0, 500)}`))));
     tar.stdin.end(tarball);
   });
+}
+
+/**
+ * The live tips of a CR's two branches, read in one call of the repository's `readTips`;
+ * names are checked before any git runs, and a missing branch is 404 naming it.
+ */
+export async function requireLiveTips(
+  readTips: (branches: string[]) => Promise<Record<string, string | null>>,
+  baseRef: string,
+  headRef: string,
+): Promise<{ base: string; head: string }> {
+  assertBranchName(baseRef, 'base_ref');
+  assertBranchName(headRef, 'head_ref');
+  const tips = await readTips([baseRef, headRef]);
+  const base = tips[baseRef] ?? null;
+  const head = tips[headRef] ?? null;
+  if (base === null) throw notFound(`Branch '${baseRef}'`);
+  if (head === null) throw notFound(`Branch '${headRef}'`);
+  return { base, head };
 }

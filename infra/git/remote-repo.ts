@@ -13,7 +13,7 @@ import { MirrorRegistry, mirrorPathFor, processMirrors, type MirrorState } from 
 import { headModified, refMoved } from './errors.js';
 import { localRefReader, type LocalRefReader } from './local-refs.js';
 import { casBranch } from './ref-cas.js';
-import { exportTree, readFileAt, writeFileCommit } from './plumbing.js';
+import { exportTree, readFileAt, writeFileCommit, requireLiveTips } from './plumbing.js';
 import { LsRemoteBatcher } from './ls-remote-batcher.js';
 import { RemoteTransport } from './remote-transport.js';
 import { MirrorCommits } from './mirror-commits.js';
@@ -272,14 +272,7 @@ class RemoteProjectRepo implements ProjectRepo {
     return { base, head };
   }
 
-  private async liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
-    assertBranchName(baseRef, 'base_ref');
-    assertBranchName(headRef, 'head_ref');
-    const tips = await this.readTips([baseRef, headRef]);
-    const base = tips[baseRef] ?? null;
-    const head = tips[headRef] ?? null;
-    if (base === null) throw notFound(`Branch '${baseRef}'`);
-    if (head === null) throw notFound(`Branch '${headRef}'`);
-    return { base, head };
+  private liveTips(baseRef: string, headRef: string): Promise<{ base: string; head: string }> {
+    return requireLiveTips((b) => this.readTips(b), baseRef, headRef);
   }
 }
