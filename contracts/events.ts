@@ -18,14 +18,23 @@ export const HistoryEventSchema = z.strictObject({
 });
 export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
 
+/**
+ * A CR's history names who acted: `actor_name` (the person's name, else their email; null
+ * for a system actor) and, when their agent acted, `session_id` (the session it ran in).
+ */
+export const CrHistoryEventSchema = HistoryEventSchema.extend({
+  actor_name: z.string().nullable(),
+  session_id: z.uuid().nullable(),
+});
+
 /** One member per event type of the catalog: `type` the literal, `data` that type's schema. */
-function historyOf(catalog: Record<string, z.ZodObject>) {
-  const members = Object.entries(catalog).map(([type, data]) => HistoryEventSchema.extend({ type: z.literal(type), data }));
+function historyOf(catalog: Record<string, z.ZodObject>, base: z.ZodObject = HistoryEventSchema) {
+  const members = Object.entries(catalog).map(([type, data]) => base.extend({ type: z.literal(type), data }));
   return z.strictObject({ events: z.array(z.union(members as unknown as [z.ZodObject, z.ZodObject, ...z.ZodObject[]])) });
 }
 
 /** `GET .../change-requests/:crId/events`: the CR's history, each event's data exactly its type's. */
-export const CrHistorySchema = historyOf(changeRequestEventSchemas);
+export const CrHistorySchema = historyOf(changeRequestEventSchemas, CrHistoryEventSchema);
 /** `GET .../sessions/:sessionId/events`: the session's history; `SandboxActive` without the daemon's address and handle (the server's business). */
 export const SessionHistorySchema = historyOf({ ...sessionEventSchemas, SandboxActive: SandboxActive.omit({ url: true, ref: true }) });
 

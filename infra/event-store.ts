@@ -13,6 +13,8 @@ import { eventQueries as q } from '../sql/queries/events.js';
 export interface EventMetadata {
   actor: string;
   correlation_id?: string;
+  /** Set when the actor acted through an agent: the session whose agent-grade credential was used. */
+  session_id?: string;
   causation_id?: string;
 }
 

@@ -63,11 +63,18 @@ function actions(cr: ChangeRequest, headSha: string | null, p: MergePreview | nu
 </div>`;
 }
 
-function history(events: CrEvent[], base: string, asOf: string | undefined): Html {
+/** Who acted, by name: a person, or their agent in a session (linked), for them. */
+function actorOf(e: CrEvent, projectId: string): Html {
+  const person = e.actor_name ?? (e.actor === 'system' ? 'svc' : `user ${e.actor.slice(0, 8)}`);
+  if (!e.session_id) return html`${person}`;
+  return html`the agent in session <a href="/projects/${projectId}/sessions/${e.session_id}">${e.session_id.slice(0, 8)}</a>, for ${person}`;
+}
+
+function history(events: CrEvent[], base: string, asOf: string | undefined, project: string): Html {
   return html`<ol class="timeline">${events.map(
     (e) => html`<li class="${asOf && e.recorded_at === asOf ? 'current' : ''}"><span class="ev">${EVENT_LABEL[e.type] ?? e.type}</span>
 ${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha((e.data as { head_commit_sha?: string }).head_commit_sha)}</code>` : ''}
-<span class="muted">by ${e.actor.slice(0, 8)} · ${timeAgo(e.recorded_at)}</span>
+<span class="muted">by ${actorOf(e, project)} · ${timeAgo(e.recorded_at)}</span>
 <a href="${base}?${String(new URLSearchParams({ as_of: e.recorded_at }))}">view as of</a></li>`,
   )}</ol>`;
 }
@@ -102,7 +109,7 @@ ${cr.origin_session_id ? html` · session <a href="/projects/${project.project_i
     res.type('html').send(page({
       title: `#${cr.number} as of ${q.as_of}`, user: userOf(res), csrf, crumbs,
       body: html`<p class="notice">Viewing this change request as it was at <time>${q.as_of}</time>. <a href="${base}">Back to now</a></p>
-${header}${description}<section><h2>History</h2>${history(events, base, q.as_of)}</section>`,
+${header}${description}<section><h2>History</h2>${history(events, base, q.as_of, project.project_id)}</section>`,
     }));
     return;
   }
@@ -127,7 +134,7 @@ ${description}
 <section aria-labelledby="diff-h"><h2 id="diff-h">Changes ${diffOk ? html`<span class="stat"><span class="plus">+${diff.additions}</span> <span class="minus">−${diff.deletions}</span> in ${diff.files.length} file${diff.files.length === 1 ? '' : 's'}</span>` : ''}</h2>
 ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs">${renderDiff(diff, cr.number)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
 </section>
-<section aria-labelledby="hist-h" data-live="cr-history"><h2 id="hist-h">History</h2>${history(events, base, undefined)}</section>`,
+<section aria-labelledby="hist-h" data-live="cr-history"><h2 id="hist-h">History</h2>${history(events, base, undefined, project.project_id)}</section>`,
   }));
 }
 

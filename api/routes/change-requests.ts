@@ -81,7 +81,11 @@ export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string
 export function changeRequestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   const crDeps = crDepsOf(deps);
-  const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), actor: principalOf(req).user_id });
+  const ctx = async (req: Request) => {
+    const p = principalOf(req);
+    // `via`: an agent acts for its session's creator; the history names both.
+    return { project: await resolveProject(deps.db, req), actor: p.user_id, via: isAgent(p) ? p.session_id : null };
+  };
   const crRef = (req: Request) => String(req.params.crId ?? '');
   /** An agent changes only the CRs of its own session (services/tokens/agent-policy.ts). */
   const mayChange = async (req: Request, project: ProjectRecord) => {
@@ -98,9 +102,9 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   });
 
   r.post('/', async (req, res) => {
-    const { project, actor } = await ctx(req);
+    const { project, actor, via } = await ctx(req);
     const body = openInputFor(principalOf(req), CreateChangeRequestBody.parse(req.body ?? {}));
-    const cr = await crs.openCr(crDeps, project, actor, body);
+    const cr = await crs.openCr(crDeps, project, actor, body, via);
     res.status(201).json({ change_request: serializeCr(cr) });
   });
 
@@ -112,10 +116,10 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   });
 
   r.patch('/:crId', async (req, res) => {
-    const { project, actor } = await ctx(req);
+    const { project, actor, via } = await ctx(req);
     const body = EditChangeRequestBody.parse(req.body ?? {});
     await mayChange(req, project);
-    const cr = await crs.editCr(crDeps, project, crRef(req), actor, body);
+    const cr = await crs.editCr(crDeps, project, crRef(req), actor, body, via);
     res.json({ change_request: serializeCr(cr) });
   });
 
@@ -146,17 +150,17 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   );
 
   r.post('/:crId/close', async (req, res) => {
-    const { project, actor } = await ctx(req);
+    const { project, actor, via } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
     await mayChange(req, project);
-    res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor)) });
+    res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor, via)) });
   });
 
   r.post('/:crId/reopen', async (req, res) => {
-    const { project, actor } = await ctx(req);
+    const { project, actor, via } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
     await mayChange(req, project);
-    res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor)) });
+    res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor, via)) });
   });
 
   return r;

@@ -114,7 +114,7 @@ async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProj
           },
           null,
         );
-        await appendAndProject(tx, p.projectId, crId, 0, null, events, actor);
+        await appendAndProject(tx, p.projectId, crId, 0, null, events, { actor });
       });
       current[w] = crId;
       return;

@@ -8,6 +8,8 @@ import type { ChangeRequest } from './state.js';
 export interface CommandMeta {
   actor: string;
   now: Date;
+  /** The session whose agent acted for `actor` (an agent-grade credential), if any. */
+  session_id?: string | null;
 }
 
 export interface OpenChangeRequest {

@@ -1,6 +1,6 @@
 import type { Db, Executor } from '../../infra/db/db.js';
 import { randomUUID } from 'node:crypto';
-import { ConcurrencyError, streamVersion, type StoredEvent } from '../../infra/event-store.js';
+import { ConcurrencyError, streamVersion, type EventMetadata, type StoredEvent } from '../../infra/event-store.js';
 import {
   decide,
   fold,
@@ -8,6 +8,7 @@ import {
   streamIdOf,
   type ChangeRequest,
   type ChangeRequestCommand,
+  type CommandMeta,
   type ChangeRequestEvent,
 } from '../../domain/change-request/index.js';
 import { notFound } from '../../domain/errors.js';
@@ -45,7 +46,10 @@ export interface Handled {
  */
 type Decision =
   | { done: Handled }
-  | { done?: undefined; row: CrRow; state: ChangeRequest; events: ChangeRequestEvent[]; actor: string };
+  | { done?: undefined; row: CrRow; state: ChangeRequest; events: ChangeRequestEvent[]; metadata: EventMetadata };
+
+/** An event's metadata from its command's: who, and the agent session they acted through. */
+export const metadataOf = (meta: CommandMeta): EventMetadata => (meta.session_id ? { actor: meta.actor, session_id: meta.session_id } : { actor: meta.actor });
 
 /** Decides on a row: nothing to do, or the events to append at its version. */
 function decideOn(row: CrRow, command: (cr: ChangeRequest) => ChangeRequestCommand | null): Decision {
@@ -53,7 +57,7 @@ function decideOn(row: CrRow, command: (cr: ChangeRequest) => ChangeRequestComma
   const cmd = command(state);
   const events = cmd ? decide(cmd, state) : [];
   if (!cmd || events.length === 0) return { done: { cr: state, events: [] } };
-  return { row, state, events, actor: cmd.meta.actor };
+  return { row, state, events, metadata: metadataOf(cmd.meta) };
 }
 
 /** The CR's row from the database (grouped with concurrent reads when `grouped` is given). */
@@ -121,7 +125,7 @@ export async function handleCommand(
         crId,
         expected: version,
         events: [{ eventId: randomUUID(), type: event.type, data: event.data }],
-        metadata: { actor: d.actor },
+        metadata: d.metadata,
         patch: crRowPatch(d.row, next),
       };
       const one = pooled ? await pooled.appends.submit(cmd) : (await appendAndPatch(db, [cmd]))[0]!;
@@ -146,7 +150,7 @@ export async function handleCommand(
       return await db.transaction(async (tx) => {
         const d = decideOn(await readRow(tx, projectId, crId), command);
         if (d.done) return d.done;
-        const stored = await appendAndProject(tx, projectId, crId, d.row.stream_version, d.state, d.events, d.actor);
+        const stored = await appendAndProject(tx, projectId, crId, d.row.stream_version, d.state, d.events, d.metadata);
         await opts.inTx?.(tx, stored.cr);
         return stored;
       });
@@ -175,7 +179,7 @@ export async function appendAndProject(
   version: number,
   state: ChangeRequest | null,
   events: ChangeRequestEvent[],
-  actor: string,
+  metadata: EventMetadata,
 ): Promise<Handled> {
   const next = fold(events, state)!;
   const streamId = streamIdOf(crId);
@@ -188,7 +192,7 @@ export async function appendAndProject(
         crId,
         expected: version,
         events: events.map((e) => ({ eventId: randomUUID(), type: e.type, data: e.data })),
-        metadata: { actor },
+        metadata,
         row: toRow(next, version + events.length),
       },
     ]),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../infra/db/db.js';
-import { readStream } from '../../infra/event-store.js';
+import { readStream, type EventMetadata } from '../../infra/event-store.js';
 import type { DiffResult, MergePreview, ProjectRepo } from '../../infra/git/port.js';
 import type { Logger } from '../../lib/logger.js';
 import { DomainError, isDomainError, notFound, validationError } from '../../domain/errors.js';
@@ -17,7 +17,7 @@ import { crQueries, type CrAppendWithPatch } from '../../sql/queries/change-requ
 import { projectQueries } from '../../sql/queries/projects.js';
 import { crOfRow, crRowPatch, decodeCrRow, type CrRow } from '../../sql/queries/change-request-row.js';
 import { toRow } from '../../projections/change-requests.js';
-import { appendAndProject, handleCommand } from './handle.js';
+import { appendAndProject, handleCommand, metadataOf } from './handle.js';
 import { appendAndPatch, type CrCommandPath } from './command-path.js';
 import { withMergeLock } from './merge-lock.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
@@ -210,7 +210,17 @@ async function tipsOrNull(repo: ProjectRepo, base: string, head: string, log: Lo
   }
 }
 
-export async function openCr(deps: Pick<CrDeps, 'db' | 'repos' | 'logger' | 'now'>, project: ProjectRecord, actor: string, input: OpenInput): Promise<ChangeRequest> {
+/**
+ * `via`: the session whose agent acts for `actor` (an agent-grade credential), recorded in
+ * the events' metadata so the history says "the agent of session …, for …".
+ */
+export async function openCr(
+  deps: Pick<CrDeps, 'db' | 'repos' | 'logger' | 'now'>,
+  project: ProjectRecord,
+  actor: string,
+  input: OpenInput,
+  via: string | null = null,
+): Promise<ChangeRequest> {
   const base = input.base_ref ?? project.default_branch;
   const crId = randomUUID();
   const probe = {
@@ -248,8 +258,9 @@ export async function openCr(deps: Pick<CrDeps, 'db' | 'repos' | 'logger' | 'now
       base_commit_sha: tips.base,
       origin_session_id: known ? input.session_id! : null,
     };
-    const events = decide({ type: 'OpenChangeRequest', data, meta: { actor, now: now(deps) } }, null);
-    return (await appendAndProject(tx, project.project_id, crId, 0, null, events, actor)).cr;
+    const meta = { actor, now: now(deps), session_id: via };
+    const events = decide({ type: 'OpenChangeRequest', data, meta }, null);
+    return (await appendAndProject(tx, project.project_id, crId, 0, null, events, metadataOf(meta))).cr;
   });
 }
 
@@ -325,25 +336,26 @@ export async function editCr(
   ref: string,
   actor: string,
   data: { title?: string; description?: string },
+  via: string | null = null,
 ): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  return (await handleCommand(deps, project.project_id, cr.cr_id, () => ({ type: 'EditChangeRequest', data, meta: { actor, now: now(deps) } }))).cr;
+  return (await handleCommand(deps, project.project_id, cr.cr_id, () => ({ type: 'EditChangeRequest', data, meta: { actor, now: now(deps), session_id: via } }))).cr;
 }
 
-export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
+export async function closeCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string, via: string | null = null): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
   // Under the merge lock: a close never lands between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
-    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'CloseChangeRequest', meta: { actor, now: now(deps), session_id: via } }))).cr,
   );
 }
 
-export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string): Promise<ChangeRequest> {
+export async function reopenCr(deps: CrDeps, project: ProjectRecord, ref: string, actor: string, via: string | null = null): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
   // Under the merge lock, like close: a reopen is decided on the CR's state after any merge
   // in progress has been recorded, never between a merge's push and its record.
   return withMergeLock(deps, project.project_id, cr.base_ref, async (db) =>
-    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps) } }))).cr,
+    (await handleCommand({ ...deps, db }, project.project_id, cr.cr_id, () => ({ type: 'ReopenChangeRequest', meta: { actor, now: now(deps), session_id: via } }))).cr,
   );
 }
 
@@ -391,15 +403,29 @@ export async function crHistory(deps: CrDeps, project: ProjectRecord, ref: strin
 
 export type CrHistoryEntry = Awaited<ReturnType<typeof historyOfCr>>[number];
 
+interface HistoryRow {
+  stream_position: number | string;
+  global_position: number | string;
+  type: string;
+  data: Record<string, unknown>;
+  metadata: EventMetadata;
+  recorded_at: Date | string;
+  actor_name: string | null;
+}
+
 /** `crHistory` of a CR the caller already read. */
 export async function historyOfCr(deps: Pick<CrDeps, 'db'>, cr: ChangeRequest) {
-  const events = await readStream(deps.db, streamIdOf(cr.cr_id));
+  const events = await deps.db.rows<HistoryRow>(crQueries.history(streamIdOf(cr.cr_id)));
   return events.map((e) => ({
-    stream_position: e.stream_position,
-    global_position: e.global_position,
+    stream_position: Number(e.stream_position),
+    global_position: Number(e.global_position),
     type: e.type,
     data: e.data,
     actor: e.metadata.actor,
+    /** The person (their name, else their email); null for a system actor or a removed user. */
+    actor_name: e.actor_name,
+    /** Set when the person's agent acted: the session it ran in. */
+    session_id: e.metadata.session_id ?? null,
     recorded_at: new Date(e.recorded_at).toISOString(),
   }));
 }

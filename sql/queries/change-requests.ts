@@ -107,6 +107,21 @@ export const crQueries = {
   }),
 
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */
+  /**
+   * A CR's events in order with the acting person's name (one statement: the page's
+   * statement budget): `metadata.actor` is a user id for people and their agents.
+   */
+  history: (streamId: string): Query => ({
+    text: `SELECT e.stream_position, e.global_position, e.type, e.data, e.metadata, e.recorded_at,
+        coalesce(nullif(u.name, ''), u.email) AS actor_name
+      FROM events e
+      LEFT JOIN users u ON u.user_id = CASE WHEN e.metadata->>'actor' ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+        THEN (e.metadata->>'actor')::uuid END
+      WHERE e.stream_id = $1
+      ORDER BY e.stream_position`,
+    values: [streamId],
+  }),
+
   nextNumber: (projectId: string): Query => ({
     name: 'cr_next_number',
     text: `INSERT INTO project_counters (project_id, last_cr_number) VALUES ($1, 1)

@@ -41,7 +41,7 @@ describe('group-committed CR appends', function () {
         },
         null,
       );
-      await appendAndProject(tx, p.projectId, crId, 0, null, events, p.userId);
+      await appendAndProject(tx, p.projectId, crId, 0, null, events, { actor: p.userId });
     });
     return crId;
   }

@@ -5,6 +5,7 @@ import { authedUrl, workDir, type WorkDir } from '../../support/git-client.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 import { agentReady, fakeRuntime, killSandboxes, killSandboxesUnder, waitForStatus } from '../../support/sessions.js';
 import { runSvc, sandbox } from '../../cli/helpers.js';
+import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 import { AGENT_BRANCH_MESSAGE, CR_ONLY_MESSAGE } from '../../../infra/git/pre-receive.js';
 import { AGENT_CANNOT_MERGE_MESSAGE } from '../../../services/tokens/agent-policy.js';
 
@@ -227,6 +228,26 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     expect(merged.status, JSON.stringify(merged.body)).to.equal(200);
     expect(merged.body.change_request.status).to.equal('merged');
     expect(await tip('main')).to.equal(merged.body.change_request.merge_commit_sha);
+  });
+
+  it('the CR\'s history names the person and, for what their agent did, its session (API and page)', async () => {
+    const own = (await client(srv.url, srv.token).get(`${P}/change-requests?status=all`)).body.change_requests.find((c: any) => c.head_ref === a.id);
+    const events = (await client(srv.url, srv.token).get(`${P}/change-requests/${own.number}/events`)).body.events as any[];
+    const by = (type: string) => events.filter((e) => e.type === type).map((e) => ({ actor_name: e.actor_name, session_id: e.session_id }));
+    // The agent opened, edited, closed and reopened it for Owner; Owner's own token merged it.
+    for (const t of ['ChangeRequestOpened', 'ChangeRequestEdited', 'ChangeRequestClosed', 'ChangeRequestReopened']) {
+      expect(by(t), t).to.deep.equal([{ actor_name: 'Owner', session_id: a.id }]);
+    }
+    expect(by('ChangeRequestMerged')).to.deep.equal([{ actor_name: 'Owner', session_id: null }]);
+
+    await withPassword(srv);
+    const cookie = await signInHttp(srv.url);
+    const page = await dashFetch(srv.url, cookie, `/projects/${projectId}/change-requests/${own.number}`);
+    expect(page.status).to.equal(200);
+    const items = [...page.text.matchAll(/<span class="ev">([a-z ]+)<\/span>[\s\S]*?<span class="muted">by ([\s\S]*?) · /g)].map((m) => [m[1], m[2]!.replace(/<[^>]+>/g, '')]);
+    expect(items).to.deep.include(['opened', `the agent in session ${a.id.slice(0, 8)}, for Owner`]);
+    expect(items).to.deep.include(['merged', 'Owner']);
+    expect(page.text).to.include(`href="/projects/${projectId}/sessions/${a.id}"`);
   });
 
   it('refs/svc/* takes no push, not even a person\'s', async () => {
