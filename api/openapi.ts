@@ -57,6 +57,7 @@ const ops: Record<string, Record<string, Op>> = {
   },
   [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head, bounded by the server’s diff limits.', ok: { status: 200, schema: c.DiffSchema }, errors: [401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: c.MergePreviewSchema }, errors: [401, 403, 404, 503, 504] } },
+  '/v1/projects/{projectId}/compare': { get: { summary: 'Compare two live branches (base defaults to the default branch): the merge preview of head into base; is_up_to_date means head adds nothing.', query: c.CompareQuery, ok: { status: 200, schema: c.CompareSchema }, errors: [400, 401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: c.CrHistorySchema }, errors: [401, 403, 404] } },
   [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges).', body: c.MergeChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503, 504] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', body: c.EmptyBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] } },

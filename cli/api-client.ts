@@ -7,7 +7,7 @@ import type { FetchLike } from './http.js';
 
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
 export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview, Diff, Project, Me } from '../contracts/index.js';
-import type { ChangeRequest, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
+import type { ChangeRequest, Compare, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
 export type CreateCRInput = CreateChangeRequestInput;
 
@@ -134,6 +134,12 @@ export class ApiClient {
 
   getDiff(project: string, cr: string | number): Promise<Diff> {
     return this.request('GET', this.crPath(project, cr, '/diff'));
+  }
+
+  /** Two live branches compared (`base` defaults to the project's default branch). */
+  compare(project: string, head: string, base?: string): Promise<Compare> {
+    const q = new URLSearchParams({ head, ...(base ? { base } : {}) });
+    return this.request('GET', `/projects/${enc(project)}/compare?${q}`);
   }
 
   getMergePreview(project: string, cr: string | number): Promise<MergePreview> {

@@ -103,6 +103,18 @@ export const MergePreviewSchema = z.strictObject({
 });
 export type MergePreview = z.infer<typeof MergePreviewSchema>;
 
+/** `GET /v1/projects/:projectId/compare?base=&head=`: two branches, before any CR (`base` defaults to the default branch). */
+export const CompareQuery = z.object({
+  base: z.string().min(1).max(255).optional(),
+  head: z.string().min(1).max(255),
+});
+/**
+ * The merge preview of `head` into `base`, named: `is_up_to_date` says `head` adds nothing
+ * (every commit on it is in `base`), what `svc cr open` refuses without `--allow-empty`.
+ */
+export const CompareSchema = MergePreviewSchema.extend({ base_ref: z.string(), head_ref: z.string() });
+export type Compare = z.infer<typeof CompareSchema>;
+
 export const DiffFileSchema = z.strictObject({
   path: z.string(),
   status: z.enum(['added', 'modified', 'deleted']),

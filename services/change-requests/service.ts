@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../infra/db/db.js';
 import { readStream, type EventMetadata } from '../../infra/event-store.js';
+import { assertBranchName } from '../../domain/refs.js';
 import type { DiffResult, MergePreview, ProjectRepo } from '../../infra/git/port.js';
 import type { Logger } from '../../lib/logger.js';
 import { DomainError, isDomainError, notFound, validationError } from '../../domain/errors.js';
@@ -395,6 +396,18 @@ export async function previewCr(deps: CrDeps, project: ProjectRecord, ref: strin
 /** `previewCr` of a CR the caller already read. */
 export async function previewOfCr(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): Promise<MergePreview> {
   return bounded(deps, 'merge preview', deps.repos.for(project).preview(cr.base_ref, cr.head_ref));
+}
+
+/**
+ * Two live branches compared before any CR exists: the merge preview of `head` into `base`
+ * (the project's default branch when not given). Names are checked before git runs; a
+ * missing branch is a 404 naming it.
+ */
+export async function compareBranches(deps: CrDeps, project: ProjectRecord, head: string, base?: string) {
+  const baseRef = assertBranchName(base ?? project.default_branch, 'base');
+  const headRef = assertBranchName(head, 'head');
+  const preview = await bounded(deps, 'comparison', deps.repos.for(project).preview(baseRef, headRef));
+  return { base_ref: baseRef, head_ref: headRef, ...preview };
 }
 
 export async function crHistory(deps: CrDeps, project: ProjectRecord, ref: string) {

@@ -34,6 +34,10 @@ async function fakeApi(): Promise<Fake> {
       if (req.method === 'GET' && u.pathname === '/v1/accounts/me') return send(200, ME);
       if (req.method === 'GET' && u.pathname === `${P}/change-requests`) return send(200, { change_requests: [makeCR()] });
       if (req.method === 'POST' && u.pathname === `${P}/change-requests`) return send(201, { change_request: makeCR(JSON.parse(body)) });
+      if (req.method === 'GET' && u.pathname === `${P}/compare`) {
+        const [a, b] = ['a'.repeat(40), 'b'.repeat(40)];
+        return send(200, { base_ref: 'main', head_ref: u.searchParams.get('head'), base_sha: a, head_sha: b, merge_base: a, is_up_to_date: false, can_merge: true, can_fast_forward: true, conflicts: [] });
+      }
       if (req.method === 'GET' && u.pathname === `${P}/change-requests/3/diff`)
         return send(200, { base_sha: 'b', head_sha: 'a', merge_base: 'b', files: [], additions: 1, deletions: 1, patch: '@@ -1 +1 @@\n-old\n+new\n' });
       if (req.method === 'POST' && u.pathname === `${P}/change-requests/3/merge`)
@@ -127,9 +131,13 @@ describe('svc binary (spawned)', function () {
     expect(r.stdout).to.match(new RegExp(`^#3\\nhttp://127\\.0\\.0\\.1:\\d+/projects/${PROJECT.project_id}/change-requests/3\\n$`));
     expect(r.stderr).to.contain(`host: SVC_API_URL (${api.url})`);
     const sent = api.requests.slice(before);
-    expect(sent).to.have.length(1);
-    expect(sent[0]!.auth).to.equal(`Bearer ${TOKEN}`);
-    expect(JSON.parse(sent[0]!.body)).to.deep.equal({ title: 'From the sandbox', head_ref: sid, session_id: sid });
+    // First the compare (a head adding nothing is refused), then the open.
+    expect(sent.map((s) => `${s.method} ${s.url}`)).to.deep.equal([
+      `GET /v1/projects/${PROJECT.project_id}/compare?head=${sid}`,
+      `POST /v1/projects/${PROJECT.project_id}/change-requests`,
+    ]);
+    for (const s of sent) expect(s.auth).to.equal(`Bearer ${TOKEN}`);
+    expect(JSON.parse(sent[1]!.body)).to.deep.equal({ title: 'From the sandbox', head_ref: sid, session_id: sid });
     const ls = await spawnSvc(['cr', 'ls', '--json'], { env });
     expect(ls.code).to.equal(0);
     expect(ls.stderr).to.equal('');

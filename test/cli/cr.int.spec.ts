@@ -215,25 +215,40 @@ describe('svc cr (HTTP stubbed with nock)', () => {
   });
 
   describe('open', () => {
+    /** The compare `cr open` asks first: `head` into `base` (the default branch when not given). */
+    const compared = (head: string, base = 'main', upToDate = false) => {
+      const sha = (c: string) => c.repeat(40);
+      api()
+        .get(`/v1/projects/${P}/compare`)
+        .query(base === 'main' ? { head } : { head, base })
+        .reply(200, {
+          base_ref: base, head_ref: head, base_sha: sha('a'), head_sha: upToDate ? sha('a') : sha('b'), merge_base: sha('a'),
+          is_up_to_date: upToDate, can_merge: true, can_fast_forward: !upToDate, conflicts: [],
+        });
+    };
+
     it('inside a sandbox: head, session and project come from the environment; prints #N and URL', async () => {
       const sid = '3f2e1d0c-b9a8-4765-8432-10fedcba9876';
+      compared(sid);
       api()
         .post(CRS, { title: 'Add greeting', head_ref: sid, session_id: sid })
         .reply(201, { change_request: makeCR({ head_ref: sid, origin_session_id: sid }) });
       const r = await run(['cr', 'open', '--title', 'Add greeting'], {
         env: env({ SVC_BRANCH_NAME: sid, SVC_SESSION_ID: sid, SVC_DASHBOARD_URL: 'https://dash.test' }),
       });
-      expect(r.code).to.equal(0);
+      expect(r.code, r.stderr).to.equal(0);
       expect(r.stdout).to.equal(`#3\nhttps://dash.test/projects/${P}/change-requests/3\n`);
     });
 
     it('SVC_HEAD_REF is the fallback for the head', async () => {
+      compared('from-head-ref');
       api().post(CRS, { title: 'T', head_ref: 'from-head-ref' }).reply(201, { change_request: makeCR() });
       const r = await run(['cr', 'new', '--title', 'T'], { env: env({ SVC_HEAD_REF: 'from-head-ref' }) });
       expect(r.code).to.equal(0);
     });
 
     it('flags beat the environment; aliases --from/--into/--body work', async () => {
+      compared('feat', 'dev');
       api()
         .post(CRS, { title: 'T', description: 'D', head_ref: 'feat', base_ref: 'dev', session_id: 'sess-flag' })
         .reply(201, { change_request: makeCR() });
@@ -246,6 +261,7 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     it('outside a session: the current git branch is the head', async () => {
       await mkdir(path.join(sb.dir, '.git'), { recursive: true });
       await writeFile(path.join(sb.dir, '.git', 'HEAD'), 'ref: refs/heads/local-work\n');
+      compared('local-work');
       api().post(CRS, { title: 'T', head_ref: 'local-work' }).reply(201, { change_request: makeCR() });
       expect((await run(['cr', 'open', '--title', 'T'])).code).to.equal(0);
     });
@@ -260,8 +276,26 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     });
 
     it('a 400 from the API (head == base) is exit 1 with its message', async () => {
+      compared('main', 'main', true);
       api().post(CRS).reply(400, { error: 'Validation failed', message: 'head_ref must differ from base_ref.', issues: [] });
       await failsWith(['cr', 'open', '--title', 'T', '--head', 'main'], 'error: head_ref must differ from base_ref. (HTTP 400)');
+    });
+
+    it('a head that adds nothing to its base: exit 1 with why and what to do, nothing opened', async () => {
+      compared('done-already', 'main', true);
+      const r = await run(['cr', 'open', '--title', 'T', '--head', 'done-already']);
+      expect(r.code).to.equal(1);
+      expect(r.stderr).to.contain("error: 'done-already' adds nothing to 'main': every commit on it is already there");
+      expect(r.stderr).to.contain('--allow-empty');
+      expect(r.stdout).to.equal('');
+    });
+
+    it('--allow-empty opens it without asking; a compare 404 (a branch not pushed) leaves the error to the open', async () => {
+      api().post(CRS, { title: 'T', head_ref: 'done-already' }).reply(201, { change_request: makeCR() });
+      expect((await run(['cr', 'open', '--title', 'T', '--head', 'done-already', '--allow-empty'])).code).to.equal(0);
+      api().get(`/v1/projects/${P}/compare`).query({ head: 'unpushed' }).reply(404, { error: 'Not found', message: "Branch 'unpushed' not found." });
+      api().post(CRS, { title: 'T', head_ref: 'unpushed' }).reply(400, { error: 'Validation failed', message: "head_ref 'unpushed' does not exist in the repository; push it first.", issues: [] });
+      await failsWith(['cr', 'open', '--title', 'T', '--head', 'unpushed'], "error: head_ref 'unpushed' does not exist in the repository; push it first. (HTTP 400)");
     });
   });
 
