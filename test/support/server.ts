@@ -134,7 +134,8 @@ export interface SpawnedServer {
 }
 
 /** `svc-server <cmd>` as a child process, ready when /readyz answers 200. */
-export async function spawnTestServer(env: Record<string, string>, cmd = 'start'): Promise<SpawnedServer> {
+/** `readyMs`: how long it may take to answer /readyz (a fresh embedded cluster runs initdb first). */
+export async function spawnTestServer(env: Record<string, string>, cmd = 'start', opts: { readyMs?: number } = {}): Promise<SpawnedServer> {
   const port = await freePort();
   // Its responses are checked against the OpenAPI document inside it; problems come back through this file.
   const contractLog = path.join(os.tmpdir(), `svc-contract-${process.pid}-${port}.jsonl`);
@@ -149,7 +150,7 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
   proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + (opts.readyMs ?? 30_000);
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`svc-server exited early (${proc.exitCode}):\n${out}`);
     const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
