@@ -129,6 +129,15 @@ describe('dashboard session page: the conversation (chromium, real runtime, scri
         expect(await conversation(page)).to.deep.equal(after);
         await inert();
 
+        // The CR the agent opened shows its origin session's totals, as the API reports them.
+        await page.locator('[data-live="session-crs"] a', { hasText: 'Agent change' }).click();
+        await page.waitForURL(/\/change-requests\/1$/);
+        const usage = (await p.api.get(`${p.sessions}/${id}`)).body.session.usage;
+        expect(usage.by_model.map((m: { model: string }) => m.model)).to.deep.equal(['scripted']);
+        expect(await page.locator('[data-usage]').innerText()).to.equal(
+          `The session's model usage: ${usage.input_tokens.toLocaleString('en-US')} input · ${usage.output_tokens.toLocaleString('en-US')} output tokens (${usage.requests} model calls: scripted)`,
+        );
+
         await p.api.post(`${p.sessions}/${id}/stop`, {});
       },
     ));
