@@ -171,7 +171,7 @@ if (chat) {
       if (e.type === 'session.status') {
         const st = p.status || {};
         say(st.type === 'busy' ? 'Thinking…' : st.type === 'retry' ? 'Retrying (attempt ' + st.attempt + '): ' + (st.message || '') : '');
-      } else if (e.type === 'session.idle') say('');
+      } else if (e.type === 'session.idle') { say(''); scheduleRefresh(); } // the head's tokens, the session's CRs
       else if (e.type === 'message.part.updated' && p.part && p.part.type === 'tool') {
         const s = p.part.state || {};
         if (s.status === 'running' || s.status === 'pending') say('Running ' + p.part.tool + '…');

@@ -19,9 +19,9 @@ import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 
 /**
  * Sessions (contracts.md "Sessions"): the list, and one session with its sandbox, errors,
- * open CRs, Stop / Restart / Remove, Refresh (the daemon's /svc/refresh, through the
- * server), a chat pane (prompts go through the server; with JS the reply streams from
- * the agent proxy) and a preview iframe for a port. The frame shows the preview's own
+ * the CRs its agent opened, tokens, Stop / Restart / Remove, Refresh (the daemon's /svc/refresh, through the
+ * server), the conversation (prompts go through the server; with JS it is read from
+ * the agent proxy, session-chat.ts and chat-render.ts) and a preview iframe for a port. The frame shows the preview's own
  * origin (`p<port>-<id>.<preview domain>`, through `preview-entry.ts`): `allow-same-origin`
  * there is that origin, never the dashboard's.
  */

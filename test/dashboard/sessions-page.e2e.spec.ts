@@ -68,7 +68,9 @@ describe('dashboard session page in chromium', function () {
       await page.getByRole('button', { name: 'Send' }).click();
       const alert = page.locator('#chat-log [role="alert"]');
       await alert.waitFor();
-      expect(Date.now() - t0).to.be.below(2000 + 1000); // the spec's 2 s, plus the browser's own time
+      // Refused by the server before reaching the runtime (agent-readiness.int holds the API to
+      // the spec's 2 s); here, well short of the runtime's minute of retries, under any load.
+      expect(Date.now() - t0).to.be.below(15_000);
       expect(await alert.innerText()).to.match(/SVC_LLM_UPSTREAM_URL/).and.match(/docs\/models\.md/);
       expect(await page.locator('#chat-log .turn').count()).to.equal(0); // nothing reached the runtime
     }));
