@@ -14,6 +14,9 @@ export interface AgentEvent {
 
 export type TurnEnd = 'idle' | 'error' | 'closed';
 
+/** What the agent is doing, for the progress line: `starting` (its runtime boots), `thinking`, `tool` (running one), `retry`. */
+export type AgentActivity = { kind: 'starting' } | { kind: 'thinking' } | { kind: 'tool'; name: string } | { kind: 'retry'; attempt: number; message: string };
+
 export class AgentChat {
   private agentSession?: string;
   private events?: SseStream;
@@ -30,6 +33,8 @@ export class AgentChat {
      * straight to the runtime through the proxy.
      */
     private readonly prompt?: (text: string, agentSession: string) => Promise<unknown>,
+    /** Told once when the runtime is still booting (503) and the chat waits for it. */
+    private readonly onBooting?: () => void,
   ) {}
 
   private headers(): Record<string, string> {
@@ -47,6 +52,7 @@ export class AgentChat {
         return await fn();
       } catch (e) {
         if (!(e instanceof ApiError && e.status === 503) || Date.now() > deadline) throw e;
+        this.onBooting?.();
       }
       await new Promise((r) => setTimeout(r, delay));
     }
@@ -103,7 +109,7 @@ export class AgentChat {
    * Reads events until the turn ends: `onText` gets each new piece of the assistant's
    * text, `onEvent` every event of this conversation (for --json).
    */
-  async turn(on: { text?(delta: string): void; event?(e: AgentEvent): void }): Promise<{ end: TurnEnd; error?: string }> {
+  async turn(on: { text?(delta: string): void; event?(e: AgentEvent): void; activity?(a: AgentActivity): void }): Promise<{ end: TurnEnd; error?: string }> {
     if (!this.events) throw new Error('listen() first');
     const mine = this.agentSession;
     for await (const m of this.events.messages) {
@@ -126,6 +132,15 @@ export class AgentChat {
         this.printed.set(part.id, seen + delta.length);
         if (delta) on.text?.(delta);
       }
+      if (e.type === 'message.part.updated' && part?.type === 'tool') {
+        const state = (part as { state?: { status?: string } }).state;
+        const name = (part as { tool?: unknown }).tool;
+        if ((state?.status === 'running' || state?.status === 'pending') && typeof name === 'string') on.activity?.({ kind: 'tool', name });
+        else if (state?.status === 'completed' || state?.status === 'error') on.activity?.({ kind: 'thinking' });
+      }
+      const st = p.status as { type?: string; attempt?: number; message?: string } | undefined;
+      if (e.type === 'session.status' && st?.type === 'busy') on.activity?.({ kind: 'thinking' });
+      if (e.type === 'session.status' && st?.type === 'retry') on.activity?.({ kind: 'retry', attempt: Number(st.attempt ?? 0), message: String(st.message ?? '') });
       if (e.type === 'session.error') {
         const err = p.error as { name?: string; data?: { message?: string } } | undefined;
         return { end: 'error', error: err?.data?.message ?? err?.name ?? 'the agent reported an error' };

@@ -1,4 +1,5 @@
 import { Router } from 'express';
+import { chatRenderer } from './chat-render.js';
 
 /**
  * The dashboard's only static files, inline here (no front-end build): a stylesheet and a
@@ -36,7 +37,11 @@ table.diff td{padding:0 .4rem;white-space:pre;vertical-align:top}table.diff td:n
 tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(--del)}tr.hunk td{background:#ddf4ff;color:var(--muted)}
 .timeline{padding-left:1.2rem}.timeline li{margin:.3rem 0}.timeline li.current{font-weight:700}.ev{font-weight:600}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}.facts dd{margin:0}
-.chat .log{border:1px solid var(--line);border-radius:6px;min-height:4rem;max-height:24rem;overflow:auto;padding:.5rem;white-space:pre-wrap}
+.chat .log{border:1px solid var(--line);border-radius:6px;min-height:4rem;max-height:36rem;overflow:auto;padding:.5rem}
+.turn{border-bottom:1px solid var(--line);padding:.4rem 0}.turn .who{font-weight:600;font-size:.85em;color:var(--muted)}.turn .said{white-space:pre-wrap;overflow-wrap:anywhere}
+.turn .user{background:#f6f8fa;border-radius:6px;padding:.3rem .5rem;margin-bottom:.4rem}.md p{margin:.3rem 0}.md pre,pre.code{background:#f6f8fa;padding:.4rem;border-radius:6px;overflow-x:auto;white-space:pre-wrap;font:12px/1.4 ui-monospace,monospace}
+pre.code.bad{background:var(--del)}details.tool,details.reasoning{border:1px solid var(--line);border-radius:6px;margin:.3rem 0;padding:0 .5rem}details.tool>summary,details.reasoning>summary{cursor:pointer;padding:.2rem 0}
+.tool-name{font-family:ui-monospace,monospace;font-weight:600}.tool-error{border-color:var(--bad)}.turn-error.bad,pre.code.bad{color:var(--bad)}.usage{font-size:.85em;margin:.2rem 0}.chat-status{min-height:1.2em;margin:.3rem 0}
 .preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
 @media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}table.list td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}.files{columns:1}}
 `;
@@ -87,26 +92,112 @@ function bind(root) {
 }
 bind(document);
 const chat = document.querySelector('[data-chat]');
-if (chat && window.EventSource) {
+if (chat) {
+  // The conversation is the runtime's own history, read through the session proxy (so a
+  // reload shows it again); its event feed only says when to read it again.
+  const R = (${chatRenderer.toString()})();
+  const base = chat.getAttribute('data-chat');
   const log = document.getElementById('chat-log');
-  const parts = new Map();
-  const es = new EventSource(chat.getAttribute('data-chat') + '/event');
-  es.onmessage = (m) => {
-    let e; try { e = JSON.parse(m.data); } catch (_) { return; }
-    const part = e && e.properties && e.properties.part;
-    if (e.type === 'message.part.updated' && part && part.type === 'text') {
-      let el = parts.get(part.id);
-      if (!el) { el = document.createElement('div'); parts.set(part.id, el); log.appendChild(el); }
-      el.textContent = part.text; log.scrollTop = log.scrollHeight;
-    }
-  };
+  const status = document.getElementById('chat-status');
   const form = chat.querySelector('[data-chat-form]');
+  const sidField = form.querySelector('input[name=session_id]');
+  const shown = new Map();
+  let sid = null, es = null, loading = false, again = false, timer = null, retry = null;
+  const get = async (path) => {
+    const res = await fetch(base + path, { credentials: 'same-origin', headers: { accept: 'application/json' } });
+    if (!res.ok) throw new Error('HTTP ' + res.status);
+    return res.json();
+  };
+  const stateOf = () => { const el = document.querySelector('[data-agent-state]'); return el ? el.getAttribute('data-agent-state') : 'ready'; };
+  function render(messages) {
+    const blocks = R.conversation(messages);
+    const open = new Set(Array.from(log.querySelectorAll('details[open][data-part]'), (d) => d.getAttribute('data-part')));
+    const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 20;
+    const keep = new Set();
+    let prev = null;
+    for (const b of blocks) {
+      keep.add(b.key);
+      let cur = shown.get(b.key);
+      if (!cur || cur.html !== b.html) {
+        const el = document.createElement('div');
+        el.innerHTML = b.html; // built by chat-render.ts: every input escaped
+        const node = el.firstElementChild;
+        for (const d of node.querySelectorAll('details[data-part]')) if (open.has(d.getAttribute('data-part'))) d.open = true;
+        if (cur) cur.node.replaceWith(node); else if (prev) prev.after(node); else log.prepend(node);
+        cur = { html: b.html, node };
+        shown.set(b.key, cur);
+      }
+      prev = cur.node;
+    }
+    for (const [k, v] of shown) if (!keep.has(k)) { v.node.remove(); shown.delete(k); }
+    if (atEnd) log.scrollTop = log.scrollHeight;
+  }
+  async function load() {
+    if (loading) { again = true; return; }
+    loading = true;
+    try {
+      if (!sid) {
+        const list = await get('/session');
+        const top = (Array.isArray(list) ? list : []).filter((x) => x && x.id && !x.parentID);
+        top.sort((a, b) => ((b.time && (b.time.updated || b.time.created)) || 0) - ((a.time && (a.time.updated || a.time.created)) || 0));
+        if (!top.length) return;
+        sid = top[0].id; sidField.value = sid;
+      }
+      render(await get('/session/' + encodeURIComponent(sid) + '/message'));
+    } catch (_) {
+      clearTimeout(retry); retry = setTimeout(load, 2000); // the agent is still starting, or restarting
+    } finally {
+      loading = false;
+      if (again) { again = false; schedule(); }
+    }
+  }
+  const schedule = () => { clearTimeout(timer); timer = setTimeout(load, 120); };
+  const say = (text) => { status.textContent = text; };
+  function showError(text) {
+    const p = document.createElement('p'); p.className = 'turn-error bad'; p.setAttribute('role', 'alert'); p.textContent = text; log.appendChild(p);
+    log.scrollTop = log.scrollHeight;
+  }
+  function connect() {
+    if (!window.EventSource || es) return;
+    es = new EventSource(base + '/event');
+    es.onopen = () => load();
+    es.onerror = () => { if (es.readyState === 2) { es.close(); es = null; setTimeout(connect, 2000); } };
+    es.onmessage = (m) => {
+      let e; try { e = JSON.parse(m.data); } catch (_) { return; }
+      const p = (e && e.properties) || {};
+      const of = p.sessionID || (p.info && p.info.sessionID) || (p.part && p.part.sessionID);
+      if (!sid && of) { schedule(); return; }
+      if (of !== sid) return;
+      if (e.type === 'session.status') {
+        const st = p.status || {};
+        say(st.type === 'busy' ? 'Thinking…' : st.type === 'retry' ? 'Retrying (attempt ' + st.attempt + '): ' + (st.message || '') : '');
+      } else if (e.type === 'session.idle') { say(''); scheduleRefresh(); } // the head's tokens, the session's CRs
+      else if (e.type === 'message.part.updated' && p.part && p.part.type === 'tool') {
+        const s = p.part.state || {};
+        if (s.status === 'running' || s.status === 'pending') say('Running ' + p.part.tool + '…');
+      } else if (e.type === 'session.error') {
+        const err = p.error || {};
+        if (err.name !== 'MessageAbortedError') showError('The agent failed: ' + ((err.data && err.data.message) || err.name || 'unknown error'));
+        say('');
+      }
+      schedule();
+    };
+    window.addEventListener('pagehide', () => es && es.close());
+  }
+  if (stateOf() !== 'starting') { connect(); load(); }
+  document.addEventListener('svc:live', () => { if (stateOf() === 'ready') { connect(); schedule(); } });
   form.addEventListener('submit', async (ev) => {
     ev.preventDefault();
-    const text = form.querySelector('textarea').value; if (!text.trim()) return;
-    const me = document.createElement('div'); me.className = 'me'; me.textContent = '> ' + text; log.appendChild(me);
-    const res = await fetch(form.action, { method: 'POST', credentials: 'same-origin', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'x-csrf-token': csrf() }, body: new URLSearchParams(new FormData(form)) });
-    if (res.ok) form.querySelector('textarea').value = ''; else { const b = await res.json().catch(() => ({})); notice('error', b.message || 'The prompt was not delivered.'); }
+    const area = form.querySelector('textarea');
+    if (!area.value.trim()) return;
+    const btn = form.querySelector('button'); btn.disabled = true;
+    try {
+      const res = await fetch(form.action, { method: 'POST', credentials: 'same-origin', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'x-csrf-token': csrf() }, body: new URLSearchParams(new FormData(form)) });
+      const b = await res.json().catch(() => ({}));
+      if (res.ok) { area.value = ''; say('Thinking…'); if (!sid && b.session_id) { sid = b.session_id; sidField.value = sid; } connect(); schedule(); }
+      else { const text = (b.message || 'The prompt was not delivered.'); showError(text); notice('error', text); }
+    } catch (_) { notice('error', 'The server could not be reached.'); }
+    finally { btn.disabled = false; }
   });
 }
 })();

@@ -3,27 +3,30 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import * as sessions from '../../services/sessions/service.js';
 import type { SessionView } from '../../services/sessions/view.js';
+import type { ProjectRecord } from '../../domain/project.js';
 import { refreshSession } from '../../services/sessions/refresh.js';
 import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
 import { crDepsOf } from '../routes/change-requests.js';
 import { sessionDepsOf } from '../routes/sessions.js';
 import { CreateSessionBody, PromptSessionBody } from '../../contracts/sessions.js';
+import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
+import { chatState, sessionCrs, usageFacts } from './session-chat.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 
 /**
  * Sessions (contracts.md "Sessions"): the list, and one session with its sandbox, errors,
- * open CRs, Stop / Restart / Remove, Refresh (the daemon's /svc/refresh, through the
- * server), a chat pane (prompts go through the server; with JS the reply streams from
- * the agent proxy) and a preview iframe for a port. The frame shows the preview's own
+ * the CRs its agent opened, tokens, Stop / Restart / Remove, Refresh (the daemon's /svc/refresh, through the
+ * server), the conversation (prompts go through the server; with JS it is read from
+ * the agent proxy, session-chat.ts and chat-render.ts) and a preview iframe for a port. The frame shows the preview's own
  * origin (`p<port>-<id>.<preview domain>`, through `preview-entry.ts`): `allow-same-origin`
  * there is that origin, never the dashboard's.
  */
 const PageQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).optional(), notice: z.string().optional(), error: z.string().optional() });
-const Prompt = z.object({ _csrf: z.string().optional(), text: z.string().min(1).max(65_536) });
+const Prompt = z.object({ _csrf: z.string().optional(), text: z.string().min(1).max(65_536), session_id: z.string().optional() });
 
 const sessionRow = (pid: string, s: SessionView) => html`<tr><td><a href="/projects/${pid}/sessions/${s.session_id}"><code>${s.session_id.slice(0, 8)}</code></a></td>
 <td>${statusBadge(s.status)}</td><td>${s.agent}${s.model ? html` <span class="muted">${s.model}</span>` : ''}</td><td><code>${s.base_ref}</code></td><td>${timeAgo(s.created_at)}</td></tr>`;
@@ -69,8 +72,8 @@ export function sessionPages(deps: ApiDeps): Router {
     const q = PageQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
     const [s, crs] = await Promise.all([
-      sessions.findSession(sessionDepsOf(deps), project.project_id, sid(req)),
-      listCrPage(crDeps, project, 'open', { perPage: 30 }, callerOf(res).user_id).then((p) => p.change_requests),
+      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)),
+      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
     ]);
     const base = `/projects/${project.project_id}/sessions/${s.session_id}`;
     const apiBase = `/v1/projects/${project.project_id}/sessions/${s.session_id}`;
@@ -78,6 +81,7 @@ export function sessionPages(deps: ApiDeps): Router {
     const csrf = csrfOf(res);
     const hidden = html`<input type="hidden" name="_csrf" value="${csrf}">`;
     const mine = crs.filter((c) => c.origin_session_id === s.session_id || c.head_ref === s.branch);
+    const projectPath = `/projects/${project.project_id}`;
     res.type('html').send(page({
       title: `Session ${s.session_id.slice(0, 8)}`, user: userOf(res), csrf,
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/sessions`, label: 'Sessions' }, { href: base, label: s.session_id.slice(0, 8) }),
@@ -86,6 +90,7 @@ export function sessionPages(deps: ApiDeps): Router {
 <div data-live="session-head"><h1>Session <code>${s.session_id}</code></h1>
 <dl class="facts"><dt>Status</dt><dd>${statusBadge(s.status)}</dd><dt>Branch</dt><dd><code>${s.branch}</code></dd><dt>Base</dt><dd><code>${s.base_ref}</code></dd>
 <dt>Agent</dt><dd>${s.agent}${s.model ? ` (${s.model})` : ''}</dd><dt>Sandbox</dt><dd>${s.sandbox ? html`${s.sandbox.state} · ${s.sandbox.provider}${UNISOLATED_PROVIDERS.includes(s.sandbox.provider as never) ? ' (unisolated)' : ''}${s.sandbox.url ? html` · <code>${s.sandbox.url}</code>` : ''}` : '–'}</dd>
+<dt>Agent state</dt><dd>${s.agent_state}</dd>${usageFacts(s.usage)}
 <dt>Last activity</dt><dd>${timeAgo(s.last_activity_at)}</dd></dl>
 ${s.error ? html`<div class="preview bad" role="alert"><strong>${s.error.code}</strong>: ${s.error.message} <span class="muted">${timeAgo(s.error.at)}</span></div>` : ''}</div>
 <div class="actions">
@@ -94,10 +99,12 @@ ${s.error ? html`<div class="preview bad" role="alert"><strong>${s.error.code}</
 <form method="post" action="${base}/refresh" data-fetch>${hidden}<button type="submit">Refresh</button></form>
 <form method="post" action="${base}/remove" data-confirm="Stop and delete this session? Its branch stays.">${hidden}<button type="submit" class="danger">Remove</button></form>
 </div>
-<section><h2>Open change requests</h2>${mine.length ? html`<ul>${mine.map((c) => html`<li><a href="/projects/${project.project_id}/change-requests/${c.number}">#${c.number} ${c.title}</a></li>`)}</ul>` : html`<p class="muted">None.</p>`}</section>
+${sessionCrs(projectPath, mine)}
 <section class="chat" data-chat="${apiBase}/agent"><h2>Chat</h2>
+${chatState(s)}
 <div class="log" id="chat-log" aria-live="polite"></div>
-<form method="post" action="${base}/prompt" class="stack" data-chat-form>${hidden}<label>Message <textarea name="text" rows="3" required></textarea></label><button type="submit">Send</button></form></section>
+<p class="chat-status muted" id="chat-status" aria-live="polite"></p>
+<form method="post" action="${base}/prompt" class="stack" data-chat-form>${hidden}<input type="hidden" name="session_id" value=""><label>Message <textarea name="text" rows="3" required></textarea></label><button type="submit">Send</button></form></section>
 <section><h2>Preview</h2><form method="get" class="row"><label>Port <input name="port" inputmode="numeric" value="${port}" size="6"></label><button type="submit">Show</button></form>
 ${s.status === 'running' ? html`<p><a href="${base}/preview/${port}" target="_blank" rel="noopener noreferrer">Open in a new tab</a></p>
 <iframe class="preview-frame" title="Preview of port ${port}" src="${base}/preview/${port}" sandbox="allow-scripts allow-forms allow-same-origin allow-popups" referrerpolicy="no-referrer"></iframe>` : html`<p class="muted">The preview shows while the session is running.</p>`}</section>`,
@@ -105,20 +112,27 @@ ${s.status === 'running' ? html`<p><a href="${base}/preview/${port}" target="_bl
   });
 
   /** A session action: the project as the signed-in user may see it, then the session in it (else 404). */
-  const action = (name: string, call: (s: sessions.SessionDeps, projectId: string, id: string, actor: string, req: Request) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
+  const action = (name: string, call: (s: sessions.SessionDeps, projectId: string, id: string, actor: string, req: Request, project: ProjectRecord) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
     r.post(`/projects/:projectId/sessions/:sessionId/${name}`, requireCsrf, async (req: Request, res: Response) => {
       const project = await projectOf(deps, req, res);
-      await call(sessionDepsOf(deps), project.project_id, sid(req), callerOf(res).user_id, req);
-      respond(req, res, to ? to(req) : back(req), notice);
+      const out = await call(sessionDepsOf(deps), project.project_id, sid(req), callerOf(res).user_id, req, project);
+      // A prompt answers with the agent's conversation it went to (the chat pane continues it).
+      const conversation = (out as { session_id?: unknown } | undefined)?.session_id;
+      respond(req, res, to ? to(req) : back(req), notice, typeof conversation === 'string' ? { session_id: conversation } : {});
     });
   const found = async (s: sessions.SessionDeps, projectId: string, id: string) => (await sessions.findSession(s, projectId, id)).session_id;
   action('stop', async (s, p, id, actor) => sessions.stopSession(s, p, await found(s, p, id), actor), 'stopped');
   action('restart', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor), 'restarted');
   action('refresh', (s, p, id) => refreshSession(s, p, id), 'refreshed');
   action('remove', async (s, p, id, actor) => sessions.removeSession(s, p, await found(s, p, id), actor), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
-  action('prompt', (s, p, id, _actor, req) => {
-    const text = Prompt.parse(req.body ?? {}).text;
-    return sessions.controlCall(s, p, id, '/svc/prompt', { text: PromptSessionBody.parse({ text }).text });
+  // As `POST …/prompt`: refused at once (409 no_model) when no model can answer; the
+  // page's script passes the conversation it shows (`session_id`), so a prompt continues it.
+  action('prompt', async (s, p, id, _actor, req, project) => {
+    const b = Prompt.parse(req.body ?? {});
+    const body = PromptSessionBody.parse({ text: b.text, ...(b.session_id ? { session_id: b.session_id } : {}) });
+    const found = await sessions.findSession(s, p, id);
+    await assertPromptable(s, project, found.session_id);
+    return sessions.controlCall(s, p, found.session_id, '/svc/prompt', body);
   }, 'prompted');
   return r;
 }

@@ -52,4 +52,26 @@ describe('dashboard session page in chromium', function () {
       await page.getByRole('button', { name: 'Stop' }).click();
       await page.locator('[data-live="session-head"] [data-status="stopped"]').waitFor();
     }));
+
+  it('without a model, a prompt from the page is refused at once and the chat says what to configure', () =>
+    withSessionProject({ slug: 'nomodel', env: { SVC_AGENT_RUNTIME: chatRuntime, SVC_LLM_UPSTREAM_URL: '', SVC_LLM_UPSTREAM_KEY: '', SVC_LLM_MODEL: '' } }, async (p) => {
+      const created = await p.api.post(p.sessions, {});
+      const s = await waitForStatus(p.api, `${p.sessions}/${created.body.session.session_id}`, ['running']);
+      await withPassword(p.srv);
+      browser = await launch();
+      const page = await (await browser.newContext()).newPage();
+      await signIn(page, p.srv.url);
+      await page.goto(`${p.srv.url}/projects/${s.project_id}/sessions/${s.session_id}`);
+      await page.locator('[data-agent-state="ready"]').waitFor({ state: 'attached' });
+      const t0 = Date.now();
+      await page.getByLabel('Message').fill('hello?');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const alert = page.locator('#chat-log [role="alert"]');
+      await alert.waitFor();
+      // Refused by the server before reaching the runtime (agent-readiness.int holds the API to
+      // the spec's 2 s); here, well short of the runtime's minute of retries, under any load.
+      expect(Date.now() - t0).to.be.below(15_000);
+      expect(await alert.innerText()).to.match(/SVC_LLM_UPSTREAM_URL/).and.match(/docs\/models\.md/);
+      expect(await page.locator('#chat-log .turn').count()).to.equal(0); // nothing reached the runtime
+    }));
 });

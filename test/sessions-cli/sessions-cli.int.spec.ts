@@ -123,6 +123,36 @@ describe('svc sessions (real server, scripted runtime)', function () {
       expect(after.stdout).to.equal('You said: still there. Done.\n');
     }));
 
+  it('chat shows progress on stderr (a terminal, or --progress; never with --json), and a session error ends it at once (exit 1)', () =>
+    withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
+      const id = (await svc(p, ['sessions', 'new'])).stdout.trim();
+      const tty = await svc(p, ['sessions', 'chat', id, '--prompt', 'use a tool'], { tty: true });
+      expect(tty.code, tty.stderr).to.equal(0);
+      expect(tty.stdout).to.equal('You said: use a tool. Done.\n');
+      // One status line rewritten in place, cleared before the reply.
+      expect(tty.stderr).to.contain('\r\x1b[K… thinking').and.contain('\r\x1b[K… running a tool: bash');
+
+      const piped = await svc(p, ['sessions', 'chat', id, '--prompt', 'use a tool']);
+      expect(piped.code, piped.stderr).to.equal(0);
+      expect(piped.stderr).to.not.contain('…');
+      const forced = await svc(p, ['sessions', 'chat', id, '--prompt', 'use a tool', '--progress']);
+      expect(forced.code, forced.stderr).to.equal(0);
+      expect(forced.stderr.split('\n').filter((l) => l.startsWith('… '))).to.deep.equal(['… thinking', '… running a tool: bash', '… thinking']);
+      expect(forced.stdout).to.equal('You said: use a tool. Done.\n');
+      const json = await svc(p, ['sessions', 'chat', id, '--prompt', 'use a tool', '--json'], { tty: true });
+      expect(json.code, json.stderr).to.equal(0);
+      expect(json.stderr).to.not.contain('…');
+      expect(json.stdout.trim().split('\n').every((l) => JSON.parse(l).type)).to.equal(true);
+      const quiet = await svc(p, ['sessions', 'chat', id, '--prompt', 'use a tool', '--no-progress'], { tty: true });
+      expect(quiet.stderr).to.not.contain('…');
+
+      const t0 = Date.now();
+      const failed = await svc(p, ['sessions', 'chat', id, '--prompt', 'explode', '--progress']);
+      expect(failed.code).to.equal(1);
+      expect(failed.stderr).to.contain('error: the agent failed: the upstream model exploded');
+      expect(Date.now() - t0).to.be.below(10_000);
+    }));
+
   it('interactive: Ctrl-C aborts the running reply, a second Ctrl-C exits', () =>
     withSessionProject({ slug: 'chat', env: { SVC_AGENT_RUNTIME: chatRuntime } }, async (p) => {
       const id = (await svc(p, ['sessions', 'new'])).stdout.trim();

@@ -6,6 +6,7 @@ import type { ProjectContext } from '../../context.js';
 import { CliError, UsageError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { str } from '../../flags.js';
+import { ChatProgress } from '../../chat-progress.js';
 import { colors } from '../../output.js';
 import { sessionsApi, type Session } from '../../sessions-api.js';
 import { createRunning, inputOf, sessionFlags } from './new.js';
@@ -15,12 +16,13 @@ export const builder = (y: Argv) =>
   withTarget(
     sessionFlags(y.positional('id', { type: 'string', describe: 'Session id (default: the newest running session)' }))
       .option('new', { type: 'boolean', describe: 'Create a session first' })
-      .option('json', { type: 'boolean', describe: 'Stream the agent’s events as JSON lines' }),
+      .option('json', { type: 'boolean', describe: 'Stream the agent’s events as JSON lines' })
+      .option('progress', { type: 'boolean', describe: 'What the agent is doing on stderr (default: when stderr is a terminal, without --json)' }),
   );
 
 export const handler = (argv: Args, f: Factory) => {
   if (argv.new && argv.id) throw new UsageError('give a session id or --new, not both');
-  return run(f, { id: str(argv.id), isNew: !!argv.new, argv, prompt: str(argv.prompt), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+  return run(f, { id: str(argv.id), isNew: !!argv.new, argv, prompt: str(argv.prompt), project: str(argv.project), host: str(argv.host), json: !!argv.json, ...(typeof argv.progress === 'boolean' ? { progress: argv.progress } : {}) });
 };
 
 interface ChatOptions {
@@ -31,6 +33,8 @@ interface ChatOptions {
   project?: string;
   host?: string;
   json: boolean;
+  /** Unset: shown when stderr is a terminal and not --json. */
+  progress?: boolean;
 }
 
 async function target(f: Factory, ctx: ProjectContext, o: ChatOptions): Promise<Session> {
@@ -42,6 +46,15 @@ async function target(f: Factory, ctx: ProjectContext, o: ChatOptions): Promise<
   const s = o.id ? await waitRunning(f, ctx, o.id, { quiet: o.json }) : await newestRunning(ctx);
   sameChoice(o.argv, s);
   return s;
+}
+
+/** The event stream ended mid-turn: a session that failed or stopped says why at once (exit 1). */
+async function sessionFailure(sapi: ReturnType<typeof sessionsApi>, projectId: string, id: string): Promise<void> {
+  const s = await sapi.get(projectId, id).catch(() => undefined);
+  if (!s) return;
+  if (s.error || s.status !== 'running' || s.agent_state === 'error' || s.agent_state === 'stopped') {
+    throw new CliError(`session ${id} ${s.status === 'running' ? `agent ${s.agent_state}` : s.status}${s.error ? `: ${s.error.message}` : ''}`, `see 'svc sessions info ${id}'`);
+  }
 }
 
 async function newestRunning(ctx: ProjectContext): Promise<Session> {
@@ -75,8 +88,20 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
   const s = await target(f, ctx, o);
   if (!o.json) f.io.err.write(`Chatting with session ${s.session_id} (${s.agent})\n`);
   const sapi = sessionsApi(ctx.api);
-  const chat = new AgentChat(ctx.api, sapi.agentPath(s.project_id, s.session_id, '').replace(/\/$/, ''), ctx.host.token!, (text, agentSession) =>
-    sapi.prompt(ctx.projectId, s.session_id, text, agentSession),
+  // The reply goes to stdout; a status line must not cut a reply line in half on a shared terminal.
+  let replyAtLineStart = true;
+  const progress = new ChatProgress(f.io.err, o.progress ?? (f.io.stderrIsTTY && !o.json), f.io.stderrIsTTY, () => {
+    if (!replyAtLineStart && f.io.stdoutIsTTY) {
+      f.io.out.write('\n');
+      replyAtLineStart = true;
+    }
+  });
+  const chat = new AgentChat(
+    ctx.api,
+    sapi.agentPath(s.project_id, s.session_id, '').replace(/\/$/, ''),
+    ctx.host.token!,
+    (text, agentSession) => sapi.prompt(ctx.projectId, s.session_id, text, agentSession),
+    () => progress.show({ kind: 'starting' }),
   );
   const c = colors(f.io, f.env);
   let turnRunning = false;
@@ -104,9 +129,12 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
       await chat.send(text);
       const out = await Promise.race([
         chat.turn({
+          activity: (a) => progress.show(a),
           text: (d) => {
             if (o.json) return;
+            progress.clear();
             f.io.out.write(d);
+            replyAtLineStart = d.endsWith('\n');
             wroteText = true;
             endedWithNewline = d.endsWith('\n');
           },
@@ -116,7 +144,10 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
         }),
         exited.then(() => ({ end: 'closed' as const, error: undefined })),
       ]);
+      progress.clear();
       if (wroteText && !endedWithNewline) f.io.out.write('\n');
+      replyAtLineStart = true;
+      if (out.end === 'closed' && interrupts === 0) await sessionFailure(sapi, ctx.projectId, s.session_id);
       if (out.end === 'error') {
         if (interrupts > 0) f.io.err.write('(aborted)\n');
         else throw new CliError(`the agent failed: ${out.error}`);
@@ -124,6 +155,7 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
       return out.end;
     } finally {
       turnRunning = false;
+      progress.clear();
     }
   };
 
