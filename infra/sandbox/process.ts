@@ -74,6 +74,12 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         await writeFile(file, `#!/bin/sh\nexec '${process.execPath}' '${path.join(dist, script)}' "$@"\n`);
         await chmod(file, 0o755);
       }
+      // A login shell (`bash -l`, how the runtime runs its tools) reads the host's
+      // /etc/profile, which on Debian resets PATH: BASH_ENV, read after it, puts the
+      // sandbox's tools back (never the host's /etc: this file is the sandbox's own).
+      const profile = path.join(dir, 'profile.sh');
+      const tools = `${bin}:${path.dirname(process.execPath)}`;
+      await writeFile(profile, `# svc: this sandbox's tools on PATH, also after a login shell's /etc/profile.\ncase ":$PATH:" in *:'${bin}':*) ;; *) PATH='${tools}':"$PATH"; export PATH ;; esac\n`);
       const [servicePort, agentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
       const sockets = await prepareSocketDirs(dir, spec.sandboxId);
       // No egress socket nor proxy variables: this sandbox shares the host's network, so a
@@ -84,6 +90,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
+        BASH_ENV: path.join(dir, 'profile.sh'),
         // A sandbox never updates its own tools; the image (here: node_modules) decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway, gatewayPort),
