@@ -6,6 +6,7 @@ import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
+import { labelsMatch, sandboxLabels } from './provider-util.js';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**
@@ -16,6 +17,7 @@ import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type Sandbox
  *   home/       the agent runtime's HOME (SVC_AGENT_HOME, off the repo)
  *   bin/        `svc` and `svc-agent` for the agent's shell
  *   sandbox.log what the entrypoint, daemon and runtime print
+ *   process.json pid, url and labels (no secrets), for `list` (the orphan sweep)
  * and free loopback ports (daemon, runtime, gateway). NO ISOLATION beyond that: it shares
  * the host's network and filesystem, so it runs only when chosen explicitly, is logged and
  * shown as unisolated, and is refused once a second account exists unless
@@ -118,7 +120,10 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       child.on('error', () => {});
       child.unref();
       log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
-      return { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
+      const handle: SandboxHandle = { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
+      const meta: ProcessMeta = { ...handle, labels: sandboxLabels(spec) };
+      await writeFile(path.join(dir, 'process.json'), JSON.stringify(meta, null, 2), { mode: 0o600 });
+      return handle;
     },
 
     async inspect(handle: SandboxHandle): Promise<SandboxLiveness> {
@@ -149,7 +154,23 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
       log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
     },
+
+    async list(labels: Record<string, string>): Promise<SandboxHandle[]> {
+      const out: SandboxHandle[] = [];
+      for (const name of await readdir(root).catch(() => [] as string[])) {
+        const meta = await readFile(path.join(root, name, 'process.json'), 'utf8')
+          .then((t) => JSON.parse(t) as ProcessMeta)
+          .catch(() => null);
+        if (meta?.provider !== 'process' || !labelsMatch(meta.labels, labels)) continue;
+        out.push({ sandboxId: meta.sandboxId, provider: 'process', url: meta.url, ref: meta.ref });
+      }
+      return out;
+    },
   };
+}
+
+interface ProcessMeta extends SandboxHandle {
+  labels: Record<string, string>;
 }
 
 /** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */
