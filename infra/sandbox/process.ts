@@ -106,6 +106,13 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         SVC_AGENT_HOME: path.join(dir, 'home'),
         SVC_AGENT_RUNTIME: opts.runtime ?? defaultRuntime(),
       };
+      // Written before the spawn too (no pid yet): a crash right after it leaves a sandbox
+      // the orphan sweep still finds (destroy kills by the id in the environment).
+      const writeMeta = (ref: string) => {
+        const meta: ProcessMeta = { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref, labels: sandboxLabels(spec) };
+        return writeFile(path.join(dir, 'process.json'), JSON.stringify(meta, null, 2), { mode: 0o600 });
+      };
+      await writeMeta('');
       const out = openSync(path.join(dir, 'sandbox.log'), 'a');
       let child;
       try {
@@ -120,10 +127,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       child.on('error', () => {});
       child.unref();
       log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
-      const handle: SandboxHandle = { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
-      const meta: ProcessMeta = { ...handle, labels: sandboxLabels(spec) };
-      await writeFile(path.join(dir, 'process.json'), JSON.stringify(meta, null, 2), { mode: 0o600 });
-      return handle;
+      await writeMeta(String(pid));
+      return { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
     },
 
     async inspect(handle: SandboxHandle): Promise<SandboxLiveness> {

@@ -9,8 +9,11 @@ import { createDockerProvider, DEFAULT_SANDBOX_IMAGE } from '../../../infra/sand
 import { createProcessProvider } from '../../../infra/sandbox/process.js';
 import { sandboxesRoot } from '../../../infra/sandbox/registry.js';
 import { silentLogger } from '../../../lib/logger.js';
+import type { Executor } from '../../../infra/db/db.js';
+import { installIdOf } from '../../../services/sessions/orphans.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
 import { client } from '../../support/http.js';
+import { startTestServer } from '../../support/server.js';
 import { fakeRuntime, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -26,8 +29,7 @@ async function processesOf(sandboxId: string): Promise<number> {
   return n;
 }
 
-const installOf = async (db: { one<T>(q: { text: string; values: unknown[] }): Promise<T | undefined> }) =>
-  (await db.one<{ install_id: string }>({ text: 'SELECT install_id::text AS install_id FROM install_identity', values: [] }))!.install_id;
+const installOf = (db: Executor) => installIdOf(db);
 
 /**
  * Sandboxes no live row means to run are removed at start (and on each sweep) by the
@@ -95,25 +97,31 @@ describe('orphan sweep: every loadable provider listed, sandboxes without a live
     });
   });
 
-  it('docker: containers with this install’s label and no row are removed at start, another install’s are kept', function () {
+  it('docker: a second install on the same engine (another database of the same template): each start removes only its own orphans', function () {
     if (spawnSync('docker', ['info'], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, 'no Docker engine here');
     if (spawnSync('docker', ['image', 'inspect', DEFAULT_SANDBOX_IMAGE], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, `image ${DEFAULT_SANDBOX_IMAGE} is missing: build it with ops/sandbox-image.sh`);
-    // The server runs the process provider: docker is listed because it is loadable here.
+    // Both servers run the process provider: docker is listed because it is loadable here.
     return withSessionProject({ slug: 'orphd', env: { SVC_SANDBOX_PROVIDER: 'process' } }, async ({ srv }) => {
+      const second = await startTestServer({ env: { SVC_SANDBOX_PROVIDER: 'process' } });
       const docker = createDockerProvider({ root: sandboxesRoot(srv), stopGraceSeconds: 1 });
       const make = (install: string) =>
         docker.create({ sandboxId: randomUUID(), sessionId: randomUUID(), projectId: randomUUID(), accountId: randomUUID(), env: {}, labels: { 'svc.install': install } });
-      const ours = await make(await installOf(srv.db.db)); // a crash between create and its row
-      const theirs = await make(randomUUID()); // another install on the same engine
+      const [ourId, theirId] = [await installOf(srv.db.db), await installOf(second.db.db)];
+      expect(ourId).to.not.equal(theirId);
+      const ours = await make(ourId); // a crash between create and its row
+      const theirs = await make(theirId); // the second install's, no row in our database either
       try {
         await srv.restart();
         await until(() => spawnSync('docker', ['inspect', ours.ref]).status !== 0, 'our orphan container removed');
         expect(existsSync(path.join(sandboxesRoot(srv), ours.sandboxId))).to.equal(false);
         expect(spawnSync('docker', ['inspect', theirs.ref]).status, 'the other install’s container').to.equal(0);
+        await second.restart();
+        await until(() => spawnSync('docker', ['inspect', theirs.ref]).status !== 0, 'their orphan container removed by their own start');
       } finally {
         await docker.destroy(theirs);
         await docker.destroy(ours);
         await docker.close?.();
+        await second.stop();
       }
     });
   });
