@@ -47,7 +47,7 @@ function toolOutputs(messages: { role: string; content: unknown }[]): string {
 }
 
 describe('the agent loop: chat → scripted model through the gateway → edit, commit, push, CR (e2e)', function () {
-  this.timeout(300_000);
+  this.timeout(480_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
   let model: ScriptedModel;
   let sb: Sandbox;

@@ -16,7 +16,7 @@ import { until } from '../../support/wait.js';
  * the install's image, nothing pulled), and the session's agent boots from it and answers.
  */
 describe("a docker session from svc init's Dockerfile (e2e)", function () {
-  this.timeout(300_000);
+  this.timeout(480_000);
   let model: ScriptedModel;
   let sb: Sandbox;
   before(async function () {
