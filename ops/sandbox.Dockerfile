@@ -20,6 +20,10 @@ RUN command -v git >/dev/null 2>&1 || { apt-get update && apt-get install -y --n
 # node:20-slim keeps node in /usr/local/bin; the links below call `node` from PATH.
 RUN command -v node >/dev/null 2>&1 && mkdir -p /opt/svc/home /workspace && chown 1000:1000 /opt/svc/home /workspace
 
+# A login shell (`bash -l`, how the runtime runs its tools) reads /etc/profile, which on
+# Debian resets PATH: put the sandbox's tools back (a base without /etc/profile keeps PATH).
+RUN mkdir -p /etc/profile.d && printf '%s\n' 'case ":$PATH:" in *:/opt/svc/app/node_modules/.bin:*) ;; *) PATH="/usr/local/bin:$PATH:/opt/svc/app/node_modules/.bin"; export PATH ;; esac' > /etc/profile.d/svc-path.sh
+
 COPY app /opt/svc/app
 COPY bin/ /usr/local/bin/
 

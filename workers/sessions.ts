@@ -4,6 +4,7 @@ import type { SessionDeps } from '../services/sessions/deps.js';
 import { idleMs } from '../services/sessions/deps.js';
 import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../services/sessions/jobs.js';
 import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../services/sessions/provision.js';
+import { sweepOrphans } from '../services/sessions/orphans.js';
 
 export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
 
@@ -22,7 +23,9 @@ const stopJob = z.object({
  * The session workers: `session.provision`, `session.stop` and `session.idle-sweep`
  * (scheduled here: every worker enqueues it, and pg-boss's singleton key lets one run
  * per period). At start, sessions a crashed process left provisioning get their job
- * again and running ones whose sandbox is gone are marked stopped.
+ * again, running ones whose sandbox is gone (or on another provider) are marked stopped,
+ * and every loadable provider's sandboxes without a live row are removed (orphans.ts);
+ * the sweep repeats both.
  */
 export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts: { concurrency?: number } = {}): Promise<{ stop(): void }> {
   const concurrency = opts.concurrency ?? 4;
@@ -39,10 +42,15 @@ export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts:
     // A provisioning session whose job was lost (a crash) gets it again; the job is a no-op
     // for a session another worker is provisioning (it holds the session's lock).
     await recoverSessions(deps, { enqueue: (id) => queue.enqueue(SESSION_PROVISION, { session_id: id }).then(() => undefined) });
+    // Sandboxes no row means to run (an earlier provider's, a crash's): removed by their own provider.
+    await sweepOrphans(deps);
     return { ok: true, value: { stopped } };
   });
   const recovered = await recoverSessions(deps, { enqueue: (id) => queue.enqueue(SESSION_PROVISION, { session_id: id }).then(() => undefined) });
   if (recovered.provisioning || recovered.lost || recovered.attached) deps.logger.info(recovered, 'sessions recovered at start');
+  await sweepOrphans(deps)
+    .then((swept) => deps.logger.info({ providers: swept.providers }, 'orphan sweep at start: every loadable provider listed'))
+    .catch((err: Error) => deps.logger.warn({ err: err.message }, 'orphan sweep at start failed; the next sweep retries'));
   const periodMs = Math.max(1000, Math.min(60_000, idleMs(deps.config) / 4));
   const tick = () =>
     void queue.boss

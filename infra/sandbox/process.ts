@@ -6,6 +6,7 @@ import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
+import { labelsMatch, sandboxLabels } from './provider-util.js';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**
@@ -16,6 +17,7 @@ import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type Sandbox
  *   home/       the agent runtime's HOME (SVC_AGENT_HOME, off the repo)
  *   bin/        `svc` and `svc-agent` for the agent's shell
  *   sandbox.log what the entrypoint, daemon and runtime print
+ *   process.json pid, url and labels (no secrets), for `list` (the orphan sweep)
  * and free loopback ports (daemon, runtime, gateway). NO ISOLATION beyond that: it shares
  * the host's network and filesystem, so it runs only when chosen explicitly, is logged and
  * shown as unisolated, and is refused once a second account exists unless
@@ -74,6 +76,12 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         await writeFile(file, `#!/bin/sh\nexec '${process.execPath}' '${path.join(dist, script)}' "$@"\n`);
         await chmod(file, 0o755);
       }
+      // A login shell (`bash -l`, how the runtime runs its tools) reads the host's
+      // /etc/profile, which on Debian resets PATH: BASH_ENV, read after it, puts the
+      // sandbox's tools back (never the host's /etc: this file is the sandbox's own).
+      const profile = path.join(dir, 'profile.sh');
+      const tools = `${bin}:${path.dirname(process.execPath)}`;
+      await writeFile(profile, `# svc: this sandbox's tools on PATH, also after a login shell's /etc/profile.\ncase ":$PATH:" in *:'${bin}':*) ;; *) PATH='${tools}':"$PATH"; export PATH ;; esac\n`);
       const [servicePort, agentPort, gatewayPort] = [await freePort(), await freePort(), await freePort()];
       const sockets = await prepareSocketDirs(dir, spec.sandboxId);
       // No egress socket nor proxy variables: this sandbox shares the host's network, so a
@@ -84,6 +92,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
+        BASH_ENV: path.join(dir, 'profile.sh'),
         // A sandbox never updates its own tools; the image (here: node_modules) decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
         ...routeThroughGateway({ ...spec.env, ...opts.extraEnv }, opts.gateway, gatewayPort),
@@ -97,6 +106,13 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         SVC_AGENT_HOME: path.join(dir, 'home'),
         SVC_AGENT_RUNTIME: opts.runtime ?? defaultRuntime(),
       };
+      // Written before the spawn too (no pid yet): a crash right after it leaves a sandbox
+      // the orphan sweep still finds (destroy kills by the id in the environment).
+      const writeMeta = (ref: string) => {
+        const meta: ProcessMeta = { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref, labels: sandboxLabels(spec) };
+        return writeFile(path.join(dir, 'process.json'), JSON.stringify(meta, null, 2), { mode: 0o600 });
+      };
+      await writeMeta('');
       const out = openSync(path.join(dir, 'sandbox.log'), 'a');
       let child;
       try {
@@ -111,6 +127,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       child.on('error', () => {});
       child.unref();
       log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
+      await writeMeta(String(pid));
       return { sandboxId: spec.sandboxId, provider: 'process', url: `http://127.0.0.1:${servicePort}`, ref: String(pid) };
     },
 
@@ -142,7 +159,23 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
       log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
     },
+
+    async list(labels: Record<string, string>): Promise<SandboxHandle[]> {
+      const out: SandboxHandle[] = [];
+      for (const name of await readdir(root).catch(() => [] as string[])) {
+        const meta = await readFile(path.join(root, name, 'process.json'), 'utf8')
+          .then((t) => JSON.parse(t) as ProcessMeta)
+          .catch(() => null);
+        if (meta?.provider !== 'process' || !labelsMatch(meta.labels, labels)) continue;
+        out.push({ sandboxId: meta.sandboxId, provider: 'process', url: meta.url, ref: meta.ref });
+      }
+      return out;
+    },
   };
+}
+
+interface ProcessMeta extends SandboxHandle {
+  labels: Record<string, string>;
 }
 
 /** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */

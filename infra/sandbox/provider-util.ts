@@ -18,6 +18,8 @@ export const LABEL = {
   session: 'svc.session',
   sandbox: 'svc.sandbox',
   managedBy: 'svc.managed-by',
+  /** The install (its database) whose sessions made the sandbox: the orphan sweep lists only its own. */
+  install: 'svc.install',
 } as const;
 
 /**

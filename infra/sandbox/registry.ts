@@ -3,6 +3,8 @@
  * its provider from the server's configuration (docs/sandbox-providers.md), and the one
  * default when the variable is unset.
  */
+import { existsSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Logger } from '../../lib/logger.js';
@@ -67,4 +69,69 @@ export function createSandboxProvider(config: Config, deps: SandboxRegistryDeps)
   else deps.logger.info(log, 'sandbox provider');
   if (name === 'bwrap' && !which('bwrap')) deps.logger.warn({ provider: name }, 'bwrap is not installed: sessions will fail until it is (apt-get install bubblewrap), or choose SVC_SANDBOX_PROVIDER');
   return provider;
+}
+
+/**
+ * Every provider a server may meet on its rows and its host: the current one (new
+ * sandboxes start there) and the others this host can reach, built on first use. A
+ * sandbox is stopped by the provider that made it (its row names it), never by the
+ * current one; the orphan sweep lists every loadable one (an earlier provider's sandboxes
+ * are found after a switch).
+ */
+export interface SandboxProviders {
+  current: SandboxProvider;
+  /** The provider of that name when this host can run it, else undefined. */
+  get(name: string): SandboxProvider | undefined;
+  /** Every loadable provider, the current one first. */
+  loadable(): SandboxProvider[];
+  close(): Promise<void>;
+}
+
+/** What a host offers, read once at start (tests pass their own). */
+export interface HostProbe {
+  env: Record<string, string | undefined>;
+  exists: (p: string) => boolean;
+  which: (cmd: string) => string | undefined;
+}
+const hostProbe = (): HostProbe => ({ env: process.env, exists: existsSync, which: (cmd) => which(cmd) });
+
+/**
+ * Which providers this host can run: process always; bwrap when installed; docker when an
+ * engine is configured (DOCKER_HOST or the default socket); kubernetes when chosen or a
+ * cluster is configured (in-cluster, KUBECONFIG, ~/.kube/config). Loadable is not the same
+ * as working: a provider that fails to list is skipped by the sweep with a warning.
+ */
+export function loadableProviderNames(current: SandboxProviderName, probe: HostProbe = hostProbe()): SandboxProviderName[] {
+  const ok: Record<SandboxProviderName, boolean> = {
+    process: true,
+    bwrap: !!probe.which('bwrap'),
+    docker: !!probe.env.DOCKER_HOST || probe.exists('/var/run/docker.sock'),
+    kubernetes: !!probe.env.KUBERNETES_SERVICE_HOST || !!probe.env.KUBECONFIG || probe.exists(path.join(os.homedir(), '.kube', 'config')),
+  };
+  ok[current] = true;
+  return [current, ...(Object.keys(ok) as SandboxProviderName[]).filter((n) => n !== current && ok[n])];
+}
+
+export function createSandboxProviders(config: Config, deps: SandboxRegistryDeps, probe: HostProbe = hostProbe()): SandboxProviders {
+  const current = createSandboxProvider(config, deps);
+  const names = loadableProviderNames(current.name, probe);
+  const built = new Map<SandboxProviderName, SandboxProvider>([[current.name, current]]);
+  const get = (name: string): SandboxProvider | undefined => {
+    const n = name as SandboxProviderName;
+    if (!names.includes(n)) return undefined;
+    let p = built.get(n);
+    if (!p) {
+      p = providerFactories[n](config, deps);
+      built.set(n, p);
+    }
+    return p;
+  };
+  return {
+    current,
+    get,
+    loadable: () => names.map((n) => get(n)!),
+    async close() {
+      for (const p of built.values()) await p.close?.();
+    },
+  };
 }

@@ -1,5 +1,5 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
-import { createSandboxProvider, sandboxesRoot } from '../../infra/sandbox/registry.js';
+import { createSandboxProvider, createSandboxProviders, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { createGatewayHub, type GatewayHub } from './gateway.js';
 import { wireEgress } from './egress.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
@@ -33,7 +33,9 @@ export function wireSessions(
   const egress = wireEgress(core);
   const gateway = createGatewayHub({ logger, serverOrigin: apiUrl, egress: (socket, id) => egress.proxy.handle(socket, id) });
   const extra = { ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}), gateway };
-  const provider = roles.worker ? createSandboxProvider(config, { logger, ...extra }) : undefined;
+  // The current provider, and the others this host can run (stopping an earlier provider's sandboxes, the orphan sweep).
+  const providers = roles.worker ? createSandboxProviders(config, { logger, ...extra }) : undefined;
+  const provider = providers?.current;
   const modelGateway = config.SVC_LLM_UPSTREAM_URL ? `gateway to ${new URL(config.SVC_LLM_UPSTREAM_URL).host}` : 'no model gateway (SVC_LLM_UPSTREAM_URL unset)';
   if (provider) logger.info({ provider: provider.name, models: modelGateway }, `sandbox provider: ${provider.name}; models: ${modelGateway}`);
   // Apps run a command from an exported tree on this host (process, bwrap). When sessions
@@ -47,6 +49,7 @@ export function wireSessions(
   const deps: SessionDeps = {
     config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(), stopping: stopping.signal,
     ...(provider ? { provider } : {}),
+    ...(providers ? { providers } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };
   let workers: { stop(): void } | undefined;
@@ -66,7 +69,7 @@ export function wireSessions(
     async close() {
       await gateway.closeAll();
       await egress.close?.();
-      await provider?.close?.();
+      await providers?.close();
       if (appProvider !== provider) await appProvider?.close?.();
     },
   };

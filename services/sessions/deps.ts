@@ -18,6 +18,12 @@ export interface SessionDeps {
   queue?: Queue;
   /** Absent in an API-only process: provisioning and stopping happen in the workers. */
   provider?: SandboxProvider;
+  /**
+   * Every provider this host can run (infra/sandbox/registry.ts `SandboxProviders`): a
+   * sandbox is stopped by the provider its row names, and the orphan sweep lists each.
+   * Absent: only `provider`.
+   */
+  providers?: { get(name: string): SandboxProvider | undefined; loadable(): SandboxProvider[] };
   /** The API base (ending in /v1) as a sandbox reaches it; known once the server listens. */
   apiUrl: () => string;
   /** The project's secrets for a sandbox's environment (the secrets feature); absent: none. */

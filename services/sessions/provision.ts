@@ -20,6 +20,7 @@ import { type StopJob } from './jobs.js';
 import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
+import { INSTALL_LABEL, installIdOf } from './orphans.js';
 
 /**
  * `session.provision`, resumable after a crash at any step: each step is recorded in the
@@ -78,18 +79,20 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     }
     let sb = liveSandbox(state);
     if (sb?.state === 'active') {
-      const h = { sandboxId: sb.sandbox_id, provider: provider.name, url: sb.url ?? '', ref: sb.ref ?? '' };
-      if ((await provider.inspect(h)) === 'running') handle = h;
+      // Started by another provider before a switch: its own provider tears it down, and a new one starts here.
+      const own = sb.provider === provider.name ? provider : deps.providers?.get(sb.provider);
+      const h = { sandboxId: sb.sandbox_id, provider: (own ?? provider).name, url: sb.url ?? '', ref: sb.ref ?? '' };
+      if (own === provider && (await provider.inspect(h)) === 'running') handle = h;
       else {
-        // Started before a crash and gone since: start another.
-        await provider.destroy(h);
+        // Started before a crash and gone since (or on another provider): start another.
+        if (own) await own.destroy(h);
         await revokeSandboxCredentials(deps.db, h.sandboxId);
         state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxStopped', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }))).session;
         sb = null;
       }
     }
     if (!handle) {
-      if (sb) await provider.destroy({ sandboxId: sb.sandbox_id, provider: provider.name, url: '', ref: sb.ref ?? '' });
+      if (sb) await (deps.providers?.get(sb.provider) ?? provider).destroy({ sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: '', ref: sb.ref ?? '' });
       const sandboxId = randomUUID();
       let creds: SandboxCredentials | undefined;
       state = (
@@ -127,7 +130,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         accountId: project.account_id,
         env,
         ...settings,
-        labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId },
+        labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId, [INSTALL_LABEL]: await installIdOf(deps.db) },
       });
       const h = handle;
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
@@ -223,7 +226,10 @@ async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, 
 /** `session.stop`: tears the sandbox down and records it. Idempotent. */
 export async function stopSandbox(deps: SessionDeps, job: StopJob): Promise<void> {
   if (!deps.provider) throw new Error('no sandbox provider in this process');
-  await deps.provider.destroy(job.sandbox);
+  // The provider that made it, not the current one (a switch leaves the old ones to their own).
+  const own = job.sandbox.provider === deps.provider.name ? deps.provider : deps.providers?.get(job.sandbox.provider);
+  if (own) await own.destroy(job.sandbox);
+  else deps.logger.warn({ sandbox_id: job.sandbox.sandboxId, provider: job.sandbox.provider }, 'sandbox left as it is: its provider cannot run on this host');
   await revokeSandboxCredentials(deps.db, job.sandbox.sandboxId);
   await handleSessionCommand(deps.db, job.session_id, (s) =>
     s && !s.removed ? { type: 'RecordSandboxStopped', data: { sandbox_id: job.sandbox.sandboxId }, meta: sys(s) } : null,
@@ -273,7 +279,9 @@ export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessi
       if (state!.agent_state === 'starting') void awaitAgentReady(deps, r.session_id, h, Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000).catch(() => {});
       continue;
     }
-    if (h && deps.provider && h.provider !== deps.provider.name) continue; // another provider's: not ours to judge
+    // Another provider's (SVC_SANDBOX_PROVIDER changed): stopped, its sandbox destroyed by its
+    // own provider (stopSandbox); one this host cannot run is not ours to judge.
+    if (h && deps.provider && h.provider !== deps.provider.name && !deps.providers?.get(h.provider)) continue;
     out.lost++;
     await stopSession(deps, r.project_id, r.session_id, state!.created_by, 'lost').catch(() => {});
   }

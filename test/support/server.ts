@@ -52,9 +52,10 @@ export interface TestServer {
   newUser(email: string): Promise<{ token: string; userId: string; accountId: string }>;
   /**
    * Stops this server (how long that took) and starts another on the same database and
-   * data directory, as an operator's restart: `url` changes (a new port).
+   * data directory, as an operator's restart: `url` changes (a new port). `env`: variables
+   * the next start sees on top of the first's (an operator's configuration change).
    */
-  restart(): Promise<{ stopMs: number }>;
+  restart(env?: Record<string, string>): Promise<{ stopMs: number }>;
   stop(): Promise<void>;
 }
 
@@ -72,7 +73,8 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const db = await createTestDb(opts.poolSize ? { max: opts.poolSize } : {});
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'svc-test-data-'));
-  const config = loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...previewDomainFor(opts.env), ...opts.env });
+  const envOf = (over: Record<string, string> = {}) => ({ PORT: '0', HOST: '127.0.0.1', SVC_DATA_DIR: dataDir, LOG_LEVEL: 'silent', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...previewDomainFor(opts.env), ...opts.env, ...over });
+  let config = loadConfig(envOf());
   const boot = () =>
     startServer({
       config,
@@ -102,9 +104,10 @@ export async function startTestServer(
       const u = await bootstrapUser(db.db, { email });
       return { token: u.token.token, userId: u.user_id, accountId: u.account_id };
     },
-    async restart() {
+    async restart(env) {
       const t0 = Date.now();
       await server.stop();
+      if (env) config = loadConfig(envOf(env));
       const stopMs = Date.now() - t0;
       server = await boot();
       watchResponses(server.httpServer);

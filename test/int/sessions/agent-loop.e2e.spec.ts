@@ -1,9 +1,10 @@
 import { expect } from 'chai';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
+import { DEFAULT_SANDBOX_IMAGE } from '../../../infra/sandbox/docker.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
 import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
@@ -11,7 +12,7 @@ import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
 /**
- * The agent loop end to end, on the process provider: `svc sessions chat --new --prompt`
+ * The agent loop end to end, on the process, bwrap and docker providers: `svc sessions chat --new --prompt`
  * → the real `opencode serve` in the sandbox → the server's model gateway → the scripted
  * model (the upstream, requiring key K), whose tool calls make the runtime's own `bash`
  * tool edit, commit, `git push origin HEAD` and `svc cr open`. Nothing here stands in for
@@ -37,8 +38,16 @@ function readIfThere(f: string): Buffer | null {
   }
 }
 
+/** The text of every tool result in a conversation (OpenAI `role: tool` messages). */
+function toolOutputs(messages: { role: string; content: unknown }[]): string {
+  return messages
+    .filter((m) => m.role === 'tool')
+    .map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)))
+    .join('\n');
+}
+
 describe('the agent loop: chat → scripted model through the gateway → edit, commit, push, CR (e2e)', function () {
-  this.timeout(300_000);
+  this.timeout(480_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
   let model: ScriptedModel;
   let sb: Sandbox;
@@ -49,10 +58,11 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
       key: K,
       models: ['scripted'],
       script: [
+        // What the agent's login shell sees (Debian's /etc/profile resets PATH): `svc` is on it.
+        bash("bash -l -c 'command -v svc' && echo svc-on-path"),
         bash("printf 'made by the agent\\n' > agent.txt && git add agent.txt && git commit -q -m 'Add agent.txt' && git log -1 --format='%an <%ae>'"),
         bash('git push -q origin HEAD && echo pushed'),
-        // `svc` sits next to the runtime's HOME in a process sandbox; a login shell resets PATH.
-        bash('PATH="$(dirname "$HOME")/bin:$PATH" svc cr open --title "Agent change" --json'),
+        bash('svc cr open --title "Agent change" --json'),
         { text: 'Opened the change request.', usage: { prompt_tokens: 1200, completion_tokens: 20 } },
       ],
     });
@@ -63,15 +73,21 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
     await sb?.cleanup();
   });
 
-  for (const provider of ['process', 'bwrap'] as const) {
+  for (const provider of ['process', 'bwrap', 'docker'] as const) {
     it(`${provider}: the CR is opened by the agent, its commit carries the agent identity, K never enters the sandbox`, function () {
       if (provider === 'bwrap') {
         const probe = probeBwrap();
         if (!probe.ok) skipUnlessCi(this, `bwrap: ${probe.reason}`);
       }
+      if (provider === 'docker') {
+        if (spawnSync('docker', ['info'], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, 'no Docker engine here');
+        if (spawnSync('docker', ['image', 'inspect', DEFAULT_SANDBOX_IMAGE], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, `image ${DEFAULT_SANDBOX_IMAGE} is missing: build it with ops/sandbox-image.sh`);
+      }
       model.requests.length = 0;
+      // docker runs the image's own opencode (on its PATH); the others the install's.
+      const runtime = provider === 'docker' ? 'opencode' : opencode;
       return withSessionProject(
-        { slug: 'loop', env: { SVC_SANDBOX_PROVIDER: provider, SVC_AGENT_RUNTIME: opencode, SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180' } },
+        { slug: 'loop', env: { SVC_SANDBOX_PROVIDER: provider, SVC_AGENT_RUNTIME: runtime, SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180' } },
         async (p) => {
           const t0 = Date.now();
           const r = await runSvc(['sessions', 'chat', '--new', '--prompt', 'Add agent.txt and open a change request'], {
@@ -94,7 +110,10 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
 
           // Every model call went through the gateway with K; no sandbox key reached the upstream.
           const turns = model.agentTurns();
-          expect(turns.length).to.be.at.least(4);
+          expect(turns.length).to.be.at.least(5);
+          // The login shell found `svc` (the tool's output, as the model got it back).
+          const onPath = toolOutputs(turns[1]!.body.messages);
+          expect(onPath, onPath).to.match(/\/svc\s+svc-on-path/);
           for (const req of model.requests) {
             expect(req.headers.authorization).to.equal(`Bearer ${K}`);
             expect(req.raw + JSON.stringify(req.headers)).to.not.match(/svc_(llm|sbx|pat)_/);
@@ -111,10 +130,18 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
 
           // K is in no sandbox's environment, file or log.
           const row = (await p.srv.db.db.one<{ ref: string; sandbox_id: string }>({ text: "SELECT ref, sandbox_id FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;
+          if (provider === 'docker') {
+            // The container's environment (as the engine keeps it) and every file under the sandbox's dirs and its log.
+            expect(execFileSync('docker', ['inspect', row.ref], { encoding: 'utf8' })).to.not.include(K);
+            expect(execFileSync('docker', ['logs', row.ref], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })).to.not.include(K);
+            const grep = spawnSync('docker', ['exec', row.ref, 'grep', '-rlF', K, '/workspace', '/opt/svc/home', '/tmp'], { encoding: 'utf8' });
+            expect(grep.status, `${grep.stdout}${grep.stderr}`).to.equal(1); // 1: no match, 2: an error
+            expect(spawnSync('docker', ['exec', row.ref, 'ls', '/opt/svc/home/.npm'], { encoding: 'utf8' }).status).to.not.equal(0);
+          }
           const pid = Number(String(row.ref).split(':')[0]);
           if (pid > 1 && existsSync(`/proc/${pid}/environ`)) expect(readFileSync(`/proc/${pid}/environ`, 'utf8')).to.not.include(K);
           const files = filesUnder(path.join(p.srv.dataDir, 'sandboxes', row.sandbox_id));
-          expect(files.length).to.be.greaterThan(0);
+          if (provider !== 'docker') expect(files.length).to.be.greaterThan(0); // docker's host dir holds only sockets
           // Nothing was downloaded by the runtime (no npm cache in its HOME), and the workspace holds only the agent's work.
           expect(files.filter((f) => f.includes(`${path.sep}.npm${path.sep}`))).to.deep.equal([]);
           // (Files the runtime is writing may go while we read: those are skipped.)
@@ -126,6 +153,7 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
           // Stopped through the server, so that no provider's sandbox outlives the test.
           await p.api.post(`${p.sessions}/${id}/stop`, {});
           await until(async () => (await p.srv.db.db.one<{ state: string }>({ text: 'SELECT state FROM session_sandboxes WHERE sandbox_id = $1', values: [row.sandbox_id] }))?.state === 'stopped', 'the sandbox stopped');
+          if (provider === 'docker') await until(() => spawnSync('docker', ['inspect', row.ref]).status !== 0, 'the container removed');
         },
       );
     });
