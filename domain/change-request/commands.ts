@@ -1,3 +1,4 @@
+import type { ReviewCommand } from './review.js';
 import type { ChangeRequest } from './state.js';
 
 /**
@@ -60,4 +61,5 @@ export type ChangeRequestCommand =
   | EditChangeRequest
   | MergeChangeRequest
   | CloseChangeRequest
-  | ReopenChangeRequest;
+  | ReopenChangeRequest
+  | ReviewCommand;

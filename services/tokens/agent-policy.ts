@@ -24,6 +24,10 @@ export type AgentAction =
   /** Edit, close or reopen one CR. */
   | { kind: 'cr.change'; cr: { head_ref: string; origin_session_id: string | null } }
   | { kind: 'cr.merge' }
+  /** Comment on one CR (its own session's: an agent answers the review of its work). */
+  | { kind: 'cr.comment'; cr: { head_ref: string; origin_session_id: string | null } }
+  /** Resolve or unresolve a review comment, send a CR to its agent, mark it reviewed: people only. */
+  | { kind: 'cr.review' }
   /** Anything else, named for the message ("write secrets", "create sessions" ...). */
   | { kind: 'other'; what: string };
 
@@ -58,6 +62,13 @@ export function assertMay(p: Principal, action: AgentAction): void {
         throw agentForbidden('Agent credentials edit, close or reopen only the change requests of their own session.');
       }
       return;
+    case 'cr.comment':
+      if (!branch || action.cr.head_ref !== branch || action.cr.origin_session_id !== p.session_id) {
+        throw agentForbidden('Agent credentials comment only on the change requests of their own session.');
+      }
+      return;
+    case 'cr.review':
+      throw agentForbidden('Agent credentials cannot resolve review comments, mark a change request reviewed or send it to an agent: a person reviews.');
     case 'other':
       throw agentForbidden(`Agent credentials cannot ${action.what}: ask a person to do it.`);
   }
@@ -78,6 +89,9 @@ export function openInputFor<T extends { head_ref: string; session_id?: string |
 export function agentActionOf(method: string, path: string): AgentAction | 'route-checks' {
   if (/^\/accounts(\/|$)/.test(path)) return { kind: 'other', what: 'call account routes' };
   if (method === 'GET' || method === 'HEAD') return { kind: 'read' };
+  // Review (issue 23): an agent comments (its route checks the CR); the rest is a person's.
+  const review = /^\/projects\/[^/]+\/change-requests\/[^/]+\/(comments|send-to-agent|reviewed)(\/[^/]+)?\/?$/.exec(path);
+  if (review) return review[1] === 'comments' && !review[2] && method === 'POST' ? 'route-checks' : { kind: 'cr.review' };
   const m = /^\/projects\/[^/]+(?:\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?)?\/?$/.exec(path);
   if (!m) return { kind: 'other', what: path === '/projects' || path === '/projects/' ? 'create projects' : 'do this' };
   const [, group, id, verb] = m;
