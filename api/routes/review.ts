@@ -6,7 +6,7 @@ import { EmptyBody } from '../../contracts/common.js';
 import { CreateCommentBody, ListCommentsQuery, ResolveCommentBody, type Comment, type ReviewState as ReviewStateJson } from '../../contracts/review.js';
 import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { CommentRow } from '../../sql/queries/review.js';
+import type { CommentRow } from '../../services/review/comments.js';
 import { findCr, getCr } from '../../services/change-requests/service.js';
 import { listComments, postComment, setResolved } from '../../services/review/comments.js';
 import { getReviewState, markReviewed, type ReviewState } from '../../services/review/reviewed.js';

@@ -18,6 +18,8 @@ import type { Principal } from '../tokens/service.js';
  * credential may comment on its own session's CR (its answer to a round sent to it) and
  * never resolve.
  */
+export type { CommentRow };
+
 export interface CommentInput {
   body: string;
   commit_sha?: string | undefined;
