@@ -37,7 +37,7 @@ tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(-
 .timeline{padding-left:1.2rem}.timeline li{margin:.3rem 0}.timeline li.current{font-weight:700}.ev{font-weight:600}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}.facts dd{margin:0}
 .chat .log{border:1px solid var(--line);border-radius:6px;min-height:4rem;max-height:24rem;overflow:auto;padding:.5rem;white-space:pre-wrap}
-.preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
+.comment{border-left:3px solid var(--line);padding:.2rem .6rem;margin:.3rem 0;white-space:normal}.comment.resolved{opacity:.6}.comment form.inline{display:inline}.preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
 @media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}table.list td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}.files{columns:1}}
 `;
 
