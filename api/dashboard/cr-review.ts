@@ -5,7 +5,7 @@ import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Principal } from '../../services/tokens/service.js';
 import { listComments, postComment, setResolved, type CommentRow } from '../../services/review/comments.js';
-import { markReviewed, reviewStateOf, type ReviewState } from '../../services/review/reviewed.js';
+import { markReviewed, reviewPageOf, type ReviewState } from '../../services/review/reviewed.js';
 import { sendToAgent } from '../../services/review/send-to-agent.js';
 import { CreateCommentBody } from '../../contracts/review.js';
 import type { LimitedDiff } from '../../services/change-requests/diff-limits.js';
@@ -32,11 +32,8 @@ const personOf = (userId: string): Principal => ({ token_id: '', user_id: userId
 
 export async function loadReview(deps: ApiDeps, project: ProjectRecord, cr: ChangeRequest, userId: string, asOf?: Date): Promise<ReviewView> {
   const rd = reviewDepsOf(deps);
-  const [comments, review] = await Promise.all([
-    listComments(rd, project, cr, asOf ? { asOf } : {}),
-    asOf ? Promise.resolve(null) : reviewStateOf(rd, project, cr, userId).catch(() => null),
-  ]);
-  return { comments, review };
+  if (asOf) return { comments: await listComments(rd, project, cr, { asOf }), review: null };
+  return reviewPageOf(rd, project, cr, userId);
 }
 
 const iso = (v: unknown) => new Date(v as string).toISOString();

@@ -1,6 +1,6 @@
 import type { ProjectRecord } from '../../domain/project.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
-import { reviewQueries, type ReviewRow } from '../../sql/queries/review.js';
+import { reviewQueries, type CommentRow, type ReviewRow } from '../../sql/queries/review.js';
 import { findCr, refreshCr, within, type CrDeps } from '../change-requests/service.js';
 import { handleCommand } from '../change-requests/handle.js';
 import { limitDiff, type LimitedDiff } from '../change-requests/diff-limits.js';
@@ -28,8 +28,14 @@ export interface ReviewState {
 const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
-export async function reviewStateOf(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest, userId: string): Promise<ReviewState> {
-  const row = await deps.db.one<ReviewRow>(reviewQueries.reviewOf(cr.cr_id, userId));
+/** A CR's comments and the reader's review state, the review row read with the comments in one statement (the CR page). */
+export async function reviewPageOf(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest, userId: string): Promise<{ comments: CommentRow[]; review: ReviewState }> {
+  const r = (await deps.db.one<{ comments: CommentRow[]; review: ReviewRow | null }>(reviewQueries.pageOf(project.project_id, cr.cr_id, userId)))!;
+  return { comments: r.comments, review: await reviewStateOf(deps, project, cr, userId, r.review) };
+}
+
+export async function reviewStateOf(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest, userId: string, known?: ReviewRow | null): Promise<ReviewState> {
+  const row = known !== undefined ? known : await deps.db.one<ReviewRow>(reviewQueries.reviewOf(cr.cr_id, userId));
   const reviewed = row?.head_sha ?? null;
   const head = cr.head_commit_sha;
   const changed = !!row && !!head && reviewed !== head;

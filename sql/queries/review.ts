@@ -62,6 +62,14 @@ export const reviewQueries = {
     text: 'SELECT project_id, cr_id, user_id, head_sha, reviewed_at FROM cr_reviews WHERE cr_id = $1 AND user_id = $2',
     values: [crId, userId],
   }),
+  /** A CR's comments and one person's review row in one statement (the CR page pays one round trip). */
+  pageOf: (projectId: string, crId: string, userId: string): Query => ({
+    name: 'review_page_of',
+    text: `SELECT
+        (SELECT coalesce(json_agg(c ORDER BY c.created_at, c.comment_id), '[]'::json) FROM (SELECT ${commentCols} FROM cr_comments WHERE project_id = $1 AND cr_id = $2) c) AS comments,
+        (SELECT row_to_json(r) FROM (SELECT project_id, cr_id, user_id, head_sha, reviewed_at FROM cr_reviews WHERE cr_id = $2 AND user_id = $3) r) AS review`,
+    values: [projectId, crId, userId],
+  }),
   // --- rebuild ---
   createScratch: (): Query => ({
     text: `CREATE TEMP TABLE cr_comments_rebuilt (LIKE cr_comments INCLUDING DEFAULTS) ON COMMIT DROP;
