@@ -143,6 +143,21 @@ describe('review comments and send to agent (API)', function () {
       expect(gone.body.code).to.equal('origin_session_gone');
     }));
 
+  it('a stopped origin session over the account\'s cap: 429 with Retry-After, nothing recorded', () =>
+    withSessionProject({ slug: 'cap', env: { SVC_SESSION_CAP: '1' } }, async (p) => {
+      const { s, c } = await sessionCr(p);
+      await p.api.post(`${c}/comments`, { body: 'Fix it.' });
+      await p.api.post(`${p.sessions}/${s.session_id}/stop`, {});
+      await waitForStatus(p.api, `${p.sessions}/${s.session_id}`, ['stopped']);
+      expect((await p.api.post(p.sessions, {})).status, 'another session takes the one slot').to.equal(201);
+      const r = await p.api.call('POST', `${c}/send-to-agent`, {});
+      expect(r.status, JSON.stringify(r.body)).to.equal(429);
+      expect(r.body.limit).to.equal(1);
+      expect(r.headers.get('retry-after')).to.equal('30');
+      const types = (await p.api.get(`${c}/events`)).body.events.map((e: { type: string }) => e.type);
+      expect(types).to.not.include('ChangeRequestSentToAgent');
+    }));
+
   it('409 for a CR no session opened, or whose head is not its session branch', () =>
     withSessionProject({ slug: 'nosess' }, async (p) => {
       await p.repo.commit('feature', { 'f.txt': 'f\n' });
