@@ -37,7 +37,7 @@ tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(-
 .timeline{padding-left:1.2rem}.timeline li{margin:.3rem 0}.timeline li.current{font-weight:700}.ev{font-weight:600}
 .facts{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}.facts dd{margin:0}
 .chat .log{border:1px solid var(--line);border-radius:6px;min-height:4rem;max-height:24rem;overflow:auto;padding:.5rem;white-space:pre-wrap}
-.comment{border-left:3px solid var(--line);padding:.2rem .6rem;margin:.3rem 0;white-space:normal}.comment.resolved{opacity:.6}.comment form.inline{display:inline}.preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
+.diff td:nth-child(-n+2){cursor:pointer}.comment{border-left:3px solid var(--line);padding:.2rem .6rem;margin:.3rem 0;white-space:normal}.comment.resolved{opacity:.6}.comment form.inline{display:inline}.preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
 @media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}table.list td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}.files{columns:1}}
 `;
 
@@ -86,6 +86,20 @@ function bind(root) {
   }
 }
 bind(document);
+// A click on a line number of the diff points the review form at that line (old or new side).
+document.addEventListener('click', (ev) => {
+  const td = ev.target && ev.target.closest ? ev.target.closest('table.diff td') : null;
+  const form = document.getElementById('comment-form');
+  if (!td || !form || td.cellIndex > 1 || !/^\\d+$/.test(td.textContent.trim())) return;
+  const file = td.closest('details.file');
+  const path = form.querySelector('[name=path]');
+  if (!file || !path) return;
+  path.value = file.getAttribute('data-path');
+  form.querySelector('[name=line]').value = td.textContent.trim();
+  form.querySelector('[name=side]').value = td.cellIndex === 0 ? 'LEFT' : 'RIGHT';
+  const more = form.querySelector('details'); if (more) more.open = true;
+  form.querySelector('textarea').focus();
+});
 const chat = document.querySelector('[data-chat]');
 if (chat && window.EventSource) {
   const log = document.getElementById('chat-log');

@@ -75,7 +75,7 @@ export function renderDiff(diff: Diff, crNumber: number, annotate?: LineAnnotato
       const rows = fileBody(bySection.get(f.path) ?? [], budget, f.path, annotate);
       body = rows ? `<div class="scroll"><table class="diff"><tbody>${rows}</tbody></table></div>` : '<p class="muted">No textual change (mode or rename only).</p>';
     }
-    out += `<details class="file" id="file-${i + 1}" open><summary>${head}</summary>${body}</details>`;
+    out += `<details class="file" id="file-${i + 1}" data-path="${escapeHtml(f.path)}" open><summary>${head}</summary>${body}</details>`;
   });
   return raw(out);
 }

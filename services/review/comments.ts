@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { readStream } from '../../infra/event-store.js';
 import { isDomainError, notFound, validationError } from '../../domain/errors.js';
-import { commentableLines, parseChangeRequestEvent, streamIdOf, type ChangeRequest } from '../../domain/change-request/index.js';
+import { commentableLines, streamIdOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { reviewQueries, type CommentRow } from '../../sql/queries/review.js';
 import { projectReviewEvents, ReviewFolder } from '../../projections/review.js';
@@ -124,10 +124,7 @@ export async function postComment(deps: CrDeps, project: ProjectRecord, ref: str
 export async function listComments(deps: Pick<CrDeps, 'db'>, project: ProjectRecord, cr: ChangeRequest, opts: { asOf?: Date } = {}): Promise<CommentRow[]> {
   if (!opts.asOf) return deps.db.rows<CommentRow>(reviewQueries.commentsOf(project.project_id, cr.cr_id));
   const folder = new ReviewFolder();
-  for (const e of await readStream(deps.db, streamIdOf(cr.cr_id), { asOf: opts.asOf })) {
-    parseChangeRequestEvent(e);
-    folder.apply(e);
-  }
+  for (const e of await readStream(deps.db, streamIdOf(cr.cr_id), { asOf: opts.asOf })) folder.apply(e);
   return folder.commentRows().sort((a, b) => a.created_at.localeCompare(b.created_at) || a.comment_id.localeCompare(b.comment_id));
 }
 

@@ -11,8 +11,10 @@ import type { Principal } from './service.js';
  *  - push its session branch (create or fast-forward; enforced by infra/git/pre-receive.ts,
  *    which the smart HTTP route tells who pushes);
  *  - open CRs whose head is its session branch, and edit, close or reopen the CRs of its
- *    session (head = its branch, origin_session_id = its session).
- * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no secret
+ *    session (head = its branch, origin_session_id = its session), and comment on those
+ *    (its answer to a review round sent to it).
+ * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no resolving
+ * review comments, marking reviewed or sending to an agent (a person reviews), no secret
  * writes, triggers, apps, channels, statuses, project settings, sessions, token minting,
  * account routes or session proxy. A person's tokens (user tokens, and project tokens a
  * user mints with `POST .../cli-token`) pass every check here unchanged.

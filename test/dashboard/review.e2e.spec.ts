@@ -47,10 +47,12 @@ describe('dashboard: review comments on the CR page (chromium)', function () {
     expect(await page.locator('[data-review="never"]').count()).to.equal(1);
 
     const evil = '<script>window.__xss = 1</script><img src=x onerror="window.__xss=2"> line two?';
+    // A click on line 2's number (new side) points the form at it.
+    await page.locator('details.file[data-path="app.txt"] table.diff tr.add td:nth-child(2)', { hasText: /^2$/ }).click();
+    expect(await page.locator('#comment-form select[name=path]').inputValue()).to.equal('app.txt');
+    expect(await page.locator('#comment-form input[name=line]').inputValue()).to.equal('2');
+    expect(await page.locator('#comment-form select[name=side]').inputValue()).to.equal('RIGHT');
     await page.locator('#comment-form textarea[name=body]').fill(evil);
-    await page.locator('#comment-form summary').click();
-    await page.locator('#comment-form select[name=path]').selectOption('app.txt');
-    await page.locator('#comment-form input[name=line]').fill('2');
     await page.getByRole('button', { name: 'Comment', exact: true }).click();
     const at = page.locator('tr.line-comments[data-path="app.txt"][data-side="RIGHT"][data-line="2"] .comment-body');
     await at.waitFor();
