@@ -125,12 +125,19 @@ describe('review comments and send to agent (API)', function () {
       const marked = (await p.api.post(`${c}/reviewed`, {})).body.review;
       expect(marked).to.include({ reviewed_head_sha: fix, changed: false, changes: null });
 
+      // A second round while it runs goes to the same agent conversation (queued behind a run there).
+      const second = await p.api.post(`${c}/send-to-agent`, {});
+      expect(second.body).to.include({ round: 2, delivery: 'prompted' });
+      const runtime = (await p.api.get(`${p.sessions}/${s.session_id}/agent/fake/state`)).body.prompts as { session_id: string }[];
+      expect(runtime).to.have.length(2);
+      expect(runtime[1]!.session_id).to.equal(runtime[0]!.session_id);
+
       // A stopped session is restarted and gets the prompt once its agent is ready.
       await p.api.post(`${p.sessions}/${s.session_id}/stop`, {});
       await waitForStatus(p.api, `${p.sessions}/${s.session_id}`, ['stopped']);
       const again = await p.api.post(`${c}/send-to-agent`, {});
       expect(again.status, JSON.stringify(again.body)).to.equal(202);
-      expect(again.body).to.include({ round: 2, delivery: 'restarted' });
+      expect(again.body).to.include({ round: 3, delivery: 'restarted' });
       await waitForStatus(p.api, `${p.sessions}/${s.session_id}`, ['running']);
       await agentReady(p.api, `${p.sessions}/${s.session_id}/agent/fake/state`);
       await until(async () => (await prompts(p, s.session_id)).length === 1, 'the prompt reached the restarted session');
