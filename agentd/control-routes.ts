@@ -36,6 +36,8 @@ export interface ControlDeps {
 const promptBody = z.strictObject({
   text: z.string().min(1).max(512 * 1024),
   session_id: z.string().min(1).max(256).optional(),
+  /** No session_id: the last agent conversation, where the prompt queues behind a running one (review feedback). */
+  continue: z.boolean().optional(),
 });
 const abortBody = z.strictObject({ session_id: z.string().min(1).max(256).optional() });
 const envName = z
@@ -91,7 +93,7 @@ const routes: Record<string, Route> = {
   '/svc/prompt': async (raw, res, deps) => {
     const body = parseBody(promptBody, raw);
     if (deps.runtime.state() !== 'running') throw runtimeUnavailable();
-    let sessionId = body.session_id;
+    let sessionId = body.session_id ?? (body.continue ? deps.sessions.last : undefined);
     const created = sessionId === undefined;
     try {
       sessionId ??= await deps.client.createSession();

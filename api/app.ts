@@ -8,6 +8,7 @@ import { accountRoutes } from './routes/accounts.js';
 import { projectRoutes } from './routes/projects.js';
 import { changeRequestRoutes } from './routes/change-requests.js';
 import { compareRoutes } from './routes/compare.js';
+import { reviewRoutes } from './routes/review.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
 import { channelRoutes } from './routes/channels.js';
@@ -56,6 +57,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
+  v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent (issue 23)
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
   v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions/:sessionId/preview-url', previewUrlRoutes(deps));

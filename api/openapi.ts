@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import * as c from '../contracts/index.js';
 import { manifestOps } from './openapi-manifest.js';
+import { reviewOps } from './openapi-review.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the wire contracts (`contracts/`), the same zod
@@ -101,6 +102,7 @@ const ops: Record<string, Record<string, Op>> = {
   },
   // --- manifest, secrets, triggers, apps (issue 12; docs/manifest.md) ---
   ...manifestOps(),
+  ...reviewOps(),
 };
 
 /**

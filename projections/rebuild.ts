@@ -6,12 +6,14 @@ import { projectionQueries } from '../sql/queries/projections.js';
 import { ChangeRequestFolder } from './change-requests.js';
 import { SessionFolder } from './sessions.js';
 import { sessionQueries } from '../sql/queries/sessions.js';
+import { ReviewFolder } from './review.js';
+import { reviewQueries } from '../sql/queries/review.js';
 
 export interface RebuildReport {
   events: number;
   rows: number;
   /** Rows that differ between live and replayed (verify), by side. */
-  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes'; id?: string }[];
+  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes' | 'cr_comments' | 'cr_reviews'; id?: string }[];
   /** Session rows (project_sessions) replayed. */
   sessions: number;
   applied: boolean;
@@ -31,9 +33,10 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
     async (tx) => {
       const folder = new ChangeRequestFolder();
       const sessions = new SessionFolder();
+      const review = new ReviewFolder();
       const events = await replay(
         tx,
-        (e) => (e.stream_id.startsWith('session-') ? sessions.apply(e) : folder.apply(e)),
+        (e) => (e.stream_id.startsWith('session-') ? sessions.apply(e) : (folder.apply(e), review.apply(e))),
         opts.pageSize ?? 10_000,
       );
       // Sessions first: a CR's origin_session_id is kept only when its session row exists.
@@ -50,11 +53,16 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
       for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
         await tx.run(crQueries.insertMany('cr_rebuilt', rows.slice(i, i + INSERT_CHUNK)));
       }
+      await tx.run(reviewQueries.createScratch());
+      for (const [table, all] of [['cr_comments_rebuilt', review.commentRows()], ['cr_reviews_rebuilt', review.reviewRows()]] as const) {
+        for (let i = 0; i < all.length; i += INSERT_CHUNK) await tx.run(reviewQueries.insertMany(table, all.slice(i, i + INSERT_CHUNK)));
+      }
       const report = { events, rows: rows.length, sessions: s.sessions.length };
       if (opts.verify) {
         const differences = [
           ...(await tx.rows<RebuildReport['differences'][number]>(crQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(sessionQueries.diffScratch(100))),
+          ...(await tx.rows<RebuildReport['differences'][number]>(reviewQueries.diffScratch(100))),
         ];
         return { ...report, differences, applied: false, millis: Date.now() - started };
       }
@@ -62,6 +70,7 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
       await tx.run(sessionQueries.deleteAll());
       await tx.run(sessionQueries.copyScratchToLive());
       await tx.run(crQueries.copyScratchToLive());
+      await tx.run(reviewQueries.replaceLive());
       return { ...report, differences: [], applied: true, millis: Date.now() - started };
     },
     { isolation: 'repeatable read' },

@@ -43,6 +43,7 @@ tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(-
 pre.code.bad{background:var(--del)}details.tool,details.reasoning{border:1px solid var(--line);border-radius:6px;margin:.3rem 0;padding:0 .5rem}details.tool>summary,details.reasoning>summary{cursor:pointer;padding:.2rem 0}
 .tool-name{font-family:ui-monospace,monospace;font-weight:600}.tool-error{border-color:var(--bad)}.turn-error.bad,pre.code.bad{color:var(--bad)}.usage{font-size:.85em;margin:.2rem 0}.chat-status{min-height:1.2em;margin:.3rem 0}
 .preview-frame{width:100%;height:24rem;border:1px solid var(--line);border-radius:6px}.secret{user-select:all;font-size:1rem}.sr{position:absolute;left:-999px}
+.diff td:nth-child(-n+2){cursor:pointer}.comment{border-left:3px solid var(--line);padding:.2rem .6rem;margin:.3rem 0;white-space:normal}.comment.resolved{opacity:.6}.comment form.inline{display:inline}
 @media (max-width:600px){main{padding:.6rem}table.list thead{display:none}table.list tr{display:block;border-bottom:1px solid var(--line);padding:.3rem 0}table.list td{display:inline-block;border:0;padding:.1rem .4rem}table.list td[data-label]::before{content:attr(data-label) ": ";color:var(--muted)}.files{columns:1}}
 `;
 
@@ -91,6 +92,20 @@ function bind(root) {
   }
 }
 bind(document);
+// A click on a line number of the diff points the review form at that line (old or new side).
+document.addEventListener('click', (ev) => {
+  const td = ev.target && ev.target.closest ? ev.target.closest('table.diff td') : null;
+  const form = document.getElementById('comment-form');
+  if (!td || !form || td.cellIndex > 1 || !/^\\d+$/.test(td.textContent.trim())) return;
+  const file = td.closest('details.file');
+  const path = form.querySelector('[name=path]');
+  if (!file || !path) return;
+  path.value = file.getAttribute('data-path');
+  form.querySelector('[name=line]').value = td.textContent.trim();
+  form.querySelector('[name=side]').value = td.cellIndex === 0 ? 'LEFT' : 'RIGHT';
+  const more = form.querySelector('details'); if (more) more.open = true;
+  form.querySelector('textarea').focus();
+});
 const chat = document.querySelector('[data-chat]');
 if (chat) {
   // The conversation is the runtime's own history, read through the session proxy (so a

@@ -10,7 +10,8 @@ import { sessionUsage } from '../../services/llm/gateway.js';
 import { crDepsOf, mergeAs } from '../routes/change-requests.js';
 import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
-import { fileList, renderDiff } from './diff-view.js';
+import { fileList } from './diff-view.js';
+import { diffWithComments, loadReview, reviewErrorOf, reviewSection } from './cr-review.js';
 import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
@@ -29,6 +30,11 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestMerged: 'merged',
   ChangeRequestClosed: 'closed',
   ChangeRequestReopened: 'reopened',
+  ChangeRequestCommented: 'commented',
+  ChangeRequestCommentResolved: 'resolved a comment',
+  ChangeRequestCommentUnresolved: 'unresolved a comment',
+  ChangeRequestReviewed: 'marked reviewed',
+  ChangeRequestSentToAgent: 'sent to the agent',
 };
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
@@ -93,12 +99,13 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
   const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
-  const [events, diff, preview, usage] = await Promise.all([
+  const [events, diff, preview, usage, review] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
     q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
     // The origin session's model usage (one statement, only for a CR an agent opened).
     cr.origin_session_id ? sessionUsage(deps.db, cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
+    loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
@@ -113,7 +120,7 @@ ${usage && usage.requests > 0 ? html`<p class="muted" data-usage>The session's m
     res.type('html').send(page({
       title: `#${cr.number} as of ${q.as_of}`, user: userOf(res), csrf, crumbs,
       body: html`<p class="notice">Viewing this change request as it was at <time>${q.as_of}</time>. <a href="${base}">Back to now</a></p>
-${header}${description}<section><h2>History</h2>${history(events, base, q.as_of, project.project_id)}</section>`,
+${header}${description}${reviewSection(cr, review, null, csrf, base, true)}<section><h2>History</h2>${history(events, base, q.as_of, project.project_id)}</section>`,
     }));
     return;
   }
@@ -134,9 +141,10 @@ ${header}
 <label>Description <textarea name="description" rows="6">${cr.description}</textarea></label>
 <button type="submit">Save</button></form></details>
 ${description}
+${reviewErrorOf(req.query)}${reviewSection(cr, review, diffOk ? diff : null, csrf, base)}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
 <section aria-labelledby="diff-h"><h2 id="diff-h">Changes ${diffOk ? html`<span class="stat"><span class="plus">+${diff.additions}</span> <span class="minus">−${diff.deletions}</span> in ${diff.files.length} file${diff.files.length === 1 ? '' : 's'}</span>` : ''}</h2>
-${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs">${renderDiff(diff, cr.number)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
+${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs" data-live="cr-diff">${diffWithComments(diff, cr, review, csrf, base)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
 </section>
 <section aria-labelledby="hist-h" data-live="cr-history"><h2 id="hist-h">History</h2>${history(events, base, undefined, project.project_id)}</section>`,
   }));

@@ -29,7 +29,10 @@ function sections(patch: string): Map<string, string[]> {
   return out;
 }
 
-function fileBody(lines: string[], budget: { left: number }): string {
+/** Rows to show under a line of the diff (review comments at that line): `''` for none. */
+export type LineAnnotator = (path: string, side: 'LEFT' | 'RIGHT', line: number) => string;
+
+function fileBody(lines: string[], budget: { left: number }, path = '', annotate?: LineAnnotator): string {
   let oldNo = 0;
   let newNo = 0;
   let rows = '';
@@ -49,15 +52,16 @@ function fileBody(lines: string[], budget: { left: number }): string {
       break;
     }
     const c = line[0];
-    if (c === '+') rows += `<tr class="add"><td></td><td>${newNo++}</td><td>${escapeHtml(line)}</td></tr>`;
-    else if (c === '-') rows += `<tr class="del"><td>${oldNo++}</td><td></td><td>${escapeHtml(line)}</td></tr>`;
+    const at = (side: 'LEFT' | 'RIGHT', n: number) => (annotate ? annotate(path, side, n) : '');
+    if (c === '+') rows += `<tr class="add"><td></td><td>${newNo}</td><td>${escapeHtml(line)}</td></tr>${at('RIGHT', newNo++)}`;
+    else if (c === '-') rows += `<tr class="del"><td>${oldNo}</td><td></td><td>${escapeHtml(line)}</td></tr>${at('LEFT', oldNo++)}`;
     else if (c === '\\') rows += `<tr class="meta"><td></td><td></td><td>${escapeHtml(line)}</td></tr>`;
-    else rows += `<tr><td>${oldNo++}</td><td>${newNo++}</td><td>${escapeHtml(line)}</td></tr>`;
+    else rows += `<tr><td>${oldNo}</td><td>${newNo}</td><td>${escapeHtml(line)}</td></tr>${at('LEFT', oldNo++)}${at('RIGHT', newNo++)}`;
   }
   return rows;
 }
 
-export function renderDiff(diff: Diff, crNumber: number): Html {
+export function renderDiff(diff: Diff, crNumber: number, annotate?: LineAnnotator): Html {
   if (diff.files.length === 0) return html`<p class="muted">No changes between the branches.</p>`;
   const bySection = sections(diff.patch);
   const budget = { left: MAX_LINES };
@@ -68,10 +72,10 @@ export function renderDiff(diff: Diff, crNumber: number): Html {
     if (f.binary) body = '<p class="muted">Binary file.</p>';
     else if (budget.left <= 0) body = `<p class="muted">Not shown: the diff is large. Run <code>svc cr diff ${crNumber}</code>.</p>`;
     else {
-      const rows = fileBody(bySection.get(f.path) ?? [], budget);
+      const rows = fileBody(bySection.get(f.path) ?? [], budget, f.path, annotate);
       body = rows ? `<div class="scroll"><table class="diff"><tbody>${rows}</tbody></table></div>` : '<p class="muted">No textual change (mode or rename only).</p>';
     }
-    out += `<details class="file" id="file-${i + 1}" open><summary>${head}</summary>${body}</details>`;
+    out += `<details class="file" id="file-${i + 1}" data-path="${escapeHtml(f.path)}" open><summary>${head}</summary>${body}</details>`;
   });
   return raw(out);
 }

@@ -9,6 +9,7 @@ import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
 import { loadSession, locals, requireSession } from './context.js';
 import { crPageRoutes } from './cr-page.js';
+import { crReviewRoutes } from './cr-review.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import { liveRoutes } from './live.js';
@@ -58,6 +59,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(triggersPage(deps));
   r.use(appsPage(deps));
   r.use(crPageRoutes(deps));
+  r.use(crReviewRoutes(deps)); // review comments, send to agent (issue 23)
   // Any other path outside /v1 is a page that does not exist: the HTML 404 below.
   r.use((_req, _res, next) => next(new DomainError('not_found', 'Not found', 'There is no page at this address.')));
   r.use(dashboardErrors(deps.logger));

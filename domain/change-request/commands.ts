@@ -1,3 +1,4 @@
+import type { ReviewCommand } from './review.js';
 import type { ChangeRequest } from './state.js';
 
 /**
@@ -62,4 +63,5 @@ export type ChangeRequestCommand =
   | EditChangeRequest
   | MergeChangeRequest
   | CloseChangeRequest
-  | ReopenChangeRequest;
+  | ReopenChangeRequest
+  | ReviewCommand;

@@ -2,12 +2,14 @@ import { DomainError, notFound, validationError, type ErrorIssue } from '../erro
 import type { ChangeRequestCommand } from './commands.js';
 import type { ChangeRequestEvent } from './events.js';
 import type { ChangeRequest, CrState } from './state.js';
+import { decideReview, isReviewCommand } from './review.js';
 
 /**
  * The spec's CR state table as a function: given the current state and a command, the
  * events to append, or a typed error. Pure.
  */
 export function decide(command: ChangeRequestCommand, state: CrState): ChangeRequestEvent[] {
+  if (isReviewCommand(command)) return decideReview(command, state);
   const at = command.meta.now.toISOString();
   const actor = command.meta.actor;
   switch (command.type) {

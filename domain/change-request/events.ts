@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { eventCatalog, type EventOf } from '../event-catalog.js';
+import { reviewEventSchemas } from './review.js';
 
 /**
  * The CR stream's events. Types are versioned by name: a change of shape is a new type
@@ -59,6 +60,8 @@ export const changeRequestEventSchemas = {
   ChangeRequestMerged,
   ChangeRequestClosed,
   ChangeRequestReopened,
+  // Review comments, marks and rounds sent to the agent (review.ts): they leave the CR row as it is.
+  ...reviewEventSchemas,
 } as const;
 
 const catalog = eventCatalog('change-request', changeRequestEventSchemas);

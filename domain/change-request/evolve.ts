@@ -1,5 +1,6 @@
 import type { ChangeRequestEvent } from './events.js';
 import type { CrState } from './state.js';
+import { isReviewEvent } from './review.js';
 
 /** Folds one event into the state. Pure; total over the event union. */
 export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
@@ -17,6 +18,7 @@ export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
     };
   }
   if (state === null) return null; // events before Opened cannot exist; ignore defensively
+  if (isReviewEvent(event)) return state; // review lives in its own tables (projections/review.ts), not on the CR row
   switch (event.type) {
     case 'ChangeRequestRefreshed':
       return {

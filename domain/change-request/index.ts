@@ -4,3 +4,5 @@ export * from './events.js';
 export * from './evolve.js';
 export * from './state.js';
 export * from './views.js';
+export * from './review.js';
+export * from './diff-lines.js';

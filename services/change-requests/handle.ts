@@ -92,7 +92,7 @@ export async function handleCommand(
   projectId: string,
   crId: string,
   command: (cr: ChangeRequest) => ChangeRequestCommand | null,
-  opts: { attempts?: number; inTx?: (tx: Executor, cr: ChangeRequest) => Promise<void> } = {},
+  opts: { attempts?: number; inTx?: (tx: Executor, cr: ChangeRequest, events: StoredEvent[]) => Promise<void> } = {},
 ): Promise<Handled> {
   // Stream conflicts are retried on fresh state: the command is decided again, so a rule
   // that no longer holds (a close that raced a merge) is still a 409, and one that does
@@ -151,7 +151,7 @@ export async function handleCommand(
         const d = decideOn(await readRow(tx, projectId, crId), command);
         if (d.done) return d.done;
         const stored = await appendAndProject(tx, projectId, crId, d.row.stream_version, d.state, d.events, d.metadata);
-        await opts.inTx?.(tx, stored.cr);
+        await opts.inTx?.(tx, stored.cr, stored.events);
         return stored;
       });
     } catch (err) {

@@ -11,8 +11,10 @@ import type { Principal } from './service.js';
  *  - push its session branch (create or fast-forward; enforced by infra/git/pre-receive.ts,
  *    which the smart HTTP route tells who pushes);
  *  - open CRs whose head is its session branch, and edit, close or reopen the CRs of its
- *    session (head = its branch, origin_session_id = its session).
- * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no secret
+ *    session (head = its branch, origin_session_id = its session), and comment on those
+ *    (its answer to a review round sent to it).
+ * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no resolving
+ * review comments, marking reviewed or sending to an agent (a person reviews), no secret
  * writes, triggers, apps, channels, statuses, project settings, sessions, token minting,
  * account routes or session proxy. A person's tokens (user tokens, and project tokens a
  * user mints with `POST .../cli-token`) pass every check here unchanged.
@@ -24,6 +26,10 @@ export type AgentAction =
   /** Edit, close or reopen one CR. */
   | { kind: 'cr.change'; cr: { head_ref: string; origin_session_id: string | null } }
   | { kind: 'cr.merge' }
+  /** Comment on one CR (its own session's: an agent answers the review of its work). */
+  | { kind: 'cr.comment'; cr: { head_ref: string; origin_session_id: string | null } }
+  /** Resolve or unresolve a review comment, send a CR to its agent, mark it reviewed: people only. */
+  | { kind: 'cr.review' }
   /** Anything else, named for the message ("write secrets", "create sessions" ...). */
   | { kind: 'other'; what: string };
 
@@ -58,6 +64,13 @@ export function assertMay(p: Principal, action: AgentAction): void {
         throw agentForbidden('Agent credentials edit, close or reopen only the change requests of their own session.');
       }
       return;
+    case 'cr.comment':
+      if (!branch || action.cr.head_ref !== branch || action.cr.origin_session_id !== p.session_id) {
+        throw agentForbidden('Agent credentials comment only on the change requests of their own session.');
+      }
+      return;
+    case 'cr.review':
+      throw agentForbidden('Agent credentials cannot resolve review comments, mark a change request reviewed or send it to an agent: a person reviews.');
     case 'other':
       throw agentForbidden(`Agent credentials cannot ${action.what}: ask a person to do it.`);
   }
@@ -78,6 +91,9 @@ export function openInputFor<T extends { head_ref: string; session_id?: string |
 export function agentActionOf(method: string, path: string): AgentAction | 'route-checks' {
   if (/^\/accounts(\/|$)/.test(path)) return { kind: 'other', what: 'call account routes' };
   if (method === 'GET' || method === 'HEAD') return { kind: 'read' };
+  // Review (issue 23): an agent comments (its route checks the CR); the rest is a person's.
+  const review = /^\/projects\/[^/]+\/change-requests\/[^/]+\/(comments|send-to-agent|reviewed)(\/[^/]+)?\/?$/.exec(path);
+  if (review) return review[1] === 'comments' && !review[2] && method === 'POST' ? 'route-checks' : { kind: 'cr.review' };
   const m = /^\/projects\/[^/]+(?:\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?)?\/?$/.exec(path);
   if (!m) return { kind: 'other', what: path === '/projects' || path === '/projects/' ? 'create projects' : 'do this' };
   const [, group, id, verb] = m;

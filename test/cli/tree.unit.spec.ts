@@ -45,13 +45,18 @@ SESSIONS
   sessions preview <id> [<port>]  Preview URL of a sandbox port (default 3000)
 
 CHANGE REQUESTS
-  cr ls           List change requests (alias: list)
-  cr show <cr>    Show a change request and its merge preview (alias: info, view)
-  cr diff <cr>    Show the diff of a change request
-  cr open         Open a change request (alias: new, create)
-  cr merge <cr>   Merge an open change request
-  cr close <cr>   Close an open change request
-  cr reopen <cr>  Reopen a closed change request
+  cr ls                      List change requests (alias: list)
+  cr show <cr>               Show a change request and its merge preview (alias: info, view)
+  cr diff <cr>               Show the diff of a change request
+  cr open                    Open a change request (alias: new, create)
+  cr merge <cr>              Merge an open change request
+  cr close <cr>              Close an open change request
+  cr reopen <cr>             Reopen a closed change request
+  cr comment <cr>            Comment on a change request (--body; --path and --line for a line of the diff)
+  cr comments <cr>           List the review comments of a change request
+  cr resolve <cr> <comment>  Resolve a review comment (--unresolve to open it again)
+  cr reviewed <cr>           Mark a change request reviewed at its head
+  cr send-to-agent <cr>      Send the unresolved comments to the change request's session as one prompt
 
 CHANNELS
   channels ls            List the project's channels (alias: list)

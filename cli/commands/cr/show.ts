@@ -8,6 +8,8 @@ import { str } from '../../flags.js';
 import { colors, formatTime, printJson, shortSha, type Colors } from '../../output.js';
 import { statusColor } from './ls.js';
 import { crTarget, crUrl } from './shared.js';
+import { reviewApi } from '../../review-api.js';
+import { renderComments } from './comments.js';
 
 export interface CrShowOptions {
   f: Factory;
@@ -39,6 +41,9 @@ export async function run({ f, cr: ref, project, host, json }: CrShowOptions): P
   const c = colors(f.io, f.env);
   const url = crUrl(f, ctx.host.url, cr);
   f.io.out.write(f.io.stdoutIsTTY ? renderTTY(f, c, cr, preview, previewError) + `url: ${url}\n` : renderPlain(cr, url, preview, previewError));
+  // The review comments follow (an older server without them: nothing).
+  const comments = await reviewApi(ctx.api).comments(ctx.projectId, cr.cr_id).catch(() => []);
+  if (comments.length) f.io.out.write(`\n${renderComments(comments)}`);
 }
 
 export function previewSummary(p: MergePreview): { label: string; detail: string } {

@@ -1,0 +1,1 @@
+export { resolveBuilder as builder, resolveHandler as handler } from './review-actions.js';

@@ -1,0 +1,1 @@
+export { reviewedBuilder as builder, reviewedHandler as handler } from './review-actions.js';

@@ -1,0 +1,1 @@
+export { sendBuilder as builder, sendHandler as handler } from './review-actions.js';
