@@ -136,8 +136,10 @@ describe('the README\'s quick start, run top to bottom (e2e)', function () {
     const script = [
       'set -eo pipefail',
       ...runnable.map((b) => `echo "::README.md:${b.line}:: $(date +%s%3N)"\n${b.code.replaceAll('http://localhost:8080', srv!.url)}`),
-      // The test's own epilogue: what the user now has.
+      // The test's own epilogue: what the user now has, then no sandbox outlives the test
+      // (a server stop leaves sandboxes running, by design).
       `svc cr show 1 --json > ${JSON.stringify(path.join(root, 'final.json'))}`,
+      'for id in $(svc sessions ls --json | node -e \'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>{for(const x of JSON.parse(s))console.log(x.session_id)})\'); do svc sessions rm "$id" --yes; done',
     ].join('\n');
     const env: NodeJS.ProcessEnv = {
       PATH: `${bin}:${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`,

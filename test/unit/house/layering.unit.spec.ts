@@ -16,6 +16,7 @@ import { LAYERS, specifiersOf, violations } from './layers.js';
  */
 const ALLOWED: Record<string, { specs: string[]; why: string }> = {
   'bench/suites/agentd.ts': { specs: ['../../test/agentd/support/harness.js'], why: 'the daemon bench starts the daemon the way its tests do' },
+  'bench/suites/agent-loop.ts': { specs: ['../../test/support/scripted-model.js'], why: 'the agent-loop bench plays the model with the tests\' scripted one' },
   'bench/suites/dashboard.ts': { specs: ['../../test/dashboard/support.js'], why: 'the dashboard bench signs in the way its tests do' },
 };
 
