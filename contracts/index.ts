@@ -13,3 +13,4 @@ export * from './sessions.js';
 export * from './manifest.js';
 export * from './channels.js';
 export * from './health.js';
+export * from './checks.js';

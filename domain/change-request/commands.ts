@@ -1,3 +1,5 @@
+import type { CheckEventType } from './check-events.js';
+import type { ChangeRequestEvent } from './events.js';
 import type { ChangeRequest } from './state.js';
 
 /**
@@ -54,10 +56,18 @@ export interface ReopenChangeRequest {
   meta: CommandMeta;
 }
 
+/** A check result or a merge-when-green change (services/checks decides which, from the stream). */
+export interface RecordCheckEvent {
+  type: 'RecordCheckEvent';
+  event: Extract<ChangeRequestEvent, { type: CheckEventType }>;
+  meta: CommandMeta;
+}
+
 export type ChangeRequestCommand =
   | OpenChangeRequest
   | RefreshChangeRequest
   | EditChangeRequest
   | MergeChangeRequest
   | CloseChangeRequest
-  | ReopenChangeRequest;
+  | ReopenChangeRequest
+  | RecordCheckEvent;

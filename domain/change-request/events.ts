@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { eventCatalog, type EventOf } from '../event-catalog.js';
+import { checkEventSchemas } from './check-events.js';
 
 /**
  * The CR stream's events. Types are versioned by name: a change of shape is a new type
@@ -59,6 +60,7 @@ export const changeRequestEventSchemas = {
   ChangeRequestMerged,
   ChangeRequestClosed,
   ChangeRequestReopened,
+  ...checkEventSchemas,
 } as const;
 
 const catalog = eventCatalog('change-request', changeRequestEventSchemas);

@@ -4,3 +4,5 @@ export * from './events.js';
 export * from './evolve.js';
 export * from './state.js';
 export * from './views.js';
+export * from './check-events.js';
+export * from './checks.js';
