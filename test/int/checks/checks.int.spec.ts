@@ -73,4 +73,28 @@ describe('checks: runs on the merge result, bound to the (base, head) pair', fun
       const after = await checksOf(p, cr.number);
       expect(after.statuses.map((s) => [s.context, s.state])).to.deep.equal([['ci/e2e', 'success']]);
     }));
+
+  it('a secret printed by a check is masked in its log and absent from every event; only named secrets reach it', () =>
+    withProject({ slug: 'chk-secret', env: CHECKS_ENV }, async (p) => {
+      const SECRET = 'sk-live-4f9a1c0e7b2d';
+      const OTHER = 'not-named-83jd9w2k';
+      const pp = projectPath(p);
+      expect((await p.api.call('PUT', `${pp}/secrets/API_KEY`, { value: SECRET })).status).to.equal(204);
+      expect((await p.api.call('PUT', `${pp}/secrets/OTHER_KEY`, { value: OTHER })).status).to.equal(204);
+      await putManifest(p, '[[checks]]\nname = "leaky"\nrun = "echo key=$API_KEY; echo other=${OTHER_KEY:-unset}; env | grep -c ^SVC_TOKEN= || true; echo model=${SVC_LLM_API_KEY:-none}"\nsecrets = ["API_KEY"]\n');
+      const base = p.repo.tip('main')!;
+      const head = await p.repo.commit('topic', { 'a.txt': 'a\n' });
+      const cr = (await p.api.post(p.base, { title: 'a', head_ref: 'topic' })).body.change_request;
+      const c = await settled(p, cr.number, 'leaky', { base, head });
+      expect(c.status).to.equal('passed');
+      const log = (await p.api.get(c.log_url)).body as string;
+      expect(log).to.contain('key=***').and.not.contain(SECRET);
+      expect(log).to.contain('other=unset').and.contain('model=none');
+      expect(log.split('\n')[2]).to.equal('0'); // no SVC_TOKEN in its environment
+      const leaked = await p.srv.db.db.rows({ text: 'SELECT type FROM events WHERE data::text LIKE $1 OR metadata::text LIKE $1', values: [`%${SECRET}%`] });
+      expect(leaked).to.deep.equal([]);
+      // Deletable: gone, and 404 after.
+      expect((await p.api.call('DELETE', c.log_url)).status).to.equal(204);
+      expect((await p.api.get(c.log_url)).status).to.equal(404);
+    }));
 });
