@@ -13,6 +13,7 @@ import { fileList, renderDiff } from './diff-view.js';
 import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
+import { checksOf, checksSection } from './checks-section.js';
 
 /**
  * One change request: metadata (editable), the merge preview, Merge (with the head SHA
@@ -28,6 +29,14 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestMerged: 'merged',
   ChangeRequestClosed: 'closed',
   ChangeRequestReopened: 'reopened',
+  CheckQueued: 'check queued',
+  CheckStarted: 'check started',
+  CheckPassed: 'check passed',
+  CheckFailed: 'check failed',
+  CheckErrored: 'check errored',
+  CheckCancelled: 'check cancelled',
+  ChangeRequestAutoMergeRequested: 'merge when green asked',
+  ChangeRequestAutoMergeCancelled: 'merge when green cancelled',
 };
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
@@ -85,10 +94,11 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
   const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
-  const [events, diff, preview] = await Promise.all([
+  const [events, diff, preview, checks] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
     q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
+    q.as_of ? Promise.resolve(null) : checksOf(deps, project, cr),
   ]);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
@@ -124,6 +134,7 @@ ${header}
 <button type="submit">Save</button></form></details>
 ${description}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
+${checksSection(checks, cr, headSha, csrf, base)}
 <section aria-labelledby="diff-h"><h2 id="diff-h">Changes ${diffOk ? html`<span class="stat"><span class="plus">+${diff.additions}</span> <span class="minus">−${diff.deletions}</span> in ${diff.files.length} file${diff.files.length === 1 ? '' : 's'}</span>` : ''}</h2>
 ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs">${renderDiff(diff, cr.number)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
 </section>

@@ -9,6 +9,7 @@ import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
 import { loadSession, locals, requireSession } from './context.js';
 import { crPageRoutes } from './cr-page.js';
+import { checksPageRoutes } from './checks-section.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import { liveRoutes } from './live.js';
@@ -57,6 +58,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(secretsPage(deps));
   r.use(triggersPage(deps));
   r.use(appsPage(deps));
+  r.use(checksPageRoutes(deps)); // before the CR page: its /merge-when-green and /checks/:runId/log
   r.use(crPageRoutes(deps));
   // Any other path outside /v1 is a page that does not exist: the HTML 404 below.
   r.use((_req, _res, next) => next(new DomainError('not_found', 'Not found', 'There is no page at this address.')));
