@@ -1,10 +1,8 @@
 import { z } from 'zod';
-import type { ProjectRecord } from '../domain/project.js';
 import type { JobOutput, Queue } from '../infra/queue.js';
-import { projectQueries } from '../sql/queries/projects.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../services/checks/deps.js';
 import { runCheck } from '../services/checks/run.js';
-import { evaluateAutoMerge } from '../services/checks/schedule.js';
+import { evaluateById } from '../services/checks/schedule.js';
 
 const runJob = z.object({ project_id: z.uuid(), cr_id: z.uuid(), run_id: z.uuid() });
 const evaluateJob = z.object({ project_id: z.uuid(), cr_id: z.uuid() });
@@ -22,7 +20,6 @@ export function startCheckWorkers(deps: ChecksDeps, queue: Queue, concurrency: n
   });
   queue.work(CHECK_EVALUATE, 2, async (data): Promise<JobOutput> => {
     const job = evaluateJob.parse(data);
-    const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
-    return { ok: true, value: project ? await evaluateAutoMerge(deps, project, job.cr_id) : null };
+    return { ok: true, value: await evaluateById(deps, job.project_id, job.cr_id) };
   });
 }

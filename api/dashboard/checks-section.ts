@@ -2,10 +2,9 @@ import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { CrChecks } from '../../contracts/checks.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
-import { isDomainError, notFound } from '../../domain/errors.js';
+import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { checkQueries } from '../../sql/queries/checks.js';
-import { findCr } from '../../services/change-requests/service.js';
+import { LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
 import { requestAutoMerge } from '../../services/checks/auto-merge.js';
 import { crChecksView } from '../../services/checks/view.js';
 import type { ApiDeps } from '../deps.js';
@@ -77,13 +76,7 @@ export function checksPageRoutes(deps: ApiDeps): Router {
 
   r.get('/projects/:projectId/change-requests/:n/checks/:runId/log', async (req: Request, res: Response) => {
     const project = await projectOf(deps, req, res);
-    const cr = await findCr(deps.db, project.project_id, String(req.params.n));
-    const runId = String(req.params.runId).toLowerCase();
-    if (!/^[0-9a-f-]{36}$/.test(runId)) throw notFound('Check log');
-    const row = await deps.db.one<{ body: string }>(checkQueries.getLog(project.project_id, cr.cr_id, runId));
-    if (!row) throw notFound('Check log');
-    res.set({ 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Security-Policy': "default-src 'none'; sandbox", 'Cache-Control': 'no-store' });
-    res.send(row.body);
+    res.set(LOG_HEADERS).send(await readCheckLog(deps.db, project, String(req.params.n), String(req.params.runId)));
   });
   return r;
 }

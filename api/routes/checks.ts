@@ -3,10 +3,8 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { CrChecksQuery, PostStatusBody } from '../../contracts/checks.js';
-import { notFound } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { checkQueries } from '../../sql/queries/checks.js';
-import { findCr } from '../../services/change-requests/service.js';
+import { deleteCheckLog, LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
 import { requestAutoMerge } from '../../services/checks/auto-merge.js';
 import { checksInForce } from '../../services/checks/config.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../../services/checks/deps.js';
@@ -14,8 +12,6 @@ import { postStatus } from '../../services/checks/statuses.js';
 import { crChecksView, serializeAutoMerge, serializeStatus } from '../../services/checks/view.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
 import { crDepsOf } from './change-requests.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The checks service from the API's deps: runs and merge-when-green evaluations go to the workers. */
 export function checksDepsOf(deps: ApiDeps): ChecksDeps {
@@ -47,26 +43,16 @@ export function checkRoutes(deps: ApiDeps): Router {
     res.json(await crChecksView(checksDepsOf(deps), project, crRef(req), q.as_of ? { asOf: new Date(q.as_of) } : {}));
   });
 
-  const logOf = async (req: Request) => {
-    const project = await resolveProject(deps.db, req);
-    const cr = await findCr(deps.db, project.project_id, crRef(req));
-    const runId = String(req.params.runId ?? '').toLowerCase();
-    if (!UUID.test(runId)) throw notFound('Check log');
-    return { project, cr, runId };
-  };
-
   // The output of a program the CR's code controls: text only, never sniffed into HTML.
   r.get('/:runId/log', async (req, res) => {
-    const { project, cr, runId } = await logOf(req);
-    const row = await deps.db.one<{ body: string; truncated: boolean }>(checkQueries.getLog(project.project_id, cr.cr_id, runId));
-    if (!row) throw notFound('Check log');
-    res.set({ 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Security-Policy': "default-src 'none'; sandbox", 'Cache-Control': 'no-store' });
-    res.send(row.body);
+    const project = await resolveProject(deps.db, req);
+    const body = await readCheckLog(deps.db, project, crRef(req), String(req.params.runId ?? ''));
+    res.set(LOG_HEADERS).send(body);
   });
 
   r.delete('/:runId/log', async (req, res) => {
-    const { project, cr, runId } = await logOf(req);
-    if ((await deps.db.run(checkQueries.deleteLog(project.project_id, cr.cr_id, runId))) === 0) throw notFound('Check log');
+    const project = await resolveProject(deps.db, req);
+    await deleteCheckLog(deps.db, project, crRef(req), String(req.params.runId ?? ''));
     res.status(204).end();
   });
 

@@ -3,6 +3,7 @@ import { isDomainError } from '../../domain/errors.js';
 import { greenVerdict, runsOfPair, TERMINAL, type StatusState } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
+import { projectQueries } from '../../sql/queries/projects.js';
 import { runMerge } from '../change-requests/merge.js';
 import { SYSTEM_ACTOR } from '../manifest/log.js';
 import { checksInForce, type ChecksInForce } from './config.js';
@@ -124,6 +125,12 @@ export async function evaluateAutoMerge(deps: ChecksDeps, project: ProjectRecord
     if (isDomainError(err) && ['concurrency', 'head_modified', 'conflict'].includes(err.code)) return 'waiting';
     throw err;
   }
+}
+
+/** `check.evaluate`'s job: by ids (the project may be gone). */
+export async function evaluateById(deps: ChecksDeps, projectId: string, crId: string): Promise<string> {
+  const project = await deps.db.one<ProjectRecord>(projectQueries.byId(projectId));
+  return project ? evaluateAutoMerge(deps, project, crId) : 'none';
 }
 
 export async function cancelAutoMerge(
