@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
+import { rebuildProjections } from '../../../projections/rebuild.js';
 import { CHECKS_ENV, checksOf, crEvents, projectPath, putManifest, settled } from './support.js';
 
 const CHECK = `[[checks]]
@@ -38,6 +39,12 @@ describe('checks: runs on the merge result, bound to the (base, head) pair', fun
       const failedAt = (await p.srv.db.db.one<{ t: Date }>({ text: "SELECT recorded_at AS t FROM events WHERE stream_id = $1 AND type = 'CheckFailed'", values: [`cr-${cr.cr_id}`] }))!.t;
       const then = await p.api.get(`${p.base}/${cr.number}/checks?as_of=${encodeURIComponent(new Date(failedAt).toISOString())}`);
       expect(then.body.checks[0]).to.include({ status: 'failed', head_sha: head1 });
+      const cr1 = (await p.api.get(`${p.base}/${cr.number}?as_of=${encodeURIComponent(new Date(failedAt).toISOString())}`)).body.change_request;
+      expect(cr1.head_commit_sha).to.equal(head1);
+      // The projection replays the new events: the rows rebuilt from the log are the live ones.
+      const verify = await rebuildProjections(p.srv.db.db, { verify: true });
+      expect(verify.differences).to.deep.equal([]);
+      expect(verify.events).to.be.above(types.length);
     }));
 
   it('a head that passes alone but fails merged with the base: the check fails', () =>
