@@ -14,6 +14,7 @@ import { appendCheckEvents, readCrChecks, type CheckEvent } from './stream.js';
 export const CHECKS_ACTOR = SYSTEM_ACTOR;
 
 const REQUEUE_AFTER_MS = 120_000;
+const LOST_GRACE_MS = 300_000;
 
 const iso = (deps: ChecksDeps) => (deps.now ? deps.now() : new Date()).toISOString();
 
@@ -56,6 +57,13 @@ export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId:
       if (TERMINAL.has(r.status)) continue;
       if (!open) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'merged' ? 'merged' : 'closed' } });
       else if (r.base_sha !== pair.base || r.head_sha !== pair.head) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
+    }
+    // A run whose worker died mid-run never finishes by itself: past its timeout and a
+    // grace period it errors, so the pair can be judged (and re-run by a new pair).
+    for (const r of s.checks.runs) {
+      if (r.status !== 'running' || !r.started_at || r.base_sha !== pair.base || r.head_sha !== pair.head) continue;
+      const limit = (config.checks.find((c) => c.name === r.name)?.timeout_minutes ?? 15) * 60_000 + LOST_GRACE_MS;
+      if (Date.now() - Date.parse(r.started_at) > limit) out.push({ type: 'CheckErrored', data: { run_id: r.run_id, finished_at: at, reason: 'the run was lost: its worker stopped before it finished' } });
     }
     const auto = s.checks.auto_merge;
     if (open && auto?.status === 'pending' && pair.head && auto.head_sha !== pair.head) {
