@@ -6,7 +6,7 @@ import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
 import { requestAutoMerge } from '../../services/checks/auto-merge.js';
-import { crChecksView } from '../../services/checks/view.js';
+import { checksViewFrom } from '../../services/checks/view.js';
 import type { ApiDeps } from '../deps.js';
 import { checksDepsOf } from '../routes/checks.js';
 import { callerOf, projectOf, requireCsrf } from './context.js';
@@ -20,8 +20,8 @@ import { respond } from './shared.js';
  * page's `data-live` parts: every event of the CR's stream (a run starting, passing ...)
  * re-renders it in place.
  */
-export async function checksOf(deps: ApiDeps, project: ProjectRecord, cr: ChangeRequest): Promise<CrChecks | null> {
-  return crChecksView(checksDepsOf(deps), project, String(cr.number)).catch(() => null);
+export async function checksOf(deps: ApiDeps, project: ProjectRecord, cr: ChangeRequest, events: { type: string; data: unknown }[]): Promise<CrChecks | null> {
+  return checksViewFrom(deps, project, cr, events).catch(() => null);
 }
 
 const badge = (state: string) => html`<span class="badge s-${state}" data-check-status="${state}">${state}</span>`;

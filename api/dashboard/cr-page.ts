@@ -94,12 +94,12 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
   const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
-  const [events, diff, preview, checks] = await Promise.all([
+  const [events, diff, preview] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
     q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
-    q.as_of ? Promise.resolve(null) : checksOf(deps, project, cr),
   ]);
+  const checks = q.as_of ? null : await checksOf(deps, project, cr, events);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>

@@ -1,9 +1,9 @@
 import type { CrChecks } from '../../contracts/checks.js';
-import { latestRuns, type AutoMerge, type CheckRun } from '../../domain/change-request/index.js';
+import { foldChecks, latestRuns, parseChangeRequestEvent, type AutoMerge, type ChangeRequest, type CheckRun, type ChecksState } from '../../domain/change-request/index.js';
+import type { Manifest } from '../../domain/manifest/schema.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
 import { findCr } from '../change-requests/service.js';
-import { checksInForce } from './config.js';
 import type { ChecksDeps } from './deps.js';
 import { readCrChecks } from './stream.js';
 
@@ -16,10 +16,21 @@ export const logPath = (projectId: string, crNumber: number, runId: string) =>
 export async function crChecksView(deps: Pick<ChecksDeps, 'db'>, project: ProjectRecord, ref: string, opts: { asOf?: Date } = {}): Promise<CrChecks> {
   const found = await findCr(deps.db, project.project_id, ref);
   const { cr, checks } = await readCrChecks(deps, found.cr_id, opts);
-  const config = await checksInForce(deps.db, project.project_id);
-  const required = config.review.required_statuses;
+  return viewOf(deps, project, cr, checks);
+}
+
+/** The same view from a CR and its events already read (the dashboard's CR page reads them for its history). */
+export async function checksViewFrom(deps: Pick<ChecksDeps, 'db'>, project: ProjectRecord, cr: ChangeRequest, events: { type: string; data: unknown }[]): Promise<CrChecks> {
+  return viewOf(deps, project, cr, foldChecks(events.map(parseChangeRequestEvent)));
+}
+
+async function viewOf(deps: Pick<ChecksDeps, 'db'>, project: ProjectRecord, cr: ChangeRequest, checks: ChecksState): Promise<CrChecks> {
   const head = cr.head_commit_sha;
-  const rows = head ? await deps.db.rows<StatusRow>(checkQueries.statusesOf(project.project_id, head)) : [];
+  const row = await deps.db.one<{ manifest: Partial<Manifest> | null; statuses: (Omit<StatusRow, 'created_at' | 'updated_at'> & { created_at: string; updated_at: string })[] }>(
+    checkQueries.manifestAndStatuses(project.project_id, head),
+  );
+  const required = row?.manifest?.review?.required_statuses ?? [];
+  const rows = head ? (row?.statuses ?? []) : [];
   const reported = new Set(rows.map((r) => r.context));
   const statuses: CrChecks['statuses'] = [
     ...(head

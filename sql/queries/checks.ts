@@ -26,6 +26,12 @@ export const checkQueries = {
     text: 'SELECT * FROM commit_statuses WHERE project_id = $1 AND sha = $2 ORDER BY context',
     values: [projectId, sha],
   }),
+  /** The manifest in force and a commit's statuses, in one statement (the CR page's budget). */
+  manifestAndStatuses: (projectId: string, sha: string | null): Query => ({
+    text: `SELECT (SELECT manifest FROM project_manifests WHERE project_id = $1) AS manifest,
+      COALESCE((SELECT json_agg(s ORDER BY s.context) FROM commit_statuses s WHERE s.project_id = $1 AND s.sha = $2), '[]'::json) AS statuses`,
+    values: [projectId, sha],
+  }),
   saveLog: (l: { runId: string; projectId: string; crId: string; body: string; truncated: boolean }): Query => ({
     text: `INSERT INTO check_logs (run_id, project_id, cr_id, body, truncated) VALUES ($1, $2, $3, $4, $5)
       ON CONFLICT (run_id) DO UPDATE SET body = EXCLUDED.body, truncated = EXCLUDED.truncated`,
