@@ -85,7 +85,8 @@ export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId:
   const stale = Date.now() - REQUEUE_AFTER_MS;
   for (const r of state.checks.runs) if (r.status === 'queued' && Date.parse(r.queued_at) < stale) queued.push(r.run_id);
   for (const run_id of queued) await deps.enqueueRun({ project_id: project.project_id, cr_id: crId, run_id });
-  await evaluateSoon(deps, project, crId, config);
+  // Only a pending request has anything to evaluate (the refresher calls this for every open CR).
+  if (state.checks.auto_merge?.status === 'pending') await evaluateSoon(deps, project, crId, config);
 }
 
 /** Evaluates merge-when-green here, or has a worker do it (deps.evaluateLater). */
