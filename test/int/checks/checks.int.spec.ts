@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
+import { client } from '../../support/http.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
 import { CHECKS_ENV, checksOf, crEvents, projectPath, putManifest, settled } from './support.js';
 
@@ -79,6 +80,11 @@ describe('checks: runs on the merge result, bound to the (base, head) pair', fun
       expect(ok.body.status).to.include({ context: 'ci/e2e', state: 'success', required: true, target_url: 'https://ci.example.test/1' });
       const after = await checksOf(p, cr.number);
       expect(after.statuses.map((s) => [s.context, s.state])).to.deep.equal([['ci/e2e', 'success']]);
+      // Another account: the project does not exist for it (404), neither to post nor to read.
+      const other = client(p.srv.url, (await p.srv.newUser('other@example.test')).token);
+      expect((await other.post(S, { context: 'ci/e2e', state: 'failure' })).status).to.equal(404);
+      expect((await other.get(`${p.base}/${cr.number}/checks`)).status).to.equal(404);
+      expect((await checksOf(p, cr.number)).statuses[0].state).to.equal('success');
     }));
 
   it('a secret printed by a check is masked in its log and absent from every event; only named secrets reach it', () =>
