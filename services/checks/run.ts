@@ -8,7 +8,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import { checksInForce } from './config.js';
 import type { CheckRunJob, ChecksDeps } from './deps.js';
-import { boundedMaskedLog } from './log.js';
+import { boundedMaskedLog, maskSecrets } from './log.js';
 import { CHECKS_ACTOR, evaluateAutoMerge } from './schedule.js';
 import { appendCheckEvents, readCrChecks, type CheckEvent } from './stream.js';
 
@@ -85,6 +85,8 @@ export async function runCheck(deps: ChecksDeps, job: CheckRunJob): Promise<void
   const log = await boundedMaskedLog(path.join(ws, OUT), deps.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, secretValues);
   await deps.db.run(checkQueries.saveLog({ runId: run.run_id, projectId: project.project_id, crId: job.cr_id, body: log.body, truncated: log.truncated }));
   await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  // The server's own words, but an error message may quote anything: no secret value reaches the log of events.
+  if (outcome.kind === 'error') outcome = { kind: 'error', reason: maskSecrets(outcome.reason, secretValues) };
   if (outcome.kind !== 'cancelled') {
     await appendCheckEvents(deps, project.project_id, job.cr_id, CHECKS_ACTOR, (s) => {
       const r = s.checks.runs.find((x) => x.run_id === job.run_id);
