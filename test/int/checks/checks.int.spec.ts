@@ -34,6 +34,10 @@ describe('checks: runs on the merge result, bound to the (base, head) pair', fun
       expect(passed.run_id).to.not.equal(failed.run_id);
       const types = (await crEvents(p, cr.cr_id)).map((e) => e.type);
       expect(types.filter((t) => t.startsWith('Check'))).to.deep.equal(['CheckQueued', 'CheckStarted', 'CheckFailed', 'CheckQueued', 'CheckStarted', 'CheckPassed']);
+      // The CR's history (the API's, checked against the document) carries them with their data.
+      const history = await p.api.get(`${p.base}/${cr.number}/events`);
+      expect(history.status).to.equal(200);
+      expect(history.body.events.find((e: { type: string }) => e.type === 'CheckFailed').data).to.include({ run_id: failed.run_id, exit_code: 3, reason: 'exit' });
       // The CR's own JSON is the spec's, and history as of before the fix says failed.
       const one = (await p.api.get(`${p.base}/${cr.number}`)).body.change_request;
       expect(one.head_commit_sha).to.equal(head2);
