@@ -27,6 +27,7 @@ import { previewHostHandler } from './preview-host.js';
 import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
+import { checkRoutes, statusRoutes } from './routes/checks.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -55,6 +56,8 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
+  v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // issue 23: checks, logs
+  v1.use('/projects/:projectId/statuses', statusRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
   v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent (issue 23)

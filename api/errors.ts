@@ -18,6 +18,7 @@ export const statusOf: Record<ErrorCode, number> = {
   merge_failed: 409,
   head_modified: 409,
   concurrency: 409,
+  no_required_checks: 422,
   payload_too_large: 413,
   rate_limited: 429,
   unavailable: 503,
@@ -31,7 +32,7 @@ export interface ErrorBody {
 }
 
 /** Refusals an agent must tell apart carry the machine-readable `code` (contracts.md "Agent tokens"). */
-const CODED = new Set<ErrorCode>(['agent_cannot_merge', 'agent_forbidden']);
+const CODED = new Set<ErrorCode>(['agent_cannot_merge', 'agent_forbidden', 'no_required_checks']);
 
 export function bodyOf(err: DomainError): ErrorBody {
   return { error: err.reason, message: err.message, ...(CODED.has(err.code) ? { code: err.code } : {}), ...err.details };

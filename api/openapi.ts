@@ -2,6 +2,7 @@ import { z } from 'zod';
 import * as c from '../contracts/index.js';
 import { manifestOps } from './openapi-manifest.js';
 import { reviewOps } from './openapi-review.js';
+import { checkOps } from './openapi-checks.js';
 
 /**
  * The OpenAPI 3.1 document, generated from the wire contracts (`contracts/`), the same zod
@@ -14,6 +15,8 @@ export type Op = {
   body?: z.ZodType;
   query?: z.ZodObject;
   ok: { status: number; schema: z.ZodType | null; description?: string };
+  /** Another success the operation may answer (merge when green: 202). */
+  alsoOk?: { status: number; schema: z.ZodType; description: string };
   errors: number[];
   /** No bearer token (health, the OpenAPI document, `svc login`'s redeem). */
   public?: boolean;
@@ -60,7 +63,7 @@ const ops: Record<string, Record<string, Op>> = {
   [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: c.MergePreviewSchema }, errors: [401, 403, 404, 503, 504] } },
   '/v1/projects/{projectId}/compare': { get: { summary: 'Compare two live branches (base defaults to the default branch): the merge preview of head into base; is_up_to_date means head adds nothing.', query: c.CompareQuery, ok: { status: 200, schema: c.CompareSchema }, errors: [400, 401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: c.CrHistorySchema }, errors: [401, 403, 404] } },
-  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges).', body: c.MergeChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503, 504] } },
+  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges). {"when":"checks_pass"}: 202, merged by the server once every check and required status passed on the head seen now (422 no_required_checks when nothing is required).', body: c.MergeChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, alsoOk: { status: 202, schema: c.AutoMergeAccepted, description: 'Merge when green accepted' }, errors: [400, 401, 403, 404, 409, 422, 503, 504] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', body: c.EmptyBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', body: c.EmptyBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] } },
   '/v1/projects/{projectId}/channels': {
@@ -103,6 +106,8 @@ const ops: Record<string, Record<string, Op>> = {
   // --- manifest, secrets, triggers, apps (issue 12; docs/manifest.md) ---
   ...manifestOps(),
   ...reviewOps(),
+  // --- checks, statuses, merge when green (issue 23; docs/checks.md) ---
+  ...checkOps(),
 };
 
 /**
@@ -130,6 +135,7 @@ export function buildOpenApi(): object {
         ...(op.body ? { requestBody: { required: true, ...json(op.body, 'input') } } : {}),
         responses: {
           [op.ok.status]: { description: op.ok.description ?? 'OK', ...(op.ok.schema ? json(op.ok.schema, 'output') : {}) },
+          ...(op.alsoOk ? { [op.alsoOk.status]: { description: op.alsoOk.description, ...json(op.alsoOk.schema, 'output') } } : {}),
           ...Object.fromEntries(errors.map((code) => [code, { description: String(code), ...json(c.ErrorSchema, 'output') }])),
           ...(path === '/readyz' ? { 503: { description: 'Not ready', ...json(c.ReadySchema, 'output') } } : {}),
         },

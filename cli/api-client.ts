@@ -6,7 +6,8 @@ import { ApiError, NetworkError, codeForStatus } from './errors.js';
 import type { FetchLike } from './http.js';
 
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
-export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview, Diff, Project, Me } from '../contracts/index.js';
+export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
+import type { CrChecks } from '../contracts/index.js';
 import type { ChangeRequest, Compare, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
 export type CreateCRInput = CreateChangeRequestInput;
@@ -149,6 +150,15 @@ export class ApiClient {
   async merge(project: string, cr: string | number, message?: string): Promise<ChangeRequest> {
     const body = message === undefined ? {} : { message };
     return this.envelope('change_request', 'POST', this.crPath(project, cr, '/merge'), body);
+  }
+
+  /** Merge when green: the server merges once every check and required status passed on this head (202). */
+  async mergeWhenGreen(project: string, cr: string | number, expectedHeadSha?: string): Promise<CrChecks['auto_merge'] & object> {
+    return this.envelope('auto_merge', 'POST', this.crPath(project, cr, '/merge'), { when: 'checks_pass', ...(expectedHeadSha ? { expected_head_sha: expectedHeadSha } : {}) });
+  }
+
+  getChecks(project: string, cr: string | number): Promise<CrChecks> {
+    return this.request('GET', this.crPath(project, cr, '/checks'));
   }
 
   async close(project: string, cr: string | number): Promise<ChangeRequest> {

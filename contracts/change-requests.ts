@@ -50,6 +50,8 @@ export const EditChangeRequestBody = z
 export const MergeChangeRequestBody = z.strictObject({
   message: text(65_536).min(1).optional(),
   expected_head_sha: sha.optional(),
+  /** Merge when green (docs/checks.md): 202, merged by the server once the checks pass on the head seen now. */
+  when: z.literal('checks_pass').optional(),
 });
 
 export const ListChangeRequestsQuery = PageQuery.extend({

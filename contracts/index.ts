@@ -14,3 +14,4 @@ export * from './manifest.js';
 export * from './channels.js';
 export * from './health.js';
 export * from './review.js';
+export * from './checks.js';

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'merge_failed' // 409: the merge has conflicts
   | 'head_modified' // 409: expected_head_sha no longer matches
   | 'concurrency' // 409: optimistic concurrency on a stream, or a moved ref
+  | 'no_required_checks' // 422: merge-when-green asked where nothing is required (no checks, no required statuses)
   | 'payload_too_large' // 413
   | 'rate_limited' // 429
   | 'unavailable' // 503: a dependency (repo, runtime) cannot be reached

@@ -106,6 +106,12 @@ const schema = z.object({
   SVC_DIFF_MAX_FILES: z.coerce.number().int().min(1).default(3000),
   /** Merge jobs one worker process runs at once (capped by the pool size). */
   SVC_MERGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** Check runs at once per server (issue 23, docs/checks.md); each is a sandbox. */
+  SVC_CHECKS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
+  /** How often open CRs with checks (or a pending merge-when-green) re-read their tips. */
+  SVC_CHECKS_REFRESH_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
+  /** A check's log is kept up to this size (its head and tail beyond). */
+  SVC_CHECKS_LOG_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   // --- end hardening ---
   // --- managed repositories (issue 11) ---
   /** Root of the bare repositories this server hosts (default `<data dir>/repos`); a shared volume in scale-out. */

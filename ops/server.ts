@@ -21,6 +21,8 @@ import type { Core, Running } from './wiring/core.js';
 import { wireSessions } from './wiring/sessions.js';
 import { wireManifest } from './wiring/manifest.js';
 import { wireMerges } from './wiring/merges.js';
+import { wireChecks } from './wiring/checks.js';
+import { CHECK_QUEUES } from '../services/checks/deps.js';
 import { wireChannels } from './wiring/channels.js';
 import { wireMaintenance } from './wiring/maintenance.js';
 import { listenHttp } from './wiring/http.js';
@@ -82,7 +84,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY, ...CHECK_QUEUES] });
   undo.push(() => queue.stop());
   const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };
 
@@ -92,7 +94,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const manifest = await wireManifest(core, sessions.deps, sessions.appProvider, opts.spawnSession);
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
-  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core)];
+  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireChecks(core, sessions.appProvider)];
   // From here a failed start drains as stop() below does: intake, queue, resources.
   undo.pop();
   undo.push(async () => {

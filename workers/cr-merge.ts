@@ -10,6 +10,7 @@ const jobSchema = z.object({
   actor: z.uuid(),
   message: z.string().optional(),
   expected_head_sha: z.string().optional(),
+  expected_base_sha: z.string().optional(),
 });
 
 /**

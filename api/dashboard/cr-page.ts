@@ -15,6 +15,7 @@ import { diffWithComments, loadReview, reviewErrorOf, reviewSection } from './cr
 import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
+import { checksOf, checksSection } from './checks-section.js';
 
 /**
  * One change request: metadata (editable), the merge preview, Merge (with the head SHA
@@ -35,6 +36,14 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestCommentUnresolved: 'unresolved a comment',
   ChangeRequestReviewed: 'marked reviewed',
   ChangeRequestSentToAgent: 'sent to the agent',
+  CheckQueued: 'check queued',
+  CheckStarted: 'check started',
+  CheckPassed: 'check passed',
+  CheckFailed: 'check failed',
+  CheckErrored: 'check errored',
+  CheckCancelled: 'check cancelled',
+  ChangeRequestAutoMergeRequested: 'merge when green asked',
+  ChangeRequestAutoMergeCancelled: 'merge when green cancelled',
 };
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
@@ -107,6 +116,7 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
     cr.origin_session_id ? sessionUsage(deps.db, cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
     loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
+  const checks = q.as_of ? null : await checksOf(deps, project, cr, events);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>
@@ -143,6 +153,7 @@ ${header}
 ${description}
 ${reviewErrorOf(req.query)}${reviewSection(cr, review, diffOk ? diff : null, csrf, base)}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
+${checksSection(checks, cr, headSha, csrf, base)}
 <section aria-labelledby="diff-h"><h2 id="diff-h">Changes ${diffOk ? html`<span class="stat"><span class="plus">+${diff.additions}</span> <span class="minus">−${diff.deletions}</span> in ${diff.files.length} file${diff.files.length === 1 ? '' : 's'}</span>` : ''}</h2>
 ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.slice(0, 7)}</p>${fileList(diff)}<div class="diffs" data-live="cr-diff">${diffWithComments(diff, cr, review, csrf, base)}</div>` : html`<p class="warn">The diff cannot be shown right now: ${isDomainError(diff) ? diff.message : 'the repository cannot be read'}.</p>`}
 </section>

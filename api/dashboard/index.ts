@@ -10,6 +10,7 @@ import { cliLoginRoutes } from './cli-login.js';
 import { loadSession, locals, requireSession } from './context.js';
 import { crPageRoutes } from './cr-page.js';
 import { crReviewRoutes } from './cr-review.js';
+import { checksPageRoutes } from './checks-section.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 import { liveRoutes } from './live.js';
@@ -58,6 +59,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(secretsPage(deps));
   r.use(triggersPage(deps));
   r.use(appsPage(deps));
+  r.use(checksPageRoutes(deps)); // before the CR page: its /merge-when-green and /checks/:runId/log
   r.use(crPageRoutes(deps));
   r.use(crReviewRoutes(deps)); // review comments, send to agent (issue 23)
   // Any other path outside /v1 is a page that does not exist: the HTML 404 below.

@@ -18,10 +18,12 @@ const NOTICES: Record<string, string> = {
   prompted: 'Prompt sent.',
   secret_set: 'Secret saved. Its value is not shown again.',
   secret_unset: 'Secret removed.',
+  merge_when_green: 'The server merges this change request once every check passes on the head shown; a new push cancels it.',
 };
 const ERRORS: Record<string, string> = {
   head_modified: 'Head branch was modified since this page loaded. Review the new commits below, then merge again.',
   merge_failed: 'The merge has conflicts; see the merge preview.',
+  no_required_checks: 'Nothing would have to pass: svc.toml names no checks and no required statuses. Merge directly.',
 };
 
 export function noticeOf(q: { notice?: string | undefined; error?: string | undefined }): { kind: 'ok' | 'error'; text: string } | null {

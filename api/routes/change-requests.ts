@@ -19,6 +19,7 @@ import type { CrDeps } from '../../services/change-requests/service.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 import { assertMay, isAgent, openInputFor } from '../../services/tokens/agent-policy.js';
+import { mergeWhenGreen } from './checks.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
@@ -144,6 +145,10 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
       const { project, actor } = await ctx(req);
       step('project');
       const body = MergeChangeRequestBody.parse(req.body ?? {});
+      if (body.when === 'checks_pass') {
+        res.status(202).json(await mergeWhenGreen(deps, req, project, crRef(req), body));
+        return;
+      }
       const merged = await mergeAs(deps, project, crRef(req), actor, body);
       res.json({ change_request: serializeCr(merged) });
     }, { log: (t) => deps.logger.info({ steps: formatSteps(t) }, 'merge trace (ms)') }),

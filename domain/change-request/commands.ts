@@ -1,4 +1,6 @@
 import type { ReviewCommand } from './review.js';
+import type { CheckEventType } from './check-events.js';
+import type { ChangeRequestEvent } from './events.js';
 import type { ChangeRequest } from './state.js';
 
 /**
@@ -57,6 +59,13 @@ export interface ReopenChangeRequest {
   meta: CommandMeta;
 }
 
+/** A check result or a merge-when-green change (services/checks decides which, from the stream). */
+export interface RecordCheckEvent {
+  type: 'RecordCheckEvent';
+  event: Extract<ChangeRequestEvent, { type: CheckEventType }>;
+  meta: CommandMeta;
+}
+
 export type ChangeRequestCommand =
   | OpenChangeRequest
   | RefreshChangeRequest
@@ -64,4 +73,5 @@ export type ChangeRequestCommand =
   | MergeChangeRequest
   | CloseChangeRequest
   | ReopenChangeRequest
-  | ReviewCommand;
+  | ReviewCommand
+  | RecordCheckEvent;

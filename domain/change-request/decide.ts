@@ -70,6 +70,13 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
       }
       return [{ type: 'ChangeRequestReopened', data: { reopened_by: actor, reopened_at: at } }];
     }
+    case 'RecordCheckEvent': {
+      const cr = existing(state);
+      const e = command.event;
+      // New runs and new requests only on an open CR; results of runs already queued land whatever its fate.
+      if ((e.type === 'CheckQueued' || e.type === 'ChangeRequestAutoMergeRequested') && cr.status !== 'open') requireOpen(cr, 'merge');
+      return [e];
+    }
     default: {
       const unhandled: never = command;
       throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);

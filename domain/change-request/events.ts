@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { eventCatalog, type EventOf } from '../event-catalog.js';
 import { reviewEventSchemas } from './review.js';
+import { checkEventSchemas } from './check-events.js';
 
 /**
  * The CR stream's events. Types are versioned by name: a change of shape is a new type
@@ -62,6 +63,7 @@ export const changeRequestEventSchemas = {
   ChangeRequestReopened,
   // Review comments, marks and rounds sent to the agent (review.ts): they leave the CR row as it is.
   ...reviewEventSchemas,
+  ...checkEventSchemas,
 } as const;
 
 const catalog = eventCatalog('change-request', changeRequestEventSchemas);

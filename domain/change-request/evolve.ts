@@ -49,6 +49,16 @@ export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
       return { ...state, status: 'closed', closed_at: event.data.closed_at, closed_by: event.data.closed_by, updated_at: event.data.closed_at };
     case 'ChangeRequestReopened':
       return { ...state, status: 'open', closed_at: null, closed_by: null, updated_at: event.data.reopened_at };
+    case 'CheckQueued':
+    case 'CheckStarted':
+    case 'CheckPassed':
+    case 'CheckFailed':
+    case 'CheckErrored':
+    case 'CheckCancelled':
+    case 'ChangeRequestAutoMergeRequested':
+    case 'ChangeRequestAutoMergeCancelled':
+      // Checks live beside the CR (domain/change-request/checks.ts): its JSON stays the spec's.
+      return state;
     default: {
       const unhandled: never = event;
       throw new Error(`unhandled event ${(unhandled as { type: string }).type}`);

@@ -6,3 +6,5 @@ export * from './state.js';
 export * from './views.js';
 export * from './review.js';
 export * from './diff-lines.js';
+export * from './check-events.js';
+export * from './checks.js';

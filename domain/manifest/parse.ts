@@ -67,8 +67,8 @@ function unknownKeys(raw: Record<string, unknown>): ManifestIssue[] {
     }
   };
   check(raw, '', '');
-  for (const t of ['agent', 'env', 'sandbox']) check(raw[t], t, t);
-  for (const t of ['triggers', 'apps']) {
+  for (const t of ['agent', 'env', 'sandbox', 'review']) check(raw[t], t, t);
+  for (const t of ['triggers', 'apps', 'checks']) {
     const list = raw[t];
     if (Array.isArray(list)) list.forEach((item, i) => check(item, t, `${t}.${i}`));
   }

@@ -48,6 +48,22 @@ export const AppSpec = z.object({
   health_path: z.string().regex(/^\/[\x21-\x7e]*$/, 'must start with / and hold no spaces').optional(),
 });
 
+/** `[[checks]]`: a command run on every CR's merge result (docs/checks.md). */
+export const CheckSpec = z.object({
+  name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._\/-]{0,99}$/, 'letters, digits and . _ / -, at most 100'),
+  run: z.string().trim().min(1, 'must not be empty').max(10_000),
+  timeout_minutes: z.number().int().min(1).max(360).default(15),
+  /** Project secrets this check may see (default none). */
+  secrets: z.array(envName).default([]),
+});
+
+/** `[review]`: what merge-when-green also waits for (docs/checks.md). */
+export const ReviewSpec = z.object({
+  required_statuses: z.array(z.string().min(1).max(255)).default([]),
+  send_failures_to_agent: z.boolean().default(false),
+  max_agent_rounds: z.number().int().min(0).max(100).default(3),
+});
+
 export const ManifestSchema = z
   .object({
     agent: z
@@ -71,6 +87,8 @@ export const ManifestSchema = z
       .default({}),
     triggers: z.array(TriggerSpec).default([]),
     apps: z.array(AppSpec).default([]),
+    checks: z.array(CheckSpec).default([]),
+    review: ReviewSpec.default({ required_statuses: [], send_failures_to_agent: false, max_agent_rounds: 3 }),
   })
   .superRefine((m, ctx) => {
     const dup = (items: string[], key: string, what: string) => {
@@ -82,18 +100,28 @@ export const ManifestSchema = z
     };
     dup(m.triggers.map((t) => t.slug), 'triggers', 'trigger slug');
     dup(m.apps.map((a) => a.name), 'apps', 'app name');
+    dup(m.checks.map((c) => c.name), 'checks', 'check name');
+    dup(m.review.required_statuses, 'review', 'required status');
+    const checkNames = new Set(m.checks.map((c) => c.name));
+    m.review.required_statuses.forEach((s, i) => {
+      if (checkNames.has(s)) ctx.addIssue({ code: 'custom', path: ['review', 'required_statuses', i], message: `'${s}' is a check's name; checks are required already` });
+    });
   });
 
 export type Manifest = z.infer<typeof ManifestSchema>;
 export type TriggerSpec = z.infer<typeof TriggerSpec>;
 export type AppSpec = z.infer<typeof AppSpec>;
+export type CheckSpec = z.infer<typeof CheckSpec>;
+export type ReviewSpec = z.infer<typeof ReviewSpec>;
 
 /** Known keys per table, for the unknown-key warnings. */
 export const KNOWN_KEYS: Record<string, string[]> = {
-  '': ['agent', 'env', 'sandbox', 'triggers', 'apps'],
+  '': ['agent', 'env', 'sandbox', 'triggers', 'apps', 'checks', 'review'],
   agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
   sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
   apps: ['name', 'command', 'port', 'env', 'health_path'],
+  checks: ['name', 'run', 'timeout_minutes', 'secrets'],
+  review: ['required_statuses', 'send_failures_to_agent', 'max_agent_rounds'],
 };

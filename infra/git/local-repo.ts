@@ -112,6 +112,7 @@ class LocalBareRepo implements ProjectRepo {
     const { base, head } = await this.liveTips(baseRef, headRef);
     step('git: read tips');
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) throw headModified(req.expected_head_sha, head);
+    if (req.expected_base_sha !== undefined && req.expected_base_sha !== base) throw refMoved(`refs/heads/${baseRef}`);
     await this.o.check?.();
     const result = await this.git(() =>
       this.o.engine.createMerge(this.dir, { base_sha: base, head_sha: head, message: req.message, author: SYSTEM_IDENTITY }),
@@ -146,6 +147,11 @@ class LocalBareRepo implements ProjectRepo {
     const sha = await writeFileCommit(this.dir, req);
     await this.git(() => this.o.engine.updateBranch(this.dir, req.branch, sha, null));
     return sha;
+  }
+
+  async computeMerge(baseSha: string, headSha: string, message: string): Promise<MergeResult> {
+    if (!(await this.hasCommits([assertSha(baseSha), assertSha(headSha)]))) throw notFound('Commit');
+    return this.git(() => this.o.engine.createMerge(this.dir, { base_sha: baseSha, head_sha: headSha, message, author: SYSTEM_IDENTITY }));
   }
 
   async exportTree(sha: string, dest: string): Promise<void> {

@@ -73,6 +73,11 @@ export interface MergeRequest {
   message: string;
   /** When given and the live head differs: `head_modified` error. */
   expected_head_sha?: string;
+  /**
+   * When given and the live base differs: `concurrency` (nothing moves). Merge-when-green
+   * merges only onto the base its checks ran against.
+   */
+  expected_base_sha?: string;
 }
 
 export interface MergeHooks {
@@ -135,6 +140,11 @@ export interface ProjectRepo {
    * new branch `branch` (which must not exist). Returns the commit id.
    */
   commitFileOnNewBranch(req: CommitFileRequest): Promise<string>;
+  /**
+   * The merge of `headSha` into `baseSha` as `merge` would make it, without moving any
+   * ref: the commit a check runs on (the head for a fast-forward). Conflicts: `merge_failed`.
+   */
+  computeMerge(baseSha: string, headSha: string, message: string): Promise<MergeResult>;
   /** Writes the tree of commit `sha` into the (empty) directory `dest` (`git archive`). */
   exportTree(sha: string, dest: string): Promise<void>;
 }

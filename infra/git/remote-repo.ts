@@ -132,6 +132,7 @@ class RemoteProjectRepo implements ProjectRepo {
     if (req.expected_head_sha !== undefined && req.expected_head_sha !== head) {
       throw headModified(req.expected_head_sha, head);
     }
+    if (req.expected_base_sha !== undefined && req.expected_base_sha !== base) throw refMoved(`refs/heads/${baseRef}`);
     const result = await this.engine.createMerge(this.mirror.path, {
       base_sha: base,
       head_sha: head,
@@ -166,6 +167,7 @@ class RemoteProjectRepo implements ProjectRepo {
     const base = tips?.[baseRef] ?? null;
     let head = tips?.[headRef] ?? null;
     if (base === null) return null;
+    if (req.expected_base_sha !== undefined && base !== req.expected_base_sha) return null; // the live tips decide
     if (req.expected_head_sha !== undefined && head !== req.expected_head_sha) {
       // The head as the caller last saw it: presumed live if the mirror has the commit.
       if (!this.commits.has(req.expected_head_sha) && !(await this.commits.present([req.expected_head_sha]))) return null;
@@ -231,6 +233,11 @@ class RemoteProjectRepo implements ProjectRepo {
     const sha = await writeFileCommit(this.mirror.path, req);
     await this.publisher.pushWithLease(req.branch, sha, null);
     return sha;
+  }
+
+  async computeMerge(baseSha: string, headSha: string, message: string): Promise<MergeResult> {
+    await this.commits.ensure([assertSha(baseSha), assertSha(headSha)], () => notFound('Commit'));
+    return this.engine.createMerge(this.mirror.path, { base_sha: baseSha, head_sha: headSha, message, author: SYSTEM_IDENTITY });
   }
 
   async exportTree(sha: string, dest: string): Promise<void> {

@@ -44,6 +44,8 @@ export interface MergeJobData {
   actor: string;
   message?: string;
   expected_head_sha?: string;
+  /** Merge-when-green: only onto the base its checks ran against (services/checks). */
+  expected_base_sha?: string;
 }
 
 /** Fails fast with the 409 the decider would give, before any git work. */
@@ -94,6 +96,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
             head_ref: cr.head_ref,
             message: job.message ?? defaultMergeMessage(cr.number, cr.title),
             ...(job.expected_head_sha ? { expected_head_sha: job.expected_head_sha } : {}),
+            ...(job.expected_base_sha ? { expected_base_sha: job.expected_base_sha } : {}),
           },
           {
             beforePublish: async (r) => {

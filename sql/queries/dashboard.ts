@@ -15,10 +15,11 @@ export const dashboardQueries = {
       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
     values: [s.sessionId, s.userId, s.secretHash, s.csrf, s.tokenId, s.tokenEnc, s.expiresAt],
   }),
-  /** A live session with its user; refreshes last_seen_at at most once a minute. */
+  /** A live session with its user, and whether it is due its once-a-minute touch (`stale`). */
   liveSession: (sessionId: string): Query => ({
     name: 'dashboard_live_session',
-    text: `SELECT s.session_id, s.secret_hash, s.csrf_token, s.token_enc, s.user_id, u.email, u.name AS user_name
+    text: `SELECT s.session_id, s.secret_hash, s.csrf_token, s.token_enc, s.user_id, u.email, u.name AS user_name,
+        s.last_seen_at < now() - interval '1 minute' AS stale
       FROM dashboard_sessions s JOIN users u USING (user_id) JOIN tokens t ON t.token_id = s.token_id
       WHERE s.session_id = $1 AND s.revoked_at IS NULL AND s.expires_at > now()
         AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,

@@ -33,6 +33,7 @@ export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string;
   { path: /^\/v1\/llm(\/|$)/, why: "the model gateway speaks OpenAI's shape (bodies and errors), not the contract's" },
   { path: /^\/v1\/openapi\.json$/, why: 'the document itself: its schema is OpenAPI 3.1, not one of ours' },
   { path: /^\/metrics$/, why: 'Prometheus text' },
+  { path: /^\/v1\/projects\/[^/]+\/change-requests\/[^/]+\/checks\/[^/]+\/log$/, method: /^GET$/, why: "a check's log: text/plain (nosniff), the output of a program the CR's code controls. Its refusals are the contract's error body", errorsChecked: true },
   { path: /^\/(?!v1\/|v1$|healthz$|readyz$)/, why: "the dashboard: HTML pages, its forms and its live feed (SSE) for browsers; not the API (docs/dashboard.md)" },
 ];
 

@@ -10,6 +10,7 @@ import { statusColor } from './ls.js';
 import { crTarget, crUrl } from './shared.js';
 import { reviewApi } from '../../review-api.js';
 import { renderComments } from './comments.js';
+import { checksSummary } from './checks.js';
 
 export interface CrShowOptions {
   f: Factory;
@@ -38,9 +39,15 @@ export async function run({ f, cr: ref, project, host, json }: CrShowOptions): P
       previewError = describeError(e);
     }
   }
+  // One line of checks (`svc cr checks` has them all); a server without checks: none.
+  const checks = await ctx.api.getChecks(ctx.projectId, cr.cr_id).then(checksSummary, () => null);
   const c = colors(f.io, f.env);
   const url = crUrl(f, ctx.host.url, cr);
-  f.io.out.write(f.io.stdoutIsTTY ? renderTTY(f, c, cr, preview, previewError) + `url: ${url}\n` : renderPlain(cr, url, preview, previewError));
+  f.io.out.write(
+    f.io.stdoutIsTTY
+      ? renderTTY(f, c, cr, preview, previewError) + (checks ? `checks: ${checks}\n` : '') + `url: ${url}\n`
+      : renderPlain(cr, url, preview, previewError, checks),
+  );
   // The review comments follow (an older server without them: nothing).
   const comments = await reviewApi(ctx.api).comments(ctx.projectId, cr.cr_id).catch(() => []);
   if (comments.length) f.io.out.write(`\n${renderComments(comments)}`);
@@ -78,7 +85,7 @@ function renderTTY(f: Factory, c: Colors, cr: ChangeRequest, p: MergePreview | u
 }
 
 /** gh's piped shape: `key:\tvalue` lines (the URL among them), then the description between `--` lines. */
-function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined): string {
+function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined, checks: string | null = null): string {
   const rows: Array<[string, string | number | null]> = [
     ['number', cr.number],
     ['id', cr.cr_id],
@@ -99,6 +106,7 @@ function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined
   } else if (previewError) {
     rows.push(['preview', `unavailable: ${previewError}`]);
   }
+  if (checks) rows.push(['checks', checks]);
   rows.push(['url', url]);
   const head = rows.map(([k, v]) => `${k}:\t${v ?? ''}`).join('\n');
   return `${head}\n--\n${cr.description}${cr.description.endsWith('\n') || !cr.description ? '' : '\n'}--\n`;

@@ -13,8 +13,8 @@ import { AGENT_CANNOT_MERGE_MESSAGE } from '../../../services/tokens/agent-polic
  * The credential matrix (issue 20, attack 3): everything obtainable inside a sandbox —
  * SVC_CLI_TOKEN (= SVC_EXECUTOR_TOKEN), SVC_TOKEN, and what clone-credential returns —
  * cannot merge, write secrets, create sessions, or push anything but its own session
- * branch; a person's `/cli-token` token still merges. Statuses (`POST .../statuses/:sha`)
- * do not exist yet (the checks issue): that column is not exercised here.
+ * branch; a person's `/cli-token` token still merges. Commit statuses (`POST .../statuses/:sha`)
+ * and merge when green (`POST .../merge {"when":"checks_pass"}`) are people's too.
  *
  * A managed project, so that pushes go through the server's smart HTTP and its pre-receive
  * hook; two sessions on the process provider (scripted runtime): A is the agent under
@@ -130,7 +130,6 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     await w.ok(['checkout', '-q', 'agent-work']);
     await w.ok(['merge', '-q', '--no-edit', 'b-work']); // a fast-forward of B's branch from the agent's side
 
-    // Statuses: no such route yet (the checks issue); that column is not in this matrix.
     for (const [name, token] of [['SVC_CLI_TOKEN', a.cli], ['SVC_TOKEN', a.svc], ['clone credential', a.clone]] as const) {
       const c = client(agentBase, token);
       const isKey = name === 'SVC_TOKEN'; // not a PAT: 401 everywhere but clone-credential
@@ -141,6 +140,9 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
           expect(merge.status, `${name} merge`).to.equal(403);
           expect(merge.body).to.deep.equal({ error: 'Forbidden', code: 'agent_cannot_merge', message: AGENT_CANNOT_MERGE_MESSAGE });
         }
+        const green = await c.post(`${P}/change-requests/${cr}/merge`, { when: 'checks_pass' });
+        expect(green.status, `${name} merge when green`).to.equal(isKey ? 401 : 403);
+        if (!isKey) expect(green.body.code).to.equal('agent_cannot_merge');
       }
       const refusals: [string, string, unknown?][] = [
         ['PUT', `${P}/secrets/API_KEY`, { value: 'x' }],
@@ -152,6 +154,8 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
         ['POST', `${P}/sessions/${b}/refresh`, {}],
         ['DELETE', `${P}/sessions/${b}`],
         ['POST', `${P}/cli-token`],
+        ['POST', `${P}/statuses/${own.head_commit_sha}`, { context: 'ci/e2e', state: 'success' }],
+        ['DELETE', `${P}/change-requests/${own.number}/checks/00000000-0000-4000-8000-000000000000/log`],
         ['DELETE', P],
         ['POST', `${P}/channels`, { kind: 'webhook', url: 'https://example.test/hook' }],
         ['POST', `${P}/triggers/nightly/fire`, {}],
@@ -224,6 +228,9 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
     const minted = await client(srv.url, srv.token).post(`${P}/cli-token`);
     expect(minted.status).to.equal(201);
     const own = (await client(srv.url, srv.token).get(`${P}/change-requests?status=open`)).body.change_requests.find((c: any) => c.head_ref === a.id);
+    // It reports commit statuses too (a person's CI).
+    const status = await client(srv.url, minted.body.token).post(`${P}/statuses/${own.head_commit_sha}`, { context: 'ci/e2e', state: 'success' });
+    expect(status.status, JSON.stringify(status.body)).to.equal(201);
     const merged = await client(srv.url, minted.body.token).post(`${P}/change-requests/${own.number}/merge`, {});
     expect(merged.status, JSON.stringify(merged.body)).to.equal(200);
     expect(merged.body.change_request.status).to.equal('merged');

@@ -1,0 +1,20 @@
+import * as c from '../contracts/index.js';
+import type { Op } from './openapi.js';
+
+/** OpenAPI entries of checks, commit statuses and their logs (issue 23; docs/checks.md). */
+const P = '/v1/projects/{projectId}';
+
+export function checkOps(): Record<string, Record<string, Op>> {
+  return {
+    [`${P}/change-requests/{crId}/checks`]: {
+      get: { summary: "The latest run of each check (on the merge result of the pair it names), the head's commit statuses (required ones marked), merge when green.", query: c.CrChecksQuery, ok: { status: 200, schema: c.CrChecksSchema }, errors: [400, 401, 403, 404] },
+    },
+    [`${P}/change-requests/{crId}/checks/{runId}/log`]: {
+      get: { summary: "A run's output as text/plain (nosniff): bounded, known secret values masked.", ok: { status: 200, schema: null, description: 'text/plain' }, errors: [401, 403, 404] },
+      delete: { summary: "Delete a run's log (people only).", ok: { status: 204, schema: null }, errors: [401, 403, 404] },
+    },
+    [`${P}/statuses/{sha}`]: {
+      post: { summary: "An outside CI's commit status (GitHub's shape); people's tokens only (agent credentials 403); a check's name as context 400; target_url http(s) only.", body: c.PostStatusBody, ok: { status: 201, schema: c.OneStatus }, errors: [400, 401, 403, 404] },
+    },
+  };
+}

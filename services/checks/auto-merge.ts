@@ -1,0 +1,54 @@
+import { DomainError } from '../../domain/errors.js';
+import type { AutoMerge } from '../../domain/change-request/index.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { headModified, mergeFailed } from '../../infra/git/errors.js';
+import { assertMergeable } from '../change-requests/merge.js';
+import { findCr, previewOfCr, refreshCr } from '../change-requests/service.js';
+import { checksInForce, requiresSomething } from './config.js';
+import type { ChecksDeps } from './deps.js';
+import { syncChecks } from './schedule.js';
+import { appendCheckEvents, readCrChecks } from './stream.js';
+
+export const noRequiredChecks = (): DomainError =>
+  new DomainError(
+    'no_required_checks',
+    'No required checks',
+    'Nothing would have to pass: svc.toml on the default branch names no [[checks]] and no [review] required_statuses. Merge directly instead.',
+  );
+
+/**
+ * `POST .../merge {"when":"checks_pass"}`: a person asks the server to merge once the
+ * checks pass. Refused at once when the CR is not open or conflicts (409), when the head
+ * moved from `expected_head_sha` (409), or when nothing is required (422). Bound to the
+ * head as it is now: a later push cancels it (syncChecks), so nothing merges that the
+ * person did not see.
+ */
+export async function requestAutoMerge(
+  deps: ChecksDeps,
+  project: ProjectRecord,
+  ref: string,
+  actor: string,
+  body: { expected_head_sha?: string | undefined },
+): Promise<AutoMerge> {
+  const found = await findCr(deps.db, project.project_id, ref);
+  assertMergeable(found, actor);
+  const config = await checksInForce(deps.db, project.project_id);
+  if (!requiresSomething(config)) throw noRequiredChecks();
+  const cr = await refreshCr(deps, project, found, actor);
+  const head = cr.head_commit_sha;
+  if (!head || !cr.base_commit_sha) throw new DomainError('unavailable', 'Repository unavailable', 'The branch tips could not be read; try again.');
+  if (body.expected_head_sha !== undefined && body.expected_head_sha !== head) throw headModified(body.expected_head_sha, head);
+  const preview = await previewOfCr(deps, project, cr);
+  if (preview.head_sha !== head) throw headModified(head, preview.head_sha);
+  if (!preview.can_merge && !preview.is_up_to_date) throw mergeFailed(preview.conflicts);
+  await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => {
+    const a = s.checks.auto_merge;
+    if (a?.status === 'pending' && a.head_sha === head && a.requested_by === actor) return [];
+    return [{ type: 'ChangeRequestAutoMergeRequested', data: { requested_by: actor, head_sha: head, requested_at: (deps.now ? deps.now() : new Date()).toISOString() } }];
+  });
+  // Queue what is missing and merge if all is green already; a failure here leaves the
+  // request pending for the refresher.
+  await syncChecks(deps, project, cr.cr_id, config).catch((err: Error) => deps.logger.warn({ cr_id: cr.cr_id, err: err.message }, 'checks not synced after merge-when-green'));
+  const after = await readCrChecks(deps, cr.cr_id);
+  return after.checks.auto_merge!;
+}
