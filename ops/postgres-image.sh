@@ -7,14 +7,16 @@
 #   ops/postgres-image.sh [--tag svc-postgres:local] [--suite bookworm] [--major 15]
 #                         [--mirror http://deb.debian.org/debian] [--force]
 #
-# Cached: an image with this tag built by this version of the script (label
-# svc.postgres-image) is kept and the script exits at once; --force rebuilds.
+# Cached: an image with this tag built from the same recipe (label svc.postgres-image: a
+# hash of `recipe` below, the entrypoint and the options) is kept and the script exits
+# at once; --force rebuilds.
 # The image takes the same interface as Docker Hub's `postgres` image, so compose can use
 # either: POSTGRES_USER / POSTGRES_PASSWORD / POSTGRES_DB create the cluster on the first
 # start in PGDATA (/var/lib/postgresql/data), and `postgres -c ...` is the command.
 # Runs as the `postgres` user; needs root (debootstrap, chroot) and a Debian mirror.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(readlink -f "$0")
+cd "$(dirname "$self")/.."
 
 tag=svc-postgres:local
 suite=bookworm
@@ -28,15 +30,16 @@ while [ $# -gt 0 ]; do
     --major) major=$2; shift 2 ;;
     --mirror) mirror=$2; shift 2 ;;
     --force) force=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$self"; exit 0 ;;
     *) echo "postgres-image: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 
 command -v docker >/dev/null || { echo "postgres-image: docker CLI not found" >&2; exit 1; }
 docker info >/dev/null 2>&1 || { echo "postgres-image: no Docker engine reachable (start dockerd)" >&2; exit 1; }
-# What the image is made of: this script, its entrypoint and the choices above.
-stamp=$( { cat "$0" ops/postgres-entrypoint.sh; echo "$suite $major $mirror"; } | sha256sum | cut -c1-16)
+# What the image is made of. Bump `recipe` when a build step below changes.
+recipe=1
+stamp=$( { echo "recipe $recipe $suite $major $mirror"; cat ops/postgres-entrypoint.sh; } | sha256sum | cut -c1-16)
 if [ -z "$force" ] && [ "$(docker image inspect -f '{{index .Config.Labels "svc.postgres-image"}}' "$tag" 2>/dev/null || true)" = "$stamp" ]; then
   echo "postgres-image: $tag is current ($stamp); --force rebuilds"
   exit 0
