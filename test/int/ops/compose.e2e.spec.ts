@@ -109,6 +109,13 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
     ports = { api: await freePort(), worker: await freePort(), pg: await freePort() };
   });
 
+  afterEach(async function () {
+    // A failure in CI is read from its log: the services' last lines go there.
+    if (this.currentTest?.state !== 'failed' || !compose || !sb) return;
+    const logs = await dc(['logs', '--no-color', '--tail', '40']).then((r) => r.stdout + r.stderr, (e: Error) => e.message);
+    console.log(logs.replace(/^/gm, '    | '));
+  });
+
   after(async function () {
     this.timeout(180_000);
     if (compose && sb) await dc(['down', '-v', '--remove-orphans', '--timeout', '20']).catch((e: Error) => console.log(`    compose down failed: ${e.message}`));
