@@ -12,6 +12,7 @@ import { authedUrl, gitOk, workDir, type WorkDir } from '../../support/git-clien
 import { client } from '../../support/http.js';
 import { freePort } from '../../support/server.js';
 import { skipUnlessCi } from '../../support/skip.js';
+import { until } from '../../support/wait.js';
 
 const run = promisify(execFile);
 const composeFile = path.join(projectRoot, 'ops', 'compose.yaml');
@@ -183,6 +184,25 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
     expect(merged.body.change_request.status).to.equal('merged');
     const mergeSha = merged.body.change_request.merge_commit_sha as string;
     expect(mergeSha).to.equal(head); // fast-forward
+
+    // A session: the worker starts its bwrap sandbox, whose daemon clones the default
+    // branch (the merge included) through the sandbox's gateway socket, served by the
+    // worker's in-process API. (No agent runtime is in the server image: the session
+    // itself stays provisioning; the clone is what crosses the boundary.)
+    const session = await api.post('/v1/projects/compose/sessions', {});
+    expect(session.status, JSON.stringify(session.body)).to.equal(201);
+    const workerId = (await dc(['ps', '-q', 'worker'])).stdout.trim();
+    let cloned: string | undefined;
+    // Each probe is a request and a `docker exec`: no pause needed between them; the test's timeout bounds the wait.
+    await until(async () => {
+      const s = await api.get(`/v1/projects/compose/sessions/${session.body.session.session_id}`);
+      if (!s.body.session?.sandbox) return false;
+      expect(s.body.session.sandbox.provider).to.equal('bwrap');
+      const r = await run('docker', ['exec', workerId, 'sh', '-c', 'cat /var/lib/svc/sandboxes/*/workspace/feature.txt']).catch(() => undefined);
+      cloned = r?.stdout;
+      return cloned !== undefined;
+    }, 'the sandbox cloned main');
+    expect(cloned).to.equal('through the stack\n');
 
     const stopped = await time('stop', () => svc(['self-host', 'stop']));
     expect(stopped.code, stopped.stderr).to.equal(0);
