@@ -3,7 +3,8 @@
  * in `~/.svc/selfhost/svc.env` (mode 0600): generated keys, the port, and the optional
  * integrations. Compose runs as `<runtime> -p svc-selfhost -f <cli>/ops/compose.yaml
  * --env-file <env file>`, with `docker compose`, `docker-compose` or `podman compose`
- * (`SVC_COMPOSE` overrides the detection, e.g. `SVC_COMPOSE="podman compose"`).
+ * (`SVC_COMPOSE` overrides the detection, e.g. `SVC_COMPOSE="podman compose"`;
+ * `SVC_SELFHOST_PROJECT` names another compose project, for a second stack on one machine).
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename } from 'node:fs/promises';
@@ -13,6 +14,14 @@ import type { Factory } from './factory.js';
 import { cliRoot, runCapture, svcHome } from './install.js';
 
 export const PROJECT_NAME = 'svc-selfhost';
+
+/** The compose project: `SVC_SELFHOST_PROJECT` when set (compose's own rule for names), else svc-selfhost. */
+export function projectName(f: Factory): string {
+  const name = f.env.SVC_SELFHOST_PROJECT;
+  if (name === undefined || name === '') return PROJECT_NAME;
+  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(name)) throw new CliError(`invalid SVC_SELFHOST_PROJECT "${name}"`, 'use lowercase letters, digits, - and _');
+  return name;
+}
 export const composeFile = () => path.join(cliRoot, 'ops', 'compose.yaml');
 export const selfhostDir = (f: Factory) => path.join(svcHome(f.env), 'selfhost');
 export const envFilePath = (f: Factory) => path.join(selfhostDir(f), 'svc.env');
@@ -160,11 +169,11 @@ export async function detectCompose(f: Factory): Promise<string[]> {
   throw new CliError('no container compose runtime found', 'install Docker with the compose plugin (or docker-compose), or Podman with podman-compose; or set SVC_COMPOSE');
 }
 
-/** `<runtime> -p svc-selfhost -f compose.yaml --env-file svc.env <args...>` and its environment. */
+/** `<runtime> -p <project> -f compose.yaml --env-file svc.env <args...>` and its environment. */
 export function composeArgs(f: Factory, runtime: string[], args: string[]): { cmd: string; args: string[]; env: Record<string, string> } {
   return {
     cmd: runtime[0]!,
-    args: [...runtime.slice(1), '-p', PROJECT_NAME, '-f', composeFile(), '--env-file', envFilePath(f), ...args],
+    args: [...runtime.slice(1), '-p', projectName(f), '-f', composeFile(), '--env-file', envFilePath(f), ...args],
     env: { SVC_ENV_FILE: envFilePath(f) },
   };
 }

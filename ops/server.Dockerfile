@@ -4,7 +4,7 @@
 #   docker build -f ops/server.Dockerfile -t svc-server .            # from a checkout, on node:20-slim
 #   ops/server-image.sh [--base svc-sandbox-base:local]              # offline: prebuilt context, local base
 #
-# BASE_IMAGE is the runtime base (node >= 20, a shell; git is installed when missing) and
+# BASE_IMAGE is the runtime base (node >= 20, a shell; git and bubblewrap are installed when missing) and
 # BUILD_IMAGE the build stage's (needs npm unless the context is prebuilt).
 ARG BASE_IMAGE=node:20-slim
 ARG BUILD_IMAGE=node:20-slim
@@ -17,7 +17,7 @@ COPY . .
 # (optional ones stay: the embedded PostgreSQL binaries are an optional dependency; nodegit
 # may fail to build on a slim image, which npm tolerates and the git engine does not need).
 # `rootfs-extra/` (offline contexts for a minimal local base only) holds system libraries
-# the bundled PostgreSQL binaries load; node:20-slim has them.
+# the bundled PostgreSQL binaries load (node:20-slim has them) and the host's bwrap.
 RUN if [ -f .prebuilt ]; then echo "prebuilt context: no npm"; \
     else { if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi; } \
       && npm run build && npm prune --omit=dev; fi \
@@ -25,8 +25,10 @@ RUN if [ -f .prebuilt ]; then echo "prebuilt context: no npm"; \
  && if [ -d rootfs-extra ]; then cp -a rootfs-extra/. /extra/; fi
 
 FROM ${BASE_IMAGE}
-RUN command -v git >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends git ca-certificates && rm -rf /var/lib/apt/lists/*; }
+# git, and bubblewrap for the bwrap sandbox provider (an offline context brings both in
+# rootfs-extra/, so nothing is installed then).
 COPY --from=build /extra/ /
+RUN { command -v git && command -v bwrap; } >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*; }
 COPY --from=build /app /opt/svc/server
 RUN mkdir -p /var/lib/svc \
  && chown 1000:1000 /var/lib/svc \

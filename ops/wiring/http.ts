@@ -31,13 +31,13 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   const { config, logger, db, secrets, repos, queue, roles, crCommands } = core;
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
+  const { sessions, spawnSession } = opts;
+  const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue, sessions, spawnSession,
+    // Running sandboxes get secret changes through their daemon's POST /svc/env.
+    onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
+      void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
   if (roles.api) {
     feed = createEventsFeed({ db, logger });
-    const { sessions, spawnSession } = opts;
-    const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue, sessions, spawnSession,
-      // Running sandboxes get secret changes through their daemon's POST /svc/env.
-      onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
-        void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
     const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
     // Sandboxes reach the same API through their gateway sockets, with their identity attached.
@@ -49,6 +49,11 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
     health.disable('x-powered-by');
     health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue }));
     server = http.createServer(health);
+    // A worker-only process starts sandboxes and holds their gateway sockets: they reach
+    // the API there, in-process (clone credentials, smart HTTP, the model gateway), while
+    // its port serves health only. Without it every sandbox of an api/worker split (the
+    // compose stack, the Helm chart) got 503 "no API role" and cloned nothing.
+    opts.gateway?.serve(createApp(apiDeps));
   }
   const listening = server;
   listening.on('clientError', clientErrorHandler);

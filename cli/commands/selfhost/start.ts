@@ -6,7 +6,7 @@ import { CliError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { BUILTIN_HOSTS } from '../../hosts.js';
 import { runCapture, runThrough } from '../../install.js';
-import { askIntegrations, composeArgs, detectCompose, envFilePath, interactive, newEnv, readEnvFile, writeEnvFile } from '../../selfhost.js';
+import { askIntegrations, composeArgs, detectCompose, envFilePath, interactive, newEnv, projectName, readEnvFile, writeEnvFile } from '../../selfhost.js';
 
 export const builder = (y: Argv) =>
   y
@@ -33,7 +33,7 @@ export const handler = async (argv: Args, f: Factory) => {
   const probe = `http://127.0.0.1:${port}/readyz`;
   const hostUrl = `http://localhost:${port}`;
 
-  f.io.err.write(`Starting svc with ${runtime.join(' ')} (project svc-selfhost)\n`);
+  f.io.err.write(`Starting svc with ${runtime.join(' ')} (project ${projectName(f)})\n`);
   const up = composeArgs(f, runtime, ['up', '-d']);
   const code = await runThrough(f, up.cmd, up.args, up.env);
   if (code !== 0) throw new CliError(`${runtime.join(' ')} up failed (exit ${code})`, "see 'svc self-host logs'");

@@ -3,7 +3,7 @@ import type { Args } from '../../command-table.js';
 import { CliError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { runThrough } from '../../install.js';
-import { composeArgs, detectCompose, PROJECT_NAME, readEnvFile } from '../../selfhost.js';
+import { composeArgs, detectCompose, projectName, readEnvFile } from '../../selfhost.js';
 
 export const builder = (y: Argv) => y;
 
@@ -14,5 +14,6 @@ export const handler = async (_argv: Args, f: Factory) => {
   const down = composeArgs(f, runtime, ['down']);
   const code = await runThrough(f, down.cmd, down.args, down.env);
   if (code !== 0) throw new CliError(`${runtime.join(' ')} down failed (exit ${code})`);
-  f.io.err.write(`Stopped. The data is kept (volumes ${PROJECT_NAME}_pgdata and ${PROJECT_NAME}_data); 'svc self-host start' brings it back.\n`);
+  const project = projectName(f);
+  f.io.err.write(`Stopped. The data is kept (volumes ${project}_pgdata and ${project}_data); 'svc self-host start' brings it back.\n`);
 };

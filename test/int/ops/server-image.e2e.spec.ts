@@ -98,9 +98,9 @@ describe('ops/compose.yaml', function () {
   });
   after(() => rm(dir, { recursive: true, force: true }));
 
-  it('has postgres, a one-shot migrate, api and worker on shared volumes (parsed with yaml)', async () => {
+  it('has postgres, a one-shot migrate, api and worker on shared volumes, all on the host network (parsed with yaml)', async () => {
     const doc = parse((await import('node:fs')).readFileSync(composeFile, 'utf8'), { merge: true }) as {
-      services: Record<string, { command?: string[]; depends_on?: Record<string, { condition: string }>; volumes?: string[]; restart?: string; ports?: string[] }>;
+      services: Record<string, { command?: string[]; depends_on?: Record<string, { condition: string }>; volumes?: string[]; restart?: string; ports?: string[]; network_mode?: string; privileged?: boolean }>;
       volumes: Record<string, unknown>;
     };
     expect(Object.keys(doc.services).sort()).to.deep.equal(['api', 'migrate', 'postgres', 'worker']);
@@ -113,6 +113,12 @@ describe('ops/compose.yaml', function () {
       expect(doc.services[s]!.volumes).to.deep.equal(['data:/var/lib/svc']);
     }
     expect(Object.keys(doc.volumes).sort()).to.deep.equal(['data', 'pgdata']);
+    // Host networking only, nothing published through a bridge; only the sandbox hosts are privileged.
+    for (const [name, s] of Object.entries(doc.services)) {
+      expect(s.network_mode, name).to.equal('host');
+      expect(s.ports, name).to.equal(undefined);
+      expect(!!s.privileged, name).to.equal(name === 'api' || name === 'worker');
+    }
   });
 
   it('validates with `docker compose config` (or docker-compose), and refuses an env file without POSTGRES_PASSWORD', async function () {
@@ -122,10 +128,12 @@ describe('ops/compose.yaml', function () {
     await writeFile(envFile, `POSTGRES_PASSWORD=pw-${randomBytes(4).toString('hex')}\nSVC_SECRET_KEY=${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
     const env = { ...process.env, SVC_ENV_FILE: envFile, SVC_PORT: '18080' };
     const ok = await run(compose[0]!, [...compose.slice(1), '-p', 'svc-test', '-f', composeFile, '--env-file', envFile, 'config'], { env });
-    const cfg = parse(ok.stdout) as { services: Record<string, { environment?: Record<string, string>; ports?: unknown[] }> };
+    const cfg = parse(ok.stdout) as { services: Record<string, { environment?: Record<string, string>; command?: string[] }> };
     expect(Object.keys(cfg.services).sort()).to.deep.equal(['api', 'migrate', 'postgres', 'worker']);
-    expect(cfg.services.api!.environment!.DATABASE_URL).to.match(/^postgres:\/\/svc:pw-[0-9a-f]+@postgres:5432\/svc$/);
-    expect(JSON.stringify(cfg.services.api!.ports)).to.contain('18080');
+    expect(cfg.services.api!.environment!.DATABASE_URL).to.match(/^postgres:\/\/svc:pw-[0-9a-f]+@127\.0\.0\.1:5432\/svc$/);
+    expect(cfg.services.api!.environment).to.include({ HOST: '127.0.0.1', PORT: '18080' });
+    expect(cfg.services.worker!.environment).to.include({ HOST: '127.0.0.1', PORT: '8081' });
+    expect(cfg.services.postgres!.command).to.include('listen_addresses=127.0.0.1');
 
     await writeFile(envFile, 'SVC_SECRET_KEY=x\n');
     const bad = await run(compose[0]!, [...compose.slice(1), '-p', 'svc-test', '-f', composeFile, '--env-file', envFile, 'config'], { env }).then(
