@@ -4,8 +4,9 @@
  * `git http-backend` serving a maintained copy of the same repository (the floor), in one
  * run, interleaved. Goal: <= 1.2x http-backend. The branches arrive as many small pushes
  * through the server (each under receive.unpackLimit, so each leaves loose objects and
- * loose refs, as a busy project does); the same fetch is first timed on that unmaintained
- * repository, then after one maintenance pass (infra/git/maintenance.ts), to show what it buys.
+ * loose refs, as a busy project does); the same fetch is first timed on the repository as
+ * the pushes left it (the server's own maintainer may have packed some of it meanwhile, as
+ * in production), then after one full maintenance pass (infra/git/maintenance.ts).
  *
  * fetch: a no-op `git fetch` of every branch into a bare clone that has them all (the ref
  * advertisement of every branch, the negotiation; nothing to send).
@@ -162,7 +163,7 @@ export const run: BenchSuite = async ({ quick }) => {
       unit: 'ms',
       floor: maintainedFetch,
       ratio: unmaintained / maintainedFetch,
-      notes: `as the pushes left it (${unmaintainedShape}); floor: the same fetch after the pass`,
+      notes: `as the pushes left it (${unmaintainedShape}; the server's own maintainer may have run meanwhile, as in production); floor: the same fetch after the pass`,
     });
   } finally {
     await backend?.close();
