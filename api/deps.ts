@@ -19,8 +19,8 @@ export interface ApiDeps {
   repos: ProjectRepos;
   /** The CR command path's group commit and caches (one per process). */
   crCommands: CrCommandPath;
-  /** Absent in a process that runs no queue (then merges run inline). */
-  queue?: Queue;
+  /** Merges, provisioning, manifest syncs and app deploys are jobs on it. */
+  queue: Queue;
   /** Sessions (issue 10): absent in a process that runs none (the routes answer 503). */
   sessions?: SessionDeps;
   // --- manifest, secrets, triggers, apps (issue 12) ---

@@ -25,11 +25,15 @@ export interface SerializedError {
   details: Record<string, unknown>;
 }
 
+/**
+ * The queue port. Production runs it on pg-boss (`startQueue` below); tests that build a
+ * service's deps without a server use the in-memory one (test/support/memory-queue.ts), so
+ * every path goes through a queue: there is no "no queue" branch.
+ */
 export interface Queue {
-  boss: PgBoss;
-  /** This process's worker identity (its claims in `job_claims`). */
-  workerId: string;
-  enqueue(name: string, data: object, opts?: { retryLimit?: number }): Promise<string>;
+  /** Throws when the queue's store is unreachable (`/readyz`). */
+  ping(): Promise<void>;
+  enqueue(name: string, data: object, opts?: EnqueueOptions): Promise<string>;
   /** Resolves with the job's output once it completes or fails for good. */
   waitFor(name: string, id: string, timeoutMs: number): Promise<JobOutput | null>;
   /**
@@ -43,6 +47,19 @@ export interface Queue {
   /** Runs `handler` for jobs of `name`, up to `concurrency` at once. */
   work(name: string, concurrency: number, handler: JobHandler): void;
   stop(): Promise<void>;
+}
+
+export interface EnqueueOptions {
+  retryLimit?: number;
+  /** At most one job with this key is accepted per `seconds` (a scheduled sweep that every worker sends); a refused send returns ''. */
+  singleton?: { key: string; seconds: number };
+}
+
+/** The pg-boss queue: the port, and pg-boss itself for what only it does. */
+export interface PgQueue extends Queue {
+  boss: PgBoss;
+  /** This process's worker identity (its claims in `job_claims`). */
+  workerId: string;
 }
 
 const BOSS_SCHEMA = 'pgboss';
@@ -75,7 +92,7 @@ export async function startQueue(
   db: Db,
   logger: Logger,
   opts: { queues: string[]; schedule?: boolean; /** How often a worker looks for dead workers' jobs (ms). */ rescueMs?: number },
-): Promise<Queue> {
+): Promise<PgQueue> {
   const boss = new PgBoss({
     connectionString: db.url,
     schema: BOSS_SCHEMA,
@@ -169,14 +186,19 @@ export async function startQueue(
     return null;
   };
 
-  const send = async (name: string, data: object, o: { retryLimit?: number }, via?: BossDb): Promise<string> => {
-    const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1, ...(via ? { db: via } : {}) });
-    if (!id) throw new Error(`queue ${name} refused the job`);
+  const send = async (name: string, data: object, o: EnqueueOptions, via?: BossDb): Promise<string> => {
+    const single = o.singleton ? { singletonKey: o.singleton.key, singletonSeconds: o.singleton.seconds } : {};
+    const id = await boss.send(name, data, { retryLimit: o.retryLimit ?? 3, retryDelay: 1, ...single, ...(via ? { db: via } : {}) });
+    if (!id) {
+      if (o.singleton) return ''; // one already sent this period
+      throw new Error(`queue ${name} refused the job`);
+    }
     return id;
   };
 
-  const enqueue = async (name: string, data: object, o: { retryLimit?: number } = {}): Promise<string> => {
+  const enqueue = async (name: string, data: object, o: EnqueueOptions = {}): Promise<string> => {
     const id = await send(name, data, o);
+    if (!id) return id;
     // This process works the queue: fetch at once instead of waiting for our own NOTIFY.
     loops.get(name)?.();
     await notify(JOBS_CHANNEL, name);
@@ -265,6 +287,9 @@ export async function startQueue(
   return {
     boss,
     workerId,
+    async ping() {
+      await boss.getQueue(opts.queues[0] ?? 'cr.merge');
+    },
     enqueue,
     waitFor,
     async run(name, data, timeoutMs, o = {}) {

@@ -12,9 +12,7 @@ import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
 import { CR_MERGE } from '../services/change-requests/merge.js';
 import { APP_DEPLOY } from '../services/apps/sync.js';
-import type { SessionDeps } from '../services/sessions/deps.js';
 import type { Scheduler } from '../services/triggers/scheduler.js';
-import type { SpawnSession } from '../services/triggers/service.js';
 import { SESSION_QUEUES } from '../workers/sessions.js';
 import { MANIFEST_SYNC } from '../workers/manifest.js';
 import type { Core, Running } from './wiring/core.js';
@@ -33,14 +31,8 @@ export interface ServerOptions {
   roles: { api: boolean; worker: boolean };
   /** An already-open database (tests); otherwise opened from the config. */
   database?: Database;
-  /** Merge jobs run at once by this process's worker. */
+  /** Merge jobs run at once by this process's worker (default SVC_MERGE_CONCURRENCY). */
   mergeConcurrency?: number;
-  /** Extra environment for every sandbox this process starts (tests). */
-  sandboxEnv?: Record<string, string>;
-  /** The project's secrets for sandboxes (the secrets feature wires services/secrets/sandbox-env.ts here). */
-  projectSecrets?: SessionDeps['projectSecrets'];
-  /** The sessions capability's spawner (plan decision 4); absent: trigger fires record 'sessions unavailable'. */
-  spawnSession?: SpawnSession;
 }
 
 export interface RunningServer {
@@ -90,8 +82,8 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
 
   // The API URL sandboxes use is known once the HTTP server listens (PORT=0 in tests).
   let apiPort = config.PORT;
-  const sessions = wireSessions(core, { ...opts, listenPort: () => apiPort });
-  const manifest = await wireManifest(core, sessions.deps, sessions.appProvider, opts.spawnSession);
+  const sessions = wireSessions(core, { listenPort: () => apiPort });
+  const manifest = await wireManifest(core, sessions.deps, sessions.appProvider);
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
   const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireChecks(core, sessions.appProvider)];

@@ -53,8 +53,8 @@ export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts:
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'orphan sweep at start failed; the next sweep retries'));
   const periodMs = Math.max(1000, Math.min(60_000, idleMs(deps.config) / 4));
   const tick = () =>
-    void queue.boss
-      .send(SESSION_IDLE_SWEEP, {}, { singletonKey: 'sweep', singletonSeconds: Math.max(1, Math.floor(periodMs / 1000)), retryLimit: 0 })
+    void queue
+      .enqueue(SESSION_IDLE_SWEEP, {}, { singleton: { key: 'sweep', seconds: Math.max(1, Math.floor(periodMs / 1000)) }, retryLimit: 0 })
       .catch((err: Error) => deps.logger.warn({ err: err.message }, 'idle sweep not scheduled'));
   const timer = setInterval(tick, periodMs);
   timer.unref();

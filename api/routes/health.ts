@@ -15,13 +15,11 @@ export function healthRoutes(deps: ApiDeps): Router {
     } catch {
       checks.database = 'unreachable';
     }
-    if (deps.queue) {
-      try {
-        await deps.queue.boss.getQueue('cr.merge');
-        checks.queue = 'ok';
-      } catch {
-        checks.queue = 'unreachable';
-      }
+    try {
+      await deps.queue.ping();
+      checks.queue = 'ok';
+    } catch {
+      checks.queue = 'unreachable';
     }
     const ready = Object.values(checks).every((v) => v === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });

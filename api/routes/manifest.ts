@@ -15,7 +15,7 @@ export function manifestDepsOf(deps: ApiDeps): ManifestDeps {
     db: deps.db,
     repos: deps.repos,
     logger: deps.logger,
-    ...(queue ? { enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) } : {}),
+    enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)),
   };
 }
 

@@ -21,17 +21,17 @@ export interface ManifestWiring extends Running {
  * from the queue, a sync of every project queued at start, apps resumed, and (SVC_SCHEDULER)
  * the trigger scheduler. Triggers spawn sessions the same way as an interactive create.
  */
-export async function wireManifest(core: Core, sessions: SessionDeps, appProvider: SandboxProvider | undefined, spawn?: SpawnSession): Promise<ManifestWiring> {
+export async function wireManifest(core: Core, sessions: SessionDeps, appProvider: SandboxProvider | undefined): Promise<ManifestWiring> {
   const { config, logger, db, secrets, repos, queue, roles } = core;
   const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
-  const spawnSession: SpawnSession = spawn ?? (async (input) => ({ ...(await createSession(sessions, input)) }));
+  const spawnSession: SpawnSession = async (input) => ({ ...(await createSession(sessions, input)) });
   let scheduler: Scheduler | undefined;
   const owned = new OwnedApps();
   if (roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
     queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, owned, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
-    await resumeApps(db, appProvider, manifestDeps.enqueueApp!);
+    await resumeApps(db, appProvider, manifestDeps.enqueueApp);
     if (config.SVC_SCHEDULER) {
       scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
     }

@@ -12,7 +12,7 @@ import { findCr, type CrDeps } from './service.js';
 
 /**
  * The push's outcome is unknown: the merge record is kept and the job must be retried
- * (workers/cr-merge.ts rethrows it so pg-boss does). Inline, it is a 503.
+ * (workers/cr-merge.ts rethrows it so pg-boss does); a retry settles it.
  */
 export class MergeOutcomeUnknown extends DomainError {
   constructor(

@@ -3,14 +3,13 @@ import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Queue } from '../../infra/queue.js';
 import { step } from '../../lib/step-trace.js';
-import { assertMergeable, CR_MERGE, runMerge, type MergeContext, type MergeJobData } from './merge.js';
+import { assertMergeable, CR_MERGE, type MergeContext, type MergeJobData } from './merge.js';
 import { findCr, type CrDeps } from './service.js';
 
 /**
  * A merge asked for by a person (`POST .../merge` and the dashboard's Merge button): the
  * CR is read, refused at once with the decider's 409 when it is not open, then merged as
- * a durable `cr.merge` job (run here when this process works the queue, else by a worker)
- * or, in a process without a queue, inline.
+ * a durable `cr.merge` job (run here when this process works the queue, else by a worker).
  */
 const MERGE_WAIT_MS = 120_000;
 
@@ -20,7 +19,7 @@ export interface MergeRequest {
 }
 
 export async function requestMerge(
-  deps: CrDeps & { queue?: Queue | undefined; onConflict?: () => void },
+  deps: CrDeps & { queue: Queue; onConflict?: () => void },
   project: ProjectRecord,
   ref: string,
   actor: string,
@@ -36,7 +35,7 @@ export async function requestMerge(
     ...(body.expected_head_sha !== undefined ? { expected_head_sha: body.expected_head_sha } : {}),
     ...(body.message !== undefined ? { message: body.message } : {}),
   };
-  return deps.queue ? viaQueue(deps.queue, job, { project, cr }, deps.onConflict) : runMerge(deps, job, { project, cr });
+  return viaQueue(deps.queue, job, { project, cr }, deps.onConflict);
 }
 
 /** Runs `cr.merge` as a durable job and waits for its outcome. */

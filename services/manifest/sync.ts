@@ -15,8 +15,8 @@ export interface ManifestDeps {
   db: Db;
   repos: ProjectRepos;
   logger: Logger;
-  /** Enqueues app deploys/stops decided by a sync; absent: apps are recorded, not run. */
-  enqueueApp?: (job: AppJob) => Promise<void>;
+  /** Enqueues app deploys/stops decided by a sync (an `app.deploy` job). */
+  enqueueApp: (job: AppJob) => Promise<void>;
   now?: () => Date;
 }
 
@@ -70,7 +70,7 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
     );
     return readManifest(tx, project.project_id);
   });
-  for (const job of jobs) await deps.enqueueApp?.(job);
+  for (const job of jobs) await deps.enqueueApp(job);
   deps.logger.info({ project_id: project.project_id, sha, valid: !!parsed.manifest, errors: parsed.errors.length, reason }, 'manifest synced');
   return { ...result!, applied: !!parsed.manifest };
 }

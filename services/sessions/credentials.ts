@@ -114,12 +114,15 @@ export async function revokeSandboxCredentials(tx: Executor, sandboxId: string):
  * The sandbox a principal's credential belongs to (api/gateway.ts checks it against the
  * listener the request came in on): a principal that names its sandbox (`sandbox_id`, as
  * every sandbox credential will) is taken at its word; otherwise the token is looked up
- * (a sandbox's CLI token, a clone credential). Null for a person's token.
+ * (a sandbox's CLI token, a clone credential). Null for a person's token. A principal from
+ * `authenticate` carries the answer (`credential`, read in the token's own statement), so
+ * an authenticated request costs no statement here.
  */
 export async function credentialSandbox(
   db: Executor,
-  principal: { token_id: string; sandbox_id?: string | null },
+  principal: { token_id: string; sandbox_id?: string | null; credential?: { sandbox_id: string; provider: string | null } | null },
 ): Promise<{ sandbox_id: string; provider: string | null } | null> {
+  if (principal.credential !== undefined) return principal.credential;
   if (principal.sandbox_id) {
     const row = await db.one<{ provider: string }>(q.providerOfSandbox(principal.sandbox_id));
     return { sandbox_id: principal.sandbox_id, provider: row?.provider ?? null };

@@ -14,8 +14,8 @@ export interface SessionDeps {
   logger: Logger;
   secrets: SecretBox;
   repos: ProjectRepos;
-  /** Absent: jobs run in this process, in the background. */
-  queue?: Queue;
+  /** Provisioning and stopping are jobs on it (in tests without a server: test/support/memory-queue.ts). */
+  queue: Queue;
   /** Absent in an API-only process: provisioning and stopping happen in the workers. */
   provider?: SandboxProvider;
   /**

@@ -11,21 +11,11 @@ export interface StopJob {
   sandbox: SandboxHandle;
 }
 
-/** Hands work to the workers, or runs it in the background of this process without a queue. */
+/** Hands provisioning to the workers (workers/sessions.ts), in whichever process works the queue. */
 export async function dispatchProvision(deps: SessionDeps, sessionId: string): Promise<void> {
-  if (deps.queue) {
-    await deps.queue.enqueue(SESSION_PROVISION, { session_id: sessionId });
-    return;
-  }
-  const { provisionSession } = await import('./provision.js');
-  void provisionSession(deps, sessionId).catch((err: Error) => deps.logger.error({ err: err.message, session_id: sessionId }, 'provisioning failed'));
+  await deps.queue.enqueue(SESSION_PROVISION, { session_id: sessionId });
 }
 
 export async function dispatchStop(deps: SessionDeps, job: StopJob): Promise<void> {
-  if (deps.queue) {
-    await deps.queue.enqueue(SESSION_STOP, job);
-    return;
-  }
-  const { stopSandbox } = await import('./provision.js');
-  void stopSandbox(deps, job).catch((err: Error) => deps.logger.error({ err: err.message, session_id: job.session_id }, 'sandbox stop failed'));
+  await deps.queue.enqueue(SESSION_STOP, job);
 }

@@ -30,6 +30,12 @@ export interface Principal {
    */
   sandbox_id: string | null;
   session_id: string | null;
+  /**
+   * The sandbox this credential belongs to and its provider (null: a person's), read with
+   * the token by `authenticate` for the gateway rule (api/gateway.ts); absent on a
+   * principal made any other way, which services/sessions/credentials.ts then looks up.
+   */
+  credential?: { sandbox_id: string; provider: string | null } | null;
 }
 
 export const hashToken = (value: string): Buffer => createHash('sha256').update(value, 'utf8').digest();
@@ -87,12 +93,13 @@ export async function mintToken(
 export async function authenticate(db: Executor, value: string): Promise<Principal | null> {
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
-  const row = await db.one<Principal & { token_hash: Buffer; last_used_at: Date | null }>(tokenQueries.byHash(hash));
+  type Row = Omit<Principal, 'credential'> & { token_hash: Buffer; last_used_at: Date | null; credential_sandbox_id: string | null; credential_provider: string | null };
+  const row = await db.one<Row>(tokenQueries.byHash(hash));
   if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
-  const { token_hash: _h, last_used_at: used, ...principal } = row;
+  const { token_hash: _h, last_used_at: used, credential_sandbox_id: sandboxId, credential_provider: provider, ...principal } = row;
   // last_used_at: written at most once a minute, off the request's path.
   if (!used || Date.now() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
-  return principal;
+  return { ...principal, credential: sandboxId ? { sandbox_id: sandboxId, provider } : null };
 }
 
 /** Of `tokenIds`, those no longer live (revoked, expired, deleted). */

@@ -53,13 +53,23 @@ export const tokenQueries = {
         AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()))`,
     values: [tokenIds],
   }),
-  /** A live token by the hash of its value, with its owner, its grade and (agent tokens) its sandbox and session. */
+  /**
+   * A live token by the hash of its value, with its owner, its grade and (agent tokens) its
+   * sandbox and session; and, for the gateway rule (api/gateway.ts), the sandbox the
+   * credential belongs to and that sandbox's provider: the token's own `sandbox_id`, else
+   * the sandbox whose CLI token it is (a token minted before 040), as
+   * `sandboxCredentialQueries.sandboxOfToken` and `providerOfSandbox` read them. One
+   * statement: every authenticated request runs it.
+   */
   byHash: (hash: Buffer): Query => ({
     name: 'token_by_hash',
     text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
-        t.grade, t.sandbox_id, c.session_id
+        t.grade, t.sandbox_id, c.session_id, cs.sandbox_id AS credential_sandbox_id, sb.provider AS credential_provider
       FROM tokens t JOIN users u USING (user_id)
         LEFT JOIN sandbox_credentials c ON c.sandbox_id = t.sandbox_id
+        CROSS JOIN LATERAL (SELECT COALESCE(t.sandbox_id,
+          (SELECT x.sandbox_id FROM sandbox_credentials x WHERE x.cli_token_id = t.token_id LIMIT 1)) AS sandbox_id) cs
+        LEFT JOIN session_sandboxes sb ON sb.sandbox_id = cs.sandbox_id
       WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     values: [hash],
   }),

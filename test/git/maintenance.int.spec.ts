@@ -1,11 +1,11 @@
 import { expect } from 'chai';
-import { mkdtemp, readdir, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createEngine } from '../../infra/git/engine.js';
 import { createManagedRepo, openManagedRepo } from '../../infra/git/managed-repo.js';
 import { bareRepositoriesUnder, maintainRepository, needsMaintenance, RepoMaintainer } from '../../infra/git/maintenance.js';
-import { gitOk } from '../support/git-client.js';
+import { git, gitOk } from '../support/git-client.js';
 import { until } from '../support/wait.js';
 
 const PROJECT = '0b7d3c4e-1f2a-4b5c-8d9e-0a1b2c3d4e5f';
@@ -18,17 +18,26 @@ async function shape(dir: string): Promise<{ loose: number; packs: number; loose
   return { loose: get('count'), packs: get('packs'), looseRefs };
 }
 
-/** Pushes `n` new branches, one commit each, from `work` to origin. */
+/** Branch refs recorded in `packed-refs`. */
+async function packedRefs(dir: string): Promise<number> {
+  const text = await readFile(path.join(dir, 'packed-refs'), 'utf8').catch(() => '');
+  return text.split('\n').filter((l) => / refs\/heads\//.test(l)).length;
+}
+
+/** Pushes `n` new branches, one commit each, from `work` to origin (the commits made by one `git fast-import`). */
 async function pushBranches(work: string, round: number, n: number): Promise<void> {
-  const specs: string[] = [];
+  const base = (await gitOk(work, ['rev-parse', 'main'])).trim();
+  let stream = '';
   for (let i = 0; i < n; i++) {
     const name = `r${round}-b${i}`;
-    await gitOk(work, ['checkout', '-q', '-b', name, 'main']);
-    await gitOk(work, ['commit', '-q', '--allow-empty', '-m', `${name}`]);
-    specs.push(`${name}:refs/heads/${name}`);
+    const msg = `${name}\n`;
+    // No file change: each commit keeps main's tree, so a branch is one new object.
+    stream += `commit refs/heads/${name}\ncommitter Test <test@example.test> ${1_700_000_000 + round * 1000 + i} +0000\ndata ${msg.length}\n${msg}from ${base}\n\n`;
   }
-  await gitOk(work, ['checkout', '-q', 'main']);
-  await gitOk(work, ['push', '-q', 'origin', ...specs]);
+  const imported = await git(work, ['fast-import', '--quiet'], { input: stream });
+  if (imported.code !== 0) throw new Error(`fast-import failed: ${imported.stderr}`);
+  // One push per round, each under receive.unpackLimit (100 objects): its objects stay loose, as many small pushes leave them.
+  await gitOk(work, ['push', '-q', 'origin', ...Array.from({ length: n }, (_, i) => `r${round}-b${i}:refs/heads/r${round}-b${i}`)]);
 }
 
 /**
@@ -71,40 +80,63 @@ describe('repository maintenance (issue 24 item 10)', function () {
     return { repo, work, clone };
   }
 
-  it('soak: branches pushed in rounds are packed after each burst; a no-op fetch stays flat, and the repository holds packs, not loose files', async () => {
-    const ROUNDS = 6;
-    const PER_ROUND = 60;
+  /**
+   * Soak, short: 4 rounds of 90 branches pushed to a maintained managed repository and to
+   * an unmaintained control. What makes a fetch slower as branches grow is the served
+   * repository's shape (one loose ref file per branch read for the advertisement, one loose
+   * object file per pushed object, many small packs to search); after every round the
+   * maintained one must hold its refs in packed-refs, few loose objects and few packs,
+   * whatever the branch count: asserted structurally, round by round. The no-op fetch p50 of
+   * each arm is printed for the record (timing, on a shared machine, is the bench's:
+   * `npm run bench -- git-branches`), never asserted.
+   */
+  it('soak: branches pushed in rounds are packed after each burst; the served shape stays flat as branches grow (packed refs, few loose objects, few packs)', async function () {
+    // About 250 short git processes (fast-import makes each round's commits in one); the
+    // bound is for a heavily loaded machine, where each process start waits its turn.
+    this.timeout(300_000);
+    const ROUNDS = 4;
+    const PER_ROUND = 90; // one object per branch: a round's push stays under receive.unpackLimit (100)
     const LIMITS = { looseRefs: PER_ROUND / 2 };
     const maintained = await managedWithClone('maintained');
     const control = await managedWithClone('control');
     const maintainer = new RepoMaintainer({ repositories: async () => [maintained.repo], checkEveryMs: 100, limits: LIMITS });
     maintainer.start();
     const rows: Array<{ branches: number; maintained: number; control: number }> = [];
+    const shapes: Array<{ branches: number; m: Awaited<ReturnType<typeof shape>>; packed: number; c: Awaited<ReturnType<typeof shape>> }> = [];
     try {
       for (let r = 0; r < ROUNDS; r++) {
+        if (process.env.SVC_TEST_LOG) console.log(`      round ${r} at ${new Date().toISOString()}`);
         await pushBranches(maintained.work, r, PER_ROUND);
         await pushBranches(control.work, r, PER_ROUND);
         // The maintainer notices the growth and packs it: wait for that, not for a clock.
         await until(async () => !(await needsMaintenance(maintained.repo, LIMITS)), `round ${r} maintained`);
-        rows.push({ branches: (r + 1) * PER_ROUND, maintained: await timeFetches(maintained.clone, 7), control: await timeFetches(control.clone, 7) });
+        await maintainer.stop(); // a pass in flight ends before the repository is measured
+        const branches = (r + 1) * PER_ROUND + 1;
+        shapes.push({ branches, m: await shape(maintained.repo), packed: await packedRefs(maintained.repo), c: await shape(control.repo) });
+        rows.push({ branches, maintained: await timeFetches(maintained.clone, 3), control: await timeFetches(control.clone, 3) });
+        if (process.env.SVC_TEST_LOG) console.log(`      round ${r} done at ${new Date().toISOString()}`);
+        maintainer.start();
       }
     } finally {
       await maintainer.stop();
     }
-    console.log('      branches  no-op fetch p50 ms: maintained  unmaintained');
-    for (const row of rows) console.log(`      ${String(row.branches).padStart(8)}  ${row.maintained.toFixed(1).padStart(30)}  ${row.control.toFixed(1).padStart(12)}`);
-    const m = await shape(maintained.repo);
-    const c = await shape(control.repo);
-    expect(m.loose, 'loose objects left').to.be.below(PER_ROUND);
-    expect(m.looseRefs, 'loose refs left').to.be.below(LIMITS.looseRefs);
-    expect(m.packs, 'geometric repacking keeps few packs').to.be.at.most(8);
-    expect(c.loose, 'the control shows what maintenance removed').to.be.at.least(ROUNDS * PER_ROUND);
-    expect(c.looseRefs).to.be.at.least(ROUNDS * PER_ROUND);
-    // Flat: the last two rounds within 1.5x (+20 ms of noise on a shared machine) of the first two.
-    const mean = (a: number[]) => a.reduce((x, y) => x + y, 0) / a.length;
-    const first = mean(rows.slice(0, 2).map((r) => r.maintained));
-    const last = mean(rows.slice(-2).map((r) => r.maintained));
-    expect(last, `first rounds ${first.toFixed(1)} ms`).to.be.at.most(first * 1.5 + 20);
+    console.log('      branches  no-op fetch p50 ms (printed, not asserted): maintained  unmaintained');
+    for (const row of rows) console.log(`      ${String(row.branches).padStart(8)}  ${row.maintained.toFixed(1).padStart(49)}  ${row.control.toFixed(1).padStart(12)}`);
+    for (const { branches, m, packed, c } of shapes) {
+      const at = `at ${branches} branches`;
+      // A pass may start while a push's refs are still landing: those few stay loose until the next.
+      expect(packed + m.looseRefs, `every branch packed or loose ${at}`).to.equal(branches);
+      expect(m.looseRefs, `loose refs ${at}`).to.be.below(LIMITS.looseRefs);
+      expect(packed, `branches in packed-refs ${at}`).to.be.at.least(branches - LIMITS.looseRefs);
+      expect(m.loose, `loose objects ${at}`).to.be.below(PER_ROUND);
+      expect(m.packs, `packs ${at} (geometric repacking)`).to.be.at.most(8);
+      // The control shows what maintenance removed: its shape grows with every round.
+      expect(c.looseRefs, `control loose refs ${at}`).to.be.at.least(branches - 1);
+      expect(c.loose, `control loose objects ${at}`).to.be.at.least(branches - 1);
+    }
+    // Flat: the last round's shape is no bigger than the first's, while branches grew 4x.
+    const [first, last] = [shapes[0]!.m, shapes[shapes.length - 1]!.m];
+    expect(last.looseRefs + last.loose, 'loose files, last round vs first').to.be.at.most(Math.max(first.looseRefs + first.loose, PER_ROUND));
     await gitOk(maintained.repo, ['fsck', '--no-dangling']);
   });
 

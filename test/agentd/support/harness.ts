@@ -6,11 +6,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signUserContext, type UserContext } from '../../../agentd/auth.js';
+import { eventually as poll } from '../../support/wait.js';
+import { freePort } from '../../support/server.js';
 
 export const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const daemonBin = path.join(distRoot, 'agentd', 'svc-agent.js');
@@ -28,17 +29,7 @@ process.on('exit', () => {
   }
 });
 
-/** A port nobody listens on right now (bind to 0, read it, release it). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export function tempDir(prefix = 'svc-agentd-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
@@ -258,18 +249,6 @@ export async function startFakeRuntime(env: Record<string, string> = {}): Promis
   };
 }
 
-/** Polls `fn` until it returns a truthy value. */
-export async function eventually<T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let lastErr: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      lastErr = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** test/support/wait.ts's `eventually` (a probe that throws is "not yet"), bounded at 15 s by default. */
+export const eventually = <T>(fn: () => Promise<T | undefined | false>, timeoutMs = 15_000, what = 'condition'): Promise<T> =>
+  poll(fn, what, { timeoutMs, ignoreErrors: true, maxIntervalMs: 50 });

@@ -23,6 +23,8 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { until } from '../../support/wait.js';
 import { countingServer, viaConnect, viaGet, type CountingServer } from './support.js';
+import { MemoryQueue } from '../../support/memory-queue.js';
+import { APP_DEPLOY, type AppJob } from '../../../services/apps/sync.js';
 
 /**
  * The egress table (issue 20, done-when): a sandbox's connections through the proxy, each
@@ -41,6 +43,9 @@ describe('egress proxy (issue 20 item 5)', function () {
   let repo: FixtureRepo;
   let dataDir: string;
   let repos: ProjectRepos;
+  /** App deploys a sync decides: queued, never run here (no app in these manifests). */
+  const apps = new MemoryQueue();
+  const appJobs = async (job: AppJob) => void (await apps.enqueue(APP_DEPLOY, job));
   let userId: string;
   let accountId: string;
   let target: CountingServer;
@@ -97,7 +102,7 @@ describe('egress proxy (issue 20 item 5)', function () {
     const project = (await db.db.one<ProjectRecord>(
       projectQueries.insert({ projectId: randomUUID(), accountId, name: slug, slug, repoUrl: repo.url, repoCredentialsEnc: null, defaultBranch: branch }),
     ))!;
-    expect((await syncManifest({ db: db.db, repos, logger: silentLogger }, project, 'test')).errors).to.deep.equal([]);
+    expect((await syncManifest({ db: db.db, repos, logger: silentLogger, enqueueApp: appJobs }, project, 'test')).errors).to.deep.equal([]);
     return project;
   };
   /** A session with a live sandbox in `project`, and a port where the proxy serves that sandbox (the gateway's part). */
@@ -318,7 +323,7 @@ describe('egress proxy (issue 20 item 5)', function () {
     it('the manifest in force is read per connection: a merged change applies to the running sandbox', async () => {
       expect((await viaConnect(listed.port, 'allowed.test:443')).status).to.equal(200);
       await repo.commit(listedProject.default_branch, { 'svc.toml': '[sandbox]\negress = ["second.test"]\n' });
-      await syncManifest({ db: db.db, repos, logger: silentLogger }, listedProject, 'test');
+      await syncManifest({ db: db.db, repos, logger: silentLogger, enqueueApp: appJobs }, listedProject, 'test');
       expect((await viaConnect(listed.port, 'allowed.test:443')).status).to.equal(403);
       expect((await viaConnect(listed.port, 'second.test:443')).status).to.equal(200);
     });

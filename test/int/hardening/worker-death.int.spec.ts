@@ -10,6 +10,7 @@ import { serveOverHttp } from '../../support/http-remote.js';
 import { client } from '../../support/http.js';
 import { eventTypes } from '../../support/merges.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
+import { until } from '../../support/wait.js';
 
 const N = 12;
 
@@ -42,14 +43,6 @@ const killGroup = (p: ChildProcess) => {
   }
 };
 
-/** Waits for a signal the git hook leaves on disk (not a clock). */
-async function until(cond: () => Promise<boolean>, what: string, ms = 60_000) {
-  const deadline = Date.now() + ms;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('merges outlive their workers (issue 15 item 9)', function () {
   this.timeout(180_000);
@@ -108,7 +101,7 @@ describe('merges outlive their workers (issue 15 item 9)', function () {
       workers.push(w1.proc, w2.proc);
       await writeFile(slow, '');
       const merges = crs.map((cr) => c.post(`${base}/${cr.number}/merge`, {}));
-      await until(async () => (await readdir(marks)).length >= N, `${N} pushes in flight`);
+      await until(async () => (await readdir(marks)).length >= N, `${N} pushes in flight (a signal the git hook leaves on disk)`, { timeoutMs: 60_000 });
 
       killGroup(w1.proc);
       killGroup(w2.proc);

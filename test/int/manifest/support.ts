@@ -1,15 +1,9 @@
 import type { TestProject } from '../../support/server.js';
+import { eventually as poll } from '../../support/wait.js';
 
-/** Polls `fn` until it returns a truthy value (a condition to reach, not a timed assertion). */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** test/support/wait.ts's `eventually`, bounded at 20 s by default (these wait on a worker's job). */
+export const eventually = <T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> =>
+  poll(fn, what, { timeoutMs, maxIntervalMs: 50 });
 
 /** Commits `files` on a new branch, opens a CR and merges it; returns the merge commit. */
 export async function mergeChange(p: TestProject, branch: string, files: Record<string, string | null>): Promise<string> {

@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { projectRoot } from '../../../lib/paths.js';
 import { freePort } from '../../support/server.js';
 import { skipUnlessCi } from '../../support/skip.js';
+import { eventually } from '../../support/wait.js';
 
 const run = promisify(execFile);
 const dockerUp = (() => {
@@ -33,15 +34,12 @@ function composeCommand(): string[] | null {
   return null;
 }
 
-async function until<T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** test/support/wait.ts's `eventually` for a probe that answers a value (undefined: not yet) and may throw while starting. */
+const until = <T>(what: string, timeoutMs: number, probe: () => Promise<T | undefined>): Promise<T> =>
+  eventually(async () => {
+    const v = await probe();
+    return v === undefined ? undefined : { v };
+  }, what, { timeoutMs, ignoreErrors: true, maxIntervalMs: 250 }).then((x) => x.v);
 
 /**
  * The server image (ops/server.Dockerfile) built offline by ops/server-image.sh on the

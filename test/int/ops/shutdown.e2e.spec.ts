@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
-import { freePort } from '../../../lib/net.js';
+import { freePort } from '../../support/server.js';
 import { spawnTestServer, TEST_ENV, traversableTempDir } from '../../support/server.js';
 
 /**

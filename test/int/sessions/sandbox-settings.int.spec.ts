@@ -10,7 +10,8 @@ import { loadConfig } from '../../../infra/config.js';
 import { createEngine } from '../../../infra/git/engine.js';
 import { silentLogger } from '../../../lib/logger.js';
 import { syncManifest } from '../../../services/manifest/sync.js';
-import type { Queue } from '../../../infra/queue.js';
+import { MemoryQueue } from '../../support/memory-queue.js';
+import { APP_DEPLOY } from '../../../services/apps/sync.js';
 import { createProcessProvider } from '../../../infra/sandbox/process.js';
 import type { SandboxHandle, SandboxProvider, SandboxSpec } from '../../../infra/sandbox/port.js';
 import { secretBox } from '../../../infra/secret-box.js';
@@ -42,7 +43,7 @@ describe('sessions: the manifest [sandbox] settings', function () {
   let userId: string;
   let accountId: string;
   let now = new Date('2026-01-05T10:00:00Z');
-  const enqueued: Array<{ name: string; data: any }> = [];
+  const queue = new MemoryQueue();
   const handed: SandboxSpec[] = [];
   const started: SandboxHandle[] = [];
 
@@ -52,7 +53,7 @@ describe('sessions: the manifest [sandbox] settings', function () {
     const project = (await db.db.one<ProjectRecord>(
       projectQueries.insert({ projectId: randomUUID(), accountId, name: slug, slug, repoUrl: repo.url, repoCredentialsEnc: null, defaultBranch: branch }),
     ))!;
-    const synced = await syncManifest({ db: db.db, repos: deps.repos, logger: silentLogger }, project, 'test');
+    const synced = await syncManifest({ db: db.db, repos: deps.repos, logger: silentLogger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) }, project, 'test');
     expect(synced.errors).to.deep.equal([]);
     return { project, sha };
   };
@@ -84,7 +85,6 @@ describe('sessions: the manifest [sandbox] settings', function () {
     // process sandbox, which shares this host's filesystem, clones the fixture directly.
     const direct = (spec: SandboxSpec): SandboxSpec => ({ ...spec, env: { ...spec.env, SVC_REPO_URL: repo.url } });
     const provider: SandboxProvider = { ...real, name: real.name, create: async (spec) => (handed.push(spec), started[started.length] = await real.create(direct(spec))) };
-    const queue = { enqueue: async (name: string, data: object) => (enqueued.push({ name, data }), randomUUID()) } as unknown as Queue;
     deps = {
       config,
       db: db.db,
@@ -176,7 +176,7 @@ describe('sessions: the manifest [sandbox] settings', function () {
     const plain = await newProject('idle-default', { 'svc.toml': null });
     const a = await runningSession(short.project, t0, short.sha);
     const b = await runningSession(plain.project, t0, plain.sha);
-    const stops = () => enqueued.filter((j) => j.name === SESSION_STOP).map((j) => j.data.session_id as string);
+    const stops = () => queue.sent(SESSION_STOP).map((d) => (d as { session_id: string }).session_id);
 
     now = new Date(t0.getTime() + 4 * 60_000);
     expect(await sweepIdle(deps)).to.equal(0);

@@ -1,0 +1,60 @@
+import { expect } from 'chai';
+import { countingDb, type StatementLog } from '../../support/counting-db.js';
+import { client } from '../../support/http.js';
+import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
+import { startTestServer, type TestServer } from '../../support/server.js';
+
+/**
+ * What `GET` of an open CR (live refresh: both tips re-read) costs the database when its
+ * tips did not move (issue 24 item 8, docs/speed.md): the token (with the sandbox its
+ * credential belongs to, for the gateway rule, in the same statement), the project with
+ * the caller's membership, the CR row. Each is a round trip the read waits for in turn.
+ */
+describe('GET of an open CR: SQL statements per read', function () {
+  this.timeout(60_000);
+  let srv: TestServer;
+  let repo: FixtureRepo;
+  let log: StatementLog;
+  let path: string;
+
+  before(async () => {
+    srv = await startTestServer({
+      env: { SVC_SCHEDULER: '0', SVC_APPS: '0', SVC_CHANNELS_DISPATCH: '0' },
+      wrapDb: (db) => {
+        const c = countingDb(db);
+        log = c.log;
+        return c.db;
+      },
+    });
+    repo = await fixtureRepo();
+    const api = client(srv.url, srv.token);
+    expect((await api.post('/v1/projects', { name: 'read', slug: 'read', repo_url: repo.url })).status).to.equal(201);
+    await repo.commit('topic', { 'a.txt': 'one\n' });
+    const cr = await api.post('/v1/projects/read/change-requests', { title: 'Read', head_ref: 'topic' });
+    expect(cr.status).to.equal(201);
+    path = `/v1/projects/read/change-requests/${cr.body.change_request.number}`;
+  });
+  after(async () => {
+    await srv?.stop();
+    await repo?.cleanup();
+  });
+
+  const background = (text: string) => /\bjob_claims\b|\bpgboss\b/.test(text);
+
+  it('three statements: the token (its sandbox read with it), the project, the CR; a moved tip is still seen', async () => {
+    const api = client(srv.url, srv.token);
+    await api.get(path); // the first read may record a refresh and touch the token
+    await api.get(path);
+    log.reset();
+    const r = await api.get(path);
+    expect(r.status).to.equal(200);
+    const statements = log.except(background);
+    const summary = statements.map((t) => t.replace(/\s+/g, ' ').slice(0, 100)).join('\n');
+    expect(statements, summary).to.have.length(3);
+    expect(statements.filter((t) => /token_hash = \$1/.test(t)), summary).to.have.length(1);
+    expect(statements.filter((t) => /cli_token_id/.test(t)), 'the credential\'s sandbox is read with the token').to.have.length(1);
+    // Live: a push is seen by the next read (which then records the refresh).
+    const pushed = await repo.commit('topic', { 'a.txt': 'two\n' });
+    expect((await api.get(path)).body.change_request.head_commit_sha).to.equal(pushed);
+  });
+});
