@@ -13,6 +13,7 @@ import { getReviewState, markReviewed, type ReviewState } from '../../services/r
 import { DEFAULT_MAX_AGENT_ROUNDS, sendToAgent, type ReviewDeps } from '../../services/review/send-to-agent.js';
 import { getManifest } from '../../services/manifest/sync.js';
 import { crDepsOf } from './change-requests.js';
+import { manifestDepsOf } from './manifest.js';
 
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -44,7 +45,7 @@ export function reviewDepsOf(deps: ApiDeps): ReviewDeps {
     ...crDepsOf(deps),
     sessions: deps.sessions,
     async maxAgentRounds(project: ProjectRecord) {
-      const view = await getManifest(deps, project).catch(() => null);
+      const view = await getManifest(manifestDepsOf(deps), project).catch(() => null);
       const n = (view?.manifest as { review?: { max_agent_rounds?: unknown } } | null | undefined)?.review?.max_agent_rounds;
       return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : DEFAULT_MAX_AGENT_ROUNDS;
     },
