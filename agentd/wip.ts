@@ -222,8 +222,10 @@ async function restoreWorkspace(ws: string, bundle: Buffer, wip: string): Promis
     if (parent !== head) await git(['reset', '--quiet', '--hard', parent], { cwd: ws });
     await git(['read-tree', '-u', '--reset', wip], { cwd: ws });
   } else {
-    // The branch moved on since the save: the saved changes are applied on top of it.
-    await git(['cherry-pick', '--no-commit', wip], { cwd: ws, env: IDENTITY });
+    // The branch moved on since the save: the saved changes, and the commits that were not
+    // pushed, are applied on top of it, uncommitted (the agent sees them as changes).
+    const base = (await runGit(['merge-base', head, wip], { cwd: ws })).stdout.trim();
+    await git(['cherry-pick', '--no-commit', base ? `${base}..${wip}` : wip], { cwd: ws, env: IDENTITY });
   }
   await git(['reset', '--quiet'], { cwd: ws });
 }

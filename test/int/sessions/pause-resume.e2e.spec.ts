@@ -29,16 +29,26 @@ async function sandboxDirs(p: SessionProject, id: string) {
   return { sandbox: row.sandbox_id, pid: Number(String(row.ref).split(':')[0]), ws: path.join(p.srv.dataDir, 'sandboxes', row.sandbox_id, 'workspace') };
 }
 
+/**
+ * Running with its agent ready. Each look also goes through the agent proxy, which is
+ * activity: with the idle case's short timeout the sweep must not stop a session whose
+ * runtime is still booting on a loaded machine.
+ */
+async function agentReady(p: SessionProject, one: string): Promise<void> {
+  await until(async () => {
+    await p.api.get(`${one}/agent/session`);
+    const s = (await p.api.get(one)).body.session;
+    if (s.status === 'failed' || s.status === 'stopped' || s.agent_state === 'error') throw new Error(`session ${s.status}: ${JSON.stringify(s.error)}`);
+    return s.status === 'running' && s.agent_state === 'ready';
+  }, 'the agent ready');
+}
+
 async function runningSession(p: SessionProject): Promise<{ id: string; one: string }> {
   const created = await p.api.post(p.sessions, {});
   expect(created.status, JSON.stringify(created.body)).to.equal(201);
   const id = created.body.session.session_id as string;
   const one = `${p.sessions}/${id}`;
-  await until(async () => {
-    const s = (await p.api.get(one)).body.session;
-    if (s.status === 'failed' || s.agent_state === 'error') throw new Error(`session failed: ${JSON.stringify(s.error)}`);
-    return s.status === 'running' && s.agent_state === 'ready';
-  }, 'the agent ready');
+  await agentReady(p, one);
   return { id, one };
 }
 
@@ -125,16 +135,14 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           // Restart: the files and the conversation are back, and the agent goes on with it.
           const restarted = await p.api.post(`${one}/restart`, {});
           expect(restarted.status, JSON.stringify(restarted.body)).to.equal(200);
-          await until(async () => {
-            const s = (await p.api.get(one)).body.session;
-            return s.status === 'running' && s.agent_state === 'ready';
-          }, 'the restarted agent ready');
+          await agentReady(p, one);
           step('restarted, agent ready');
           const second = await sandboxDirs(p, id);
           expect(second.sandbox).to.not.equal(first.sandbox);
           expect(await readFile(path.join(second.ws, 'notes', 'todo.txt'), 'utf8')).to.equal('buy milk\n');
           expect(await readFile(path.join(second.ws, 'README.md'), 'utf8')).to.equal('fixture\nmore, uncommitted\n');
-          expect(await messages(p, one, oc)).to.include('Saved my work.');
+          // The earlier turns, as the runtime lists them (it may answer 503 for a moment after it reports ready).
+          await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the earlier turns');
           const events = (await p.api.get(`${one}/events`)).body.events as { type: string; data: any }[];
           expect(events.find((e) => e.type === 'SessionResumed')?.data.conversation).to.equal('restored');
           if (how !== 'kill') expect(events.some((e) => e.type === 'SessionPaused')).to.equal(true);
@@ -151,10 +159,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
 
           if (how === 'person') {
             expect((await p.api.post(`${one}/restart`, { fresh: true })).status).to.equal(200);
-            await until(async () => {
-              const s = (await p.api.get(one)).body.session;
-              return s.status === 'running' && s.agent_state === 'ready';
-            }, 'the fresh agent ready');
+            await agentReady(p, one);
             const third = await sandboxDirs(p, id);
             expect(existsSync(path.join(third.ws, 'notes', 'todo.txt'))).to.equal(false);
             expect(await readFile(path.join(third.ws, 'README.md'), 'utf8')).to.equal('fixture\n');
