@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeFrame, encodeFrame, FRAME_CONTENT_TYPE, type ArchivedFile } from '../lib/checkpoint-frame.js';
@@ -50,12 +50,30 @@ export const runtimeDataDir = (s: Pick<WipSettings, 'home' | 'xdgDataHome'>): st
 
 const scratchDir = path.join(os.tmpdir(), `svc-wip-${process.pid}`);
 
-/** The runtime's version (`<runtime> --version`), or null when it has none. */
-export function runtimeVersion(command: string): Promise<string | null> {
+/**
+ * The runtime's version: from the npm package it was installed with (`opencode-ai`'s
+ * package.json next to its binary: no process to start, so a loaded machine cannot time
+ * it out), else `<runtime> --version`, else null.
+ */
+export async function runtimeVersion(command: string): Promise<string | null> {
+  return (await packageVersion(command)) ?? (await versionFlag(command));
+}
+
+async function packageVersion(command: string): Promise<string | null> {
+  if (!command.includes('/')) return null;
+  let dir = await realpath(command).then(path.dirname, () => null);
+  for (let i = 0; dir && i < 4; i++, dir = path.dirname(dir)) {
+    const pkg = await readFile(path.join(dir, 'package.json'), 'utf8').then((t) => JSON.parse(t) as { name?: unknown; version?: unknown }, () => null);
+    if (pkg && typeof pkg.name === 'string' && /opencode/.test(pkg.name) && typeof pkg.version === 'string') return pkg.version.slice(0, 200);
+  }
+  return null;
+}
+
+function versionFlag(command: string): Promise<string | null> {
   return new Promise((resolve) => {
     // A HOME of its own: whatever the runtime writes at start must not meet the restored conversation.
     const home = path.join(scratchDir, 'version-home');
-    execFile(command, ['--version'], { timeout: 15_000, env: { PATH: process.env.PATH ?? '', HOME: home } }, (err, stdout) => {
+    execFile(command, ['--version'], { timeout: 60_000, env: { PATH: process.env.PATH ?? '', HOME: home } }, (err, stdout) => {
       const v = String(stdout ?? '').trim().split('\n')[0]?.trim() ?? '';
       resolve(err || !v ? null : v.slice(0, 200));
     });

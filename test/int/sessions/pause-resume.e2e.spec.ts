@@ -56,6 +56,7 @@ async function runningSession(p: SessionProject): Promise<{ id: string; one: str
 const step = (m: string) => void (process.env.PAUSE_DEBUG && console.log(`      ${new Date().toISOString()} ${m}`));
 const messages = async (p: SessionProject, one: string, oc: string) => {
   const r = await p.api.get(`${one}/agent/session/${oc}/message`);
+  if (process.env.PAUSE_DEBUG) step(`messages ${r.status} ${JSON.stringify(r.body).slice(-300)}`);
   return r.status === 200 ? JSON.stringify(r.body) : '';
 };
 
