@@ -120,4 +120,27 @@ describe('sessions: pause and resume (process provider, scripted runtime)', func
       expect(sh(store, ['for-each-ref', 'refs/svc/'])).to.equal('');
       expect(await p.srv.db.db.one({ text: 'SELECT 1 FROM session_saved_state WHERE session_id = $1', values: [id] })).to.equal(undefined);
     }));
+
+  it('a saved runtime version that no longer matches resumes with the workspace but without the conversation, and says so', () =>
+    withSessionProject({ slug: 'pause-version', env: { SVC_SANDBOX_PROVIDER: 'process' } }, async (p) => {
+      const { id, one } = await startRunning(p);
+      const first = await sandboxDirs(p, id);
+      await writeFile(path.join(first.ws, 'draft.txt'), 'draft\n');
+      await mkdir(first.data, { recursive: true });
+      await writeFile(path.join(first.data, 'opencode.db'), 'CONVERSATION-OLD');
+      expect((await p.api.post(`${one}/stop`, {})).status).to.equal(200);
+      expect((await p.api.get(one)).body.session.saved.conversation).to.equal(true);
+      // The runtime was upgraded since (the scripted runtime has no version: the saved one differs).
+      await p.srv.db.db.run({ text: "UPDATE session_saved_state SET runtime_version = '0.0.1-old' WHERE session_id = $1", values: [id] });
+      expect((await p.api.post(`${one}/restart`, {})).status).to.equal(200);
+      expect((await waitForStatus(p.api, one, ['running', 'failed'], 60_000)).status).to.equal('running');
+      const second = await sandboxDirs(p, id);
+      expect(await readFile(path.join(second.ws, 'draft.txt'), 'utf8')).to.equal('draft\n');
+      expect(existsSync(path.join(second.data, 'opencode.db'))).to.equal(false);
+      await until(async () => (await events(p, one)).some((e) => e.type === 'SessionResumed'), 'SessionResumed');
+      expect((await events(p, one)).find((e) => e.type === 'SessionResumed')!.data.conversation).to.equal('version_mismatch');
+      const log = await readFile(path.join(p.srv.dataDir, 'sandboxes', second.sandbox, 'sandbox.log'), 'utf8');
+      expect(log).to.include('resumes without it');
+      await p.api.post(`${one}/stop`, {});
+    }));
 });
