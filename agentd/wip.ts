@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { lstat, mkdir, readdir, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeFrame, encodeFrame, FRAME_CONTENT_TYPE, type ArchivedFile } from '../lib/checkpoint-frame.js';
@@ -184,7 +184,7 @@ export async function packCheckpoint(s: WipSettings, version: string | null): Pr
   const bundle = c.sha ? await bundleOf(s.workspace, c.sha) : Buffer.alloc(0);
   const conversation = await conversationArchive(s, c.skipped);
   const key = createHash('sha256').update(`${c.head}\n${c.tree}\n${JSON.stringify(c.skipped)}\n`).update(conversation).digest('hex');
-  const frame = encodeFrame({ wip_sha: c.sha, head_sha: c.head, skipped: c.skipped, runtime_version: version }, bundle, conversation);
+  const frame = encodeFrame({ wip_sha: c.sha, head_sha: c.head, skipped: c.skipped, runtime_version: version, workspace: s.workspace }, bundle, conversation);
   return { frame, key, wipSha: c.sha, skipped: c.skipped };
 }
 
@@ -209,6 +209,7 @@ export async function restoreCheckpoint(s: WipSettings, frame: Buffer, log: Logg
     }
   }
   if (conversation.length) {
+    await bridgeOldWorkspace(s.workspace, header.workspace, log);
     const root = runtimeDataDir(s);
     const files = JSON.parse(conversation.toString('utf8')) as ArchivedFile[];
     for (const f of files) {
@@ -219,6 +220,25 @@ export async function restoreCheckpoint(s: WipSettings, frame: Buffer, log: Logg
     }
   }
   return { workspace, conversation: String(header.conversation ?? 'none'), message: typeof header.message === 'string' ? header.message : null };
+}
+
+/**
+ * The runtime keeps each conversation's directory. Where the workspace path changes from
+ * one sandbox to the next (the `process` provider: `<sandboxes>/<sandbox id>/workspace`;
+ * isolated providers always use `/workspace`), the old path is made a link to the new
+ * workspace, so the resumed conversation's tools run in the restored tree. Only a sibling
+ * sandbox's workspace path that does not exist, never anywhere else.
+ */
+async function bridgeOldWorkspace(current: string, saved: unknown, log: Logger): Promise<void> {
+  if (typeof saved !== 'string' || !path.isAbsolute(saved) || path.normalize(saved) !== saved || saved === current) return;
+  const root = path.dirname(path.dirname(current));
+  if (path.dirname(path.dirname(saved)) !== root || path.basename(saved) !== path.basename(current) || existsSync(saved)) return;
+  try {
+    await mkdir(path.dirname(saved), { recursive: true });
+    await symlink(current, saved);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'the previous workspace path could not be linked; the conversation may not find its directory');
+  }
 }
 
 async function restoreWorkspace(ws: string, bundle: Buffer, wip: string): Promise<void> {

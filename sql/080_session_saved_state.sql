@@ -13,6 +13,8 @@ CREATE TABLE session_saved_state (
   conversation     text,
   conversation_bytes integer NOT NULL DEFAULT 0,
   runtime_version  text,
+  -- The workspace path the conversation was held in (the process provider's changes per sandbox).
+  workspace        text,
   saved_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX session_saved_state_project ON session_saved_state (project_id);

@@ -39,6 +39,7 @@ const CheckpointHeader = z.object({
   head_sha: sha.nullable(),
   skipped: Skipped,
   runtime_version: z.string().max(200).nullable(),
+  workspace: z.string().max(4096).nullable().optional(),
   bundle_bytes: z.number().int().min(0),
   conversation_bytes: z.number().int().min(0),
 });
@@ -97,6 +98,7 @@ export async function acceptCheckpoint(deps: SessionDeps, who: { session_id: str
       conversation,
       conversation_bytes: parts.conversation.length,
       runtime_version: h.runtime_version,
+      workspace: h.workspace ?? null,
     }),
   );
   return { wip_sha: h.wip_sha, skipped: h.skipped, conversation: conversation !== null };
@@ -127,7 +129,7 @@ export async function restoreFrame(deps: SessionDeps, who: { session_id: string;
   await handleSessionCommand(deps.db, who.session_id, (s) =>
     s ? { type: 'RecordResumed', data: { sandbox_id: who.sandbox_id, wip_sha: wipSha, conversation: status }, meta: { actor: s.created_by, now: nowOf(deps) } } : null,
   );
-  return encodeFrame({ wip_sha: wipSha, head_sha: row.head_sha, conversation: status, message }, bundle ?? Buffer.alloc(0), conversation);
+  return encodeFrame({ wip_sha: wipSha, head_sha: row.head_sha, workspace: row.workspace, conversation: status, message }, bundle ?? Buffer.alloc(0), conversation);
 }
 
 /**

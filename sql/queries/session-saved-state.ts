@@ -10,17 +10,18 @@ export interface SavedStateRow {
   conversation: string | null;
   conversation_bytes: number;
   runtime_version: string | null;
+  workspace: string | null;
   saved_at: Date;
 }
 
 export const savedStateQueries = {
   upsert: (r: Omit<SavedStateRow, 'saved_at'>): Query => ({
-    text: `INSERT INTO session_saved_state (session_id, project_id, wip_sha, head_sha, skipped, conversation, conversation_bytes, runtime_version, saved_at)
-      VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, now())
+    text: `INSERT INTO session_saved_state (session_id, project_id, wip_sha, head_sha, skipped, conversation, conversation_bytes, runtime_version, workspace, saved_at)
+      VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, now())
       ON CONFLICT (session_id) DO UPDATE SET wip_sha = EXCLUDED.wip_sha, head_sha = EXCLUDED.head_sha, skipped = EXCLUDED.skipped,
         conversation = EXCLUDED.conversation, conversation_bytes = EXCLUDED.conversation_bytes,
-        runtime_version = EXCLUDED.runtime_version, saved_at = now()`,
-    values: [r.session_id, r.project_id, r.wip_sha, r.head_sha, JSON.stringify(r.skipped), r.conversation, r.conversation_bytes, r.runtime_version],
+        runtime_version = EXCLUDED.runtime_version, workspace = EXCLUDED.workspace, saved_at = now()`,
+    values: [r.session_id, r.project_id, r.wip_sha, r.head_sha, JSON.stringify(r.skipped), r.conversation, r.conversation_bytes, r.runtime_version, r.workspace],
   }),
   bySession: (sessionId: string): Query => ({
     text: 'SELECT * FROM session_saved_state WHERE session_id = $1',
