@@ -96,7 +96,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           SVC_LLM_MODEL: 'scripted',
           SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180',
           ...(how === 'kill' ? { SVC_SESSION_WIP_CHECKPOINT_SECONDS: '1' } : {}),
-          ...(how === 'idle' ? { SVC_SESSION_IDLE_MINUTES: '0.2' } : {}),
+          ...(how === 'idle' ? { SVC_SESSION_IDLE_MINUTES: '0.5' } : {}),
         };
         return withSessionProject({ slug: `pause-${how}`, env }, async (p) => {
           const { id, one } = await runningSession(p);
