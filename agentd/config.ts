@@ -48,6 +48,9 @@ export const envSchema = z.object({
   // (1 s, 2 s, 4 s, 8 s, then 10 s apart: about a minute) to outlast a server restart.
   SVC_CLONE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(9),
   SVC_DAEMON_SOCKET: optionalText,
+  // Pause and resume (docs/sessions.md): checkpoint at most this often; save at most this many bytes of files.
+  SVC_WIP_CHECKPOINT_SECONDS: z.coerce.number().min(0).max(86_400).default(60),
+  SVC_WIP_MAX_BYTES: z.coerce.number().int().min(0).default(100 * 1024 * 1024),
 });
 
 export interface AgentdConfig {
@@ -76,6 +79,8 @@ export interface AgentdConfig {
   cloneAttempts: number;
   /** A Unix socket to serve on as well (the server's way in to an isolated sandbox). */
   daemonSocket: string | undefined;
+  /** Pause and resume: the checkpoint interval (0: none) and the size cap. */
+  wip: { intervalMs: number; maxBytes: number };
 }
 
 export class ConfigError extends Error {
@@ -125,6 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentdConfig {
     abortTimeoutMs: e.SVC_ABORT_TIMEOUT_MS,
     cloneAttempts: e.SVC_CLONE_ATTEMPTS,
     daemonSocket: e.SVC_DAEMON_SOCKET,
+    wip: { intervalMs: Math.round(e.SVC_WIP_CHECKPOINT_SECONDS * 1000), maxBytes: e.SVC_WIP_MAX_BYTES },
   };
 }
 

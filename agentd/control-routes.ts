@@ -31,6 +31,8 @@ export interface ControlDeps {
   agentName: string | undefined;
   agentModel: string | undefined;
   abortTimeoutMs: number;
+  /** Pause and resume: a checkpoint now (`final`: the runtime stopped first, no more after it); absent outside a session. */
+  checkpoint?: (final: boolean) => Promise<unknown>;
 }
 
 const promptBody = z.strictObject({
@@ -53,6 +55,7 @@ const envBody = z
   .refine((b) => Object.keys(b.set).length + b.unset.length > 0, 'give at least one variable to set or unset')
   .refine((b) => !b.unset.some((n) => n in b.set), 'a variable cannot be both set and unset');
 const emptyBody = z.strictObject({});
+const checkpointBody = z.strictObject({ final: z.boolean().optional() });
 
 const runtimeUnavailable = () => new HttpError(503, 'Unavailable', 'The agent runtime is not running yet.');
 
@@ -131,6 +134,16 @@ const routes: Record<string, Route> = {
     deps.logger.info({ set: Object.keys(body.set), unset: body.unset }, 'runtime environment updated');
     await deps.runtime.restart();
     sendJson(res, 200, { set: Object.keys(body.set), unset: body.unset, agent: deps.runtime.state() });
+  },
+
+  '/svc/checkpoint': async (raw, res, deps) => {
+    const body = parseBody(checkpointBody, raw);
+    if (!deps.checkpoint) throw new HttpError(409, 'Conflict', 'This sandbox has no session to checkpoint.');
+    try {
+      sendJson(res, 200, { saved: await deps.checkpoint(body.final === true) });
+    } catch (err) {
+      throw new HttpError(502, 'Bad gateway', `checkpoint: ${(err as Error).message}`);
+    }
   },
 
   '/svc/refresh': async (raw, res, deps) => {

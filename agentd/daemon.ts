@@ -18,6 +18,7 @@ import { DaemonListener } from './raw-proxy/listener.js';
 import { UpstreamPool } from './raw-proxy/upstream-pool.js';
 import { createDaemonServer, isControlPath } from './server.js';
 import { RuntimeSupervisor } from './supervisor.js';
+import { Checkpointer } from './checkpointer.js';
 
 /**
  * The daemon, assembled: listener first (health answers while the repo clones), then
@@ -73,6 +74,19 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     repoReady: () => repoReady,
   });
   const client = new RuntimeClient(config.runtime.port);
+  // Pause and resume: only a session's sandbox (it has a session, a project and the server to save to).
+  const checkpointer =
+    config.autoClone && repo && config.apiUrl && config.projectId && config.sessionId
+      ? new Checkpointer({
+          settings: { workspace: config.workspace, home: config.runtime.home, xdgDataHome: env.XDG_DATA_HOME || undefined, maxBytes: config.wip.maxBytes },
+          url: `${config.apiUrl}/projects/${encodeURIComponent(config.projectId)}/sessions/${encodeURIComponent(config.sessionId)}/wip`,
+          token: config.token,
+          runtimeCommand: config.runtime.command,
+          intervalMs: config.wip.intervalMs,
+          logger: logger.child({ component: 'checkpoint' }),
+          stopRuntime: () => supervisor.stop(),
+        })
+      : undefined;
   const sessions: { last: string | undefined } = { last: undefined };
   let refreshQueue: Promise<unknown> = Promise.resolve();
 
@@ -103,6 +117,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     agentModel: config.agentModel,
     abortTimeoutMs: config.abortTimeoutMs,
     // One refresh at a time: two concurrent fetches would fight over git's locks.
+    ...(checkpointer ? { checkpoint: (final: boolean) => checkpointer.checkpoint(final) } : {}),
     refresh: () => {
       const run = refreshQueue.then(refreshOnce, refreshOnce);
       refreshQueue = run.catch(() => undefined);
@@ -158,12 +173,15 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     await mkdir(config.runtime.home, { recursive: true });
     await mkdir(config.workspace, { recursive: true });
     if (config.autoClone && repo) await cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' }));
+    // The saved workspace and conversation go back before the agent starts (and before health says the repo is ready).
+    if (checkpointer && !stopping) await checkpointer.restore();
     repoReady = true;
     health.invalidate();
     await resolveConfigDir();
     if (stopping) return;
     booted = true;
     await supervisor.start();
+    checkpointer?.start();
     if (config.bootstrapSession && config.initialPrompt) await bootstrapSession(config.initialPrompt);
   };
 
@@ -192,6 +210,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     killNow: () => supervisor.killNow(),
     stop: async () => {
       stopping = true;
+      checkpointer?.stop();
       listener.close();
       httpServer.closeAllConnections();
       pool.close();

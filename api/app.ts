@@ -21,6 +21,7 @@ import { cliLoginRoutes } from './routes/cli-login.js';
 import { dashboardProxyAuth } from './dashboard/proxy-auth.js';
 import { sessionRefreshRoutes } from './routes/session-refresh.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { sessionWipRoutes } from './routes/session-wip.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
 import { previewHostHandler } from './preview-host.js';
@@ -45,6 +46,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
   app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
+  app.use('/v1/projects/:projectId/sessions/:sessionId/wip', sessionWipRoutes(deps)); // SVC_TOKEN of the session's sandbox only; a binary body
   app.use('/v1/llm', llmGatewayRoutes(deps)); // sandbox keys only; OpenAI-shaped errors; its own body limit
   app.use(express.json({ limit: '1mb', strict: false }));
 

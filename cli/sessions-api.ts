@@ -20,7 +20,8 @@ export const sessionsApi = (api: ApiClient) => ({
   create: async (project: string, input: NewSessionInput) => (await api.request<{ session: Session }>('POST', base(project), input)).session,
   stop: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/stop`, {}))?.session,
   refresh: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/refresh`, {}))?.session,
-  restart: async (project: string, id: string) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, {}))?.session,
+  /** `fresh`: the spec's plain restart, without what the stop saved (pause and resume). */
+  restart: async (project: string, id: string, fresh = false) => (await api.request<{ session: Session } | undefined>('POST', `${one(project, id)}/restart`, fresh ? { fresh: true } : {}))?.session,
   remove: (project: string, id: string) => api.request<void>('DELETE', one(project, id)),
   /** `agentSession`: the runtime's conversation to continue (default: a new one). */
   prompt: (project: string, id: string, text: string, agentSession?: string) =>

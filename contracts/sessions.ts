@@ -45,6 +45,18 @@ export type CreateSessionInput = z.input<typeof CreateSessionBody>;
 /** `session_id`: the agent runtime's conversation to continue (default: a new one). */
 export const PromptSessionBody = z.strictObject({ text: text(1, 100_000), session_id: z.string().min(1).max(256).regex(/^[A-Za-z0-9_-]+$/).optional() });
 export const AbortSessionBody = z.strictObject({});
+/** `fresh`: the spec's plain restart (a fresh clone; the saved workspace and conversation are discarded). */
+export const RestartSessionBody = z.strictObject({ fresh: z.boolean().optional() });
+/** What a stop saved (pause and resume, docs/sessions.md), GET of one session only. */
+export const SessionSavedSchema = z.strictObject({
+  wip_sha: z.string().nullable(),
+  head_sha: z.string().nullable(),
+  skipped: z.array(z.strictObject({ path: z.string(), bytes: z.number().int(), reason: z.string() })),
+  conversation: z.boolean(),
+  conversation_bytes: z.number().int(),
+  runtime_version: z.string().nullable(),
+  saved_at: time,
+});
 
 export const SESSION_STATUSES = ['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed'] as const;
 export const SessionStatusSchema = z.enum(SESSION_STATUSES);
@@ -82,6 +94,7 @@ export const SessionSchema = z.strictObject({
   error: z.strictObject({ code: z.string(), message: z.string(), at: time, log: z.string().optional() }).nullable(),
   /** Tokens the model reported for this session's calls through the gateway (GET of one session only). */
   usage: SessionUsageSchema.optional(),
+  saved: SessionSavedSchema.nullable().optional(),
   created_by: uuid,
   created_at: time,
   updated_at: time,
@@ -91,6 +104,13 @@ export type Session = z.infer<typeof SessionSchema>;
 
 export const OneSession = z.strictObject({ session: SessionSchema });
 export const SessionList = z.strictObject({ sessions: z.array(SessionSchema) });
+
+/** `PUT …/sessions/:id/wip`: what the server kept of a checkpoint. */
+export const CheckpointAcceptedSchema = z.strictObject({
+  wip_sha: z.string().nullable(),
+  skipped: z.array(z.strictObject({ path: z.string(), bytes: z.number().int(), reason: z.string() })),
+  conversation: z.boolean(),
+});
 
 /** `GET .../git/clone-credential`: a short-lived git credential for a live sandbox. */
 export const CloneCredentialSchema = z.strictObject({ username: z.string(), password: z.string(), expires_at: time, repo_url: z.string() });

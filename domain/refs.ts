@@ -21,6 +21,8 @@ export function branchNameProblem(name: string): string | null {
   if (name.startsWith('-')) return "must not start with '-'";
   if (name === 'HEAD') return "must not be 'HEAD'";
   if (name === '@') return "must not be '@'";
+  // A branch's name, never a full ref: `refs/svc/…` (the server's hidden refs, e.g. a paused session's wip) must not be reachable as `refs/heads/refs/svc/…` look-alikes either.
+  if (name.startsWith('refs/')) return "must be a branch's name, not a ref (no leading 'refs/')";
   if (FORBIDDEN_CHARS.test(name)) return 'must not contain spaces, control characters or any of ~ ^ : ? * [ \\';
   if (name.includes('..')) return "must not contain '..'";
   if (name.includes('@{')) return "must not contain '@{'";

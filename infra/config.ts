@@ -142,6 +142,10 @@ const schema = z.object({
   SVC_SESSION_CAP: z.coerce.number().int().min(0).max(100_000).default(5),
   /** A running session with no proxied request or prompt for this long is stopped (hibernated). */
   SVC_SESSION_IDLE_MINUTES: z.coerce.number().positive().max(525_600).default(15),
+  /** Pause and resume: the most a stop or checkpoint saves of a sandbox's uncommitted and untracked files (bytes). */
+  SVC_SESSION_WIP_MAX_BYTES: z.coerce.number().int().min(0).max(16 * 1024 ** 3).default(100 * 1024 ** 2),
+  /** Pause and resume: a sandbox's daemon checkpoints changes at most this often (seconds). */
+  SVC_SESSION_WIP_CHECKPOINT_SECONDS: z.coerce.number().positive().max(86_400).default(60),
   /** Provisioning that has not reached `running` after this long fails. */
   SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   /** The agent runtime the sandbox daemon launches (process, bwrap: a host path; docker: a path in the image); default opencode. */

@@ -9,6 +9,7 @@ import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
 import { crDepsOf } from '../routes/change-requests.js';
 import { sessionDepsOf } from '../routes/sessions.js';
+import { savedSummary } from '../../services/sessions/saved-state.js';
 import { CreateSessionBody, PromptSessionBody } from '../../contracts/sessions.js';
 import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
@@ -72,7 +73,7 @@ export function sessionPages(deps: ApiDeps): Router {
     const q = PageQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
     const [s, crs] = await Promise.all([
-      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)),
+      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)).then(async (v) => ({ ...v, saved: await savedSummary(sessionDepsOf(deps), v.session_id) })),
       listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
     ]);
     const base = `/projects/${project.project_id}/sessions/${s.session_id}`;
@@ -91,11 +92,13 @@ export function sessionPages(deps: ApiDeps): Router {
 <dl class="facts"><dt>Status</dt><dd>${statusBadge(s.status)}</dd><dt>Branch</dt><dd><code>${s.branch}</code></dd><dt>Base</dt><dd><code>${s.base_ref}</code></dd>
 <dt>Agent</dt><dd>${s.agent}${s.model ? ` (${s.model})` : ''}</dd><dt>Sandbox</dt><dd>${s.sandbox ? html`${s.sandbox.state} · ${s.sandbox.provider}${UNISOLATED_PROVIDERS.includes(s.sandbox.provider as never) ? ' (unisolated)' : ''}${s.sandbox.url ? html` · <code>${s.sandbox.url}</code>` : ''}` : '–'}</dd>
 <dt>Agent state</dt><dd>${s.agent_state}</dd>${usageFacts(s.usage)}
-<dt>Last activity</dt><dd>${timeAgo(s.last_activity_at)}</dd></dl>
+<dt>Last activity</dt><dd>${timeAgo(s.last_activity_at)}</dd>
+<dt>Saved</dt><dd>${s.saved ? html`${s.saved.wip_sha ? html`workspace <code>${s.saved.wip_sha.slice(0, 12)}</code>` : 'no workspace changes'} · ${s.saved.conversation ? 'the conversation' : 'no conversation'} · ${timeAgo(s.saved.saved_at)}${s.saved.skipped.length ? html`<br><span class="muted">skipped: ${s.saved.skipped.map((k) => `${k.path} (${k.bytes} bytes)`).join(', ')}</span>` : ''}` : '–'}</dd></dl>
 ${s.error ? html`<div class="preview bad" role="alert"><strong>${s.error.code}</strong>: ${s.error.message} <span class="muted">${timeAgo(s.error.at)}</span></div>` : ''}</div>
 <div class="actions">
 <form method="post" action="${base}/stop" data-fetch>${hidden}<button type="submit">Stop</button></form>
 <form method="post" action="${base}/restart" data-fetch>${hidden}<button type="submit">Restart</button></form>
+<form method="post" action="${base}/restart-fresh" data-confirm="Restart from the branch alone? The saved workspace and conversation are discarded.">${hidden}<button type="submit">Restart fresh</button></form>
 <form method="post" action="${base}/refresh" data-fetch>${hidden}<button type="submit">Refresh</button></form>
 <form method="post" action="${base}/remove" data-confirm="Stop and delete this session? Its branch stays.">${hidden}<button type="submit" class="danger">Remove</button></form>
 </div>
@@ -123,6 +126,7 @@ ${s.status === 'running' ? html`<p><a href="${base}/preview/${port}" target="_bl
   const found = async (s: sessions.SessionDeps, projectId: string, id: string) => (await sessions.findSession(s, projectId, id)).session_id;
   action('stop', async (s, p, id, actor) => sessions.stopSession(s, p, await found(s, p, id), actor), 'stopped');
   action('restart', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor), 'restarted');
+  action('restart-fresh', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor, { fresh: true }), 'restarted');
   action('refresh', (s, p, id) => refreshSession(s, p, id), 'refreshed');
   action('remove', async (s, p, id, actor) => sessions.removeSession(s, p, await found(s, p, id), actor), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
   // As `POST …/prompt`: refused at once (409 no_model) when no model can answer; the

@@ -3,7 +3,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
-import { AbortSessionBody, CreateSessionBody, ListSessionsQuery, PromptSessionBody } from '../../contracts/sessions.js';
+import { AbortSessionBody, CreateSessionBody, RestartSessionBody, ListSessionsQuery, PromptSessionBody } from '../../contracts/sessions.js';
 import * as sessions from '../../services/sessions/service.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { assertPromptable } from '../../services/sessions/prompt-guard.js';
@@ -70,10 +70,10 @@ export function sessionRoutes(deps: ApiDeps): Router {
 
   r.post('/:sessionId/restart', async (req, res) => {
     const { project, actor, s, id } = await ctx(req);
-    AbortSessionBody.parse(req.body ?? {});
+    const body = RestartSessionBody.parse(req.body ?? {});
     const found = await sessions.findSession(s, project.project_id, id);
     try {
-      res.json({ session: await sessions.restartSession(s, project.project_id, found.session_id, actor) });
+      res.json({ session: await sessions.restartSession(s, project.project_id, found.session_id, actor, { fresh: body.fresh === true }) });
     } catch (err) {
       if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
       throw err;

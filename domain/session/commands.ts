@@ -38,7 +38,12 @@ export type RecordActivity = Cmd<'RecordActivity', { min_interval_ms: number }>;
 export type MarkAgentReady = Cmd<'MarkAgentReady', { sandbox_id: string }>;
 export type FailAgent = Cmd<'FailAgent', { sandbox_id: string; error: Omit<SessionErrorInfo, 'at'> }>;
 
+export type RecordPaused = Cmd<'RecordPaused', { wip_sha: string | null; skipped: { path: string; bytes: number; reason: string }[]; conversation: boolean }>;
+export type RecordResumed = Cmd<'RecordResumed', { sandbox_id: string; wip_sha: string | null; conversation: 'restored' | 'version_mismatch' | 'none' }>;
+
 export type SessionCommand =
+  | RecordPaused
+  | RecordResumed
   | CreateSession
   | RecordBranchCut
   | RequestSandbox

@@ -107,6 +107,12 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
       if (s.agent_state !== 'starting') return [];
       return [{ type: 'SessionAgentFailed', data: { sandbox_id: cur.sandbox_id, error: { ...command.data.error, at }, at } }];
     }
+    case 'RecordPaused':
+      return [{ type: 'SessionPaused', data: { ...command.data, at } }];
+    case 'RecordResumed':
+      // Only the current sandbox restores; a late report from an older one is dropped.
+      if (currentSandbox(s)?.sandbox_id !== command.data.sandbox_id) return [];
+      return [{ type: 'SessionResumed', data: { ...command.data, at } }];
     default: {
       const unhandled: never = command;
       throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);

@@ -39,6 +39,16 @@ export const SessionActivity = z.object({ at: time });
 export const SessionAgentReady = z.object({ sandbox_id: uuid, at: time });
 /** The runtime never answered in time (agent_state `error`); the session stays running. */
 export const SessionAgentFailed = z.object({ sandbox_id: uuid, error: errorInfo, at: time });
+const sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/);
+/** What a stop saved of the sandbox (pause and resume, docs/sessions.md): the wip commit, what the size cap left out, whether a conversation was kept. */
+export const SessionPaused = z.object({
+  wip_sha: sha.nullable(),
+  skipped: z.array(z.object({ path: z.string(), bytes: z.number().int().min(0), reason: z.string() })),
+  conversation: z.boolean(),
+  at: time,
+});
+/** A new sandbox restored the saved state (`conversation`: restored, or why not). */
+export const SessionResumed = z.object({ sandbox_id: uuid, wip_sha: sha.nullable(), conversation: z.enum(['restored', 'version_mismatch', 'none']), at: time });
 
 export const sessionEventSchemas = {
   SessionCreated,
@@ -57,6 +67,8 @@ export const sessionEventSchemas = {
   SessionActivity,
   SessionAgentReady,
   SessionAgentFailed,
+  SessionPaused,
+  SessionResumed,
 } as const;
 
 const catalog = eventCatalog('session', sessionEventSchemas);

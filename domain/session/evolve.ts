@@ -72,6 +72,10 @@ export function evolve(state: SessionState, event: SessionEvent): SessionState {
       return { ...touched, removed: true };
     case 'SessionActivity':
       return { ...touched, last_activity_at: at };
+    // What was saved lives on the saved-state row; the events are history (and the row's updated_at).
+    case 'SessionPaused':
+    case 'SessionResumed':
+      return touched;
     default: {
       const unhandled: never = event;
       throw new Error(`unhandled event ${(unhandled as { type: string }).type}`);

@@ -18,6 +18,7 @@ import { nowOf, pause, probeSignal, StopInterrupted, type SessionDeps } from './
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
 import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
+import { checkpointEnv } from './saved-state.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
@@ -118,7 +119,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         cliToken: creds!.cliToken,
         secrets,
         withPrompt: state.sandboxes.filter((x) => x.state !== 'error').length === 1,
-        agent: await agentEnv(deps, { session: state, project, apiUrl: deps.apiUrl(), llmKey: creds!.llmKey }),
+        agent: { ...(await agentEnv(deps, { session: state, project, apiUrl: deps.apiUrl(), llmKey: creds!.llmKey })), ...checkpointEnv(deps.config) },
       });
       secretValues = [...Object.values(secrets.env), creds!.serviceKey, creds!.cliToken, creds!.llmKey];
       await refuseUnisolated(deps, provider.name);

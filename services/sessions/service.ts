@@ -18,6 +18,7 @@ import { viewOfRow, viewOfState, type SessionView } from './view.js';
 import { sessionUsage } from '../llm/gateway.js';
 import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
+import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -99,7 +100,7 @@ export async function sessionDetail(deps: SessionDeps, projectId: string, sessio
   const v = await findSession(deps, projectId, sessionId);
   const usage = await sessionUsage(deps.db, v.session_id);
   const failure = v.error ? await deps.db.one<{ log: string }>(sessionQueries.failureLog(v.session_id)) : undefined;
-  return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage };
+  return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage, saved: await savedSummary(deps, v.session_id) };
 }
 
 export async function listSessions(deps: SessionDeps, projectId: string, status: string | null, limit = 1000): Promise<SessionView[]> {
@@ -153,6 +154,8 @@ export async function stopSession(
 ): Promise<SessionView> {
   const scoped = inProject(projectId);
   let before: Session | null = null;
+  // Pause and resume: a stop by a person or the idle sweep first saves what the branch does not hold.
+  if (reason !== 'lost') await pauseIfRunning(deps, projectId, sessionId);
   const { session, appended } = await handleSessionCommand(
     deps.db,
     sessionId,
@@ -168,9 +171,12 @@ export async function stopSession(
 }
 
 /** A new sandbox with new credentials; the old ones are revoked at once. */
-export async function restartSession(deps: SessionDeps, projectId: string, sessionId: string, actor: string): Promise<SessionView> {
+export async function restartSession(deps: SessionDeps, projectId: string, sessionId: string, actor: string, opts: { fresh?: boolean } = {}): Promise<SessionView> {
   const scoped = inProject(projectId);
   let before: Session | null = null;
+  // `--fresh`: the spec's plain restart, the saved state discarded; otherwise a running session is paused first.
+  if (opts.fresh) await findSession(deps, projectId, sessionId).then(() => dropSavedState(deps, projectId, sessionId));
+  else await pauseIfRunning(deps, projectId, sessionId);
   const { session } = await handleSessionCommand(
     deps.db,
     sessionId,
@@ -207,6 +213,7 @@ export async function removeSession(deps: SessionDeps, projectId: string, sessio
   );
   const handle = before ? handleOf(before) : null;
   if (handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
+  await dropSavedState(deps, projectId, sessionId);
 }
 
 export interface LiveTarget {

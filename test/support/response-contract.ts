@@ -30,6 +30,7 @@ export const EXEMPT: ReadonlyArray<{ path: RegExp; method?: RegExp; why: string;
   { path: /^\/git\//, why: "smart HTTP (git's own protocol) for managed repositories; git clients read it, not JSON clients. Its refusals are the server's own: a JSON error there must be the contract's error body", errorsChecked: true },
   { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/agent(\/|$)/, why: "the agent proxy: the runtime's own responses (and its SSE event stream), passed through" },
   { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/preview\/[^/]+(\/|$)/, why: "the preview proxy: whatever the session's app serves" },
+  { path: /^\/v1\/projects\/[^/]+\/sessions\/[^/]+\/wip$/, method: /^GET$/, why: "a paused session's checkpoint for its new sandbox (docs/sessions.md, pause and resume): a binary frame (a git bundle and the runtime's files), not JSON; its refusals are the contract's error body", errorsChecked: true },
   { path: /^\/v1\/llm(\/|$)/, why: "the model gateway speaks OpenAI's shape (bodies and errors), not the contract's" },
   { path: /^\/v1\/openapi\.json$/, why: 'the document itself: its schema is OpenAPI 3.1, not one of ours' },
   { path: /^\/metrics$/, why: 'Prometheus text' },

@@ -33,6 +33,13 @@ export async function run(f: Factory, o: { id: string; project?: string; host?: 
     rows.push(['tokens', `${u.input_tokens} in, ${u.output_tokens} out (${u.requests} model call${u.requests === 1 ? '' : 's'})`]);
     for (const m of u.by_model) rows.push([`  ${m.model}`, `${m.input_tokens} in, ${m.output_tokens} out (${m.requests})`]);
   }
+  // Pause and resume: what the last stop (or checkpoint) saved for the next restart.
+  if (s.saved) {
+    const v = s.saved;
+    const what = [v.wip_sha ? `workspace ${v.wip_sha.slice(0, 12)}` : 'no workspace changes', v.conversation ? `conversation (${v.conversation_bytes} bytes)` : 'no conversation'];
+    rows.push(['saved', `${what.join(', ')} at ${formatTime(f.io, v.saved_at, f.now())}`]);
+    for (const k of v.skipped) rows.push(['  skipped', `${k.path} (${k.bytes} bytes: ${k.reason})`]);
+  }
   if (s.error) rows.push(['error', `${s.error.code}: ${s.error.message} (${s.error.at})`]);
   rows.push(['url', sessionUrl(f, ctx, s)]);
   const pad = Math.max(...rows.map(([k]) => k.length)) + 1;

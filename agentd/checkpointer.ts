@@ -1,0 +1,88 @@
+import type { Logger } from '../lib/logger.js';
+import { fetchCheckpoint, packCheckpoint, restoreCheckpoint, runtimeVersion, sendCheckpoint, type WipSettings } from './wip.js';
+
+/**
+ * The daemon's checkpoints (pause and resume): restores what a stop saved before the
+ * runtime starts, then saves the workspace and conversation at most every `intervalMs`
+ * when they changed, and once more, with the runtime stopped, when the platform asks
+ * (`POST /svc/checkpoint {"final":true}` before it stops the sandbox). Everything goes
+ * through the sandbox's gateway to `…/sessions/:id/wip` with SVC_TOKEN.
+ */
+export interface CheckpointerOptions {
+  settings: WipSettings;
+  /** `${SVC_API_URL}/projects/<project>/sessions/<session>/wip` */
+  url: string;
+  token: string;
+  runtimeCommand: string;
+  intervalMs: number;
+  logger: Logger;
+  /** Stops the runtime (for a final checkpoint: its database closed cleanly). */
+  stopRuntime: () => Promise<void>;
+}
+
+export class Checkpointer {
+  private readonly version: Promise<string | null>;
+  private timer: NodeJS.Timeout | undefined;
+  private lastKey: string | undefined;
+  private running: Promise<unknown> = Promise.resolve();
+  private final = false;
+
+  constructor(private readonly o: CheckpointerOptions) {
+    this.version = runtimeVersion(o.runtimeCommand);
+  }
+
+  /** Before the runtime starts: the saved workspace and conversation, if any. Never throws. */
+  async restore(): Promise<void> {
+    const log = this.o.logger;
+    try {
+      const version = await this.version;
+      let frame: Buffer | null = null;
+      for (let attempt = 1; ; attempt++) {
+        try {
+          frame = await fetchCheckpoint(this.o.url, this.o.token, version);
+          break;
+        } catch (err) {
+          if (attempt >= 3) throw err;
+          await new Promise((r) => setTimeout(r, 1000 * attempt));
+        }
+      }
+      if (!frame) return;
+      const r = await restoreCheckpoint(this.o.settings, frame, log);
+      if (r.conversation === 'version_mismatch') log.warn({ message: r.message }, 'resumed without the saved conversation');
+      log.info({ workspace: r.workspace, conversation: r.conversation }, 'saved session state restored');
+    } catch (err) {
+      log.error({ err: (err as Error).message }, 'the saved session state could not be restored; starting fresh');
+    }
+  }
+
+  start(): void {
+    if (this.timer || this.o.intervalMs <= 0) return;
+    this.timer = setInterval(() => void this.checkpoint(false).catch((err: Error) => this.o.logger.warn({ err: err.message }, 'checkpoint failed')), this.o.intervalMs);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  /** One checkpoint at a time; a periodic one is skipped when nothing changed or after the final one. */
+  checkpoint(final: boolean): Promise<unknown> {
+    const run = this.running.then(async () => {
+      if (this.final && !final) return { skipped: 'final checkpoint taken' };
+      if (final) {
+        this.final = true;
+        this.stop();
+        await this.o.stopRuntime();
+      }
+      const packed = await packCheckpoint(this.o.settings, await this.version);
+      if (!final && packed.key === this.lastKey) return { unchanged: true };
+      const answer = await sendCheckpoint(this.o.url, this.o.token, packed.frame);
+      this.lastKey = packed.key;
+      this.o.logger.info({ wip_sha: packed.wipSha, skipped: packed.skipped.length, bytes: packed.frame.length, final }, 'checkpoint saved');
+      return answer;
+    });
+    this.running = run.catch(() => undefined);
+    return run;
+  }
+}

@@ -1,0 +1,59 @@
+import express, { Router, type Request } from 'express';
+import type { ApiDeps } from '../deps.js';
+import { authGuardOf, unauthorized } from '../auth.js';
+import { checkGateway } from '../gateway.js';
+import { projectById } from '../../services/projects/service.js';
+import { authenticateSandboxKey, sandboxProvider, type SandboxPrincipal } from '../../services/sessions/credentials.js';
+import { acceptCheckpoint, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
+import { FRAME_CONTENT_TYPE } from '../../lib/checkpoint-frame.js';
+import { DomainError } from '../../domain/errors.js';
+import { sessionDepsOf } from './sessions.js';
+
+/**
+ * `PUT|GET /v1/projects/:projectId/sessions/:sessionId/wip` (pause and resume,
+ * docs/sessions.md): a sandbox's daemon saves a checkpoint and its next sandbox reads it
+ * back. Only the SVC_TOKEN of the session's own live sandbox, through that sandbox's own
+ * gateway; every other credential is 401 (people see what was saved in the session's JSON).
+ * Mounted before the PAT middleware and the JSON parser (the body is a binary frame).
+ * Checkpoints are not activity: the idle sweep does not see them.
+ */
+export function sessionWipRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+
+  async function sandboxOf(req: Request): Promise<SandboxPrincipal> {
+    const header = req.headers.authorization;
+    const m = /^Bearer ([^\s]+)$/i.exec(String(header ?? '').trim());
+    const sandbox = header === undefined ? null : await authGuardOf(deps.config).attempt(req, () => (m ? authenticateSandboxKey(deps.db, m[1]!) : Promise.resolve(null)));
+    if (!sandbox) throw unauthorized();
+    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await sandboxProvider(deps.db, sandbox.sandbox_id) });
+    const params = req.params as Record<string, string>;
+    const ref = String(params.projectId ?? '');
+    const project = await projectById(deps.db, sandbox.project_id);
+    // Another session's (or project's) key learns nothing: the same 401 as a bad key.
+    if (!project || (ref.toLowerCase() !== project.project_id && ref !== project.slug)) throw unauthorized();
+    if (String(params.sessionId ?? '').toLowerCase() !== sandbox.session_id) throw unauthorized();
+    return sandbox;
+  }
+
+  r.put('/', async (req, res, next) => {
+    const s = sessionDepsOf(deps);
+    const who = await sandboxOf(req);
+    express.raw({ type: () => true, limit: checkpointBodyLimit(s.config) })(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+      acceptCheckpoint(s, who, body).then((saved) => res.json(saved), next);
+    });
+  });
+
+  r.get('/', async (req, res) => {
+    const s = sessionDepsOf(deps);
+    const who = await sandboxOf(req);
+    const v = req.query.runtime_version;
+    if (v !== undefined && (typeof v !== 'string' || v.length > 200)) throw new DomainError('validation', 'Validation failed', 'runtime_version must be a short string.');
+    const frame = await restoreFrame(s, who, typeof v === 'string' && v !== '' ? v : null);
+    if (!frame) throw new DomainError('not_found', 'Not found', 'Nothing is saved for this session.');
+    res.set('Cache-Control', 'no-store').type(FRAME_CONTENT_TYPE).send(frame);
+  });
+
+  return r;
+}
