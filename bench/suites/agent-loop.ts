@@ -45,7 +45,8 @@ async function runtimeBootOnce(): Promise<number> {
   });
   try {
     for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/session`).then((r) => r.ok, () => false);
+      // Each probe is bounded: a request made while it boots can wait forever.
+      const ok = await fetch(`http://127.0.0.1:${port}/session`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
       if (ok) return performance.now() - t0;
       if (performance.now() - t0 > 120_000) throw new Error('opencode serve never answered');
       await sleep(20);
