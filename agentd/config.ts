@@ -48,6 +48,8 @@ export const envSchema = z.object({
   // (1 s, 2 s, 4 s, 8 s, then 10 s apart: about a minute) to outlast a server restart.
   SVC_CLONE_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(9),
   SVC_DAEMON_SOCKET: optionalText,
+  /** A pool sandbox (docs/sessions.md "Pool"): no session yet; `POST /svc/claim` hands one over. */
+  SVC_POOL: flag,
 });
 
 export interface AgentdConfig {
@@ -76,6 +78,8 @@ export interface AgentdConfig {
   cloneAttempts: number;
   /** A Unix socket to serve on as well (the server's way in to an isolated sandbox). */
   daemonSocket: string | undefined;
+  /** Booted for the pool: no session, no credentials until `POST /svc/claim`. */
+  pool: boolean;
 }
 
 export class ConfigError extends Error {
@@ -125,6 +129,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentdConfig {
     abortTimeoutMs: e.SVC_ABORT_TIMEOUT_MS,
     cloneAttempts: e.SVC_CLONE_ATTEMPTS,
     daemonSocket: e.SVC_DAEMON_SOCKET,
+    pool: e.SVC_POOL,
   };
 }
 

@@ -9,6 +9,7 @@ import { RepoError } from './repo.js';
 import { RuntimeError, type RuntimeClient } from './runtime-client.js';
 import { DAEMON_OWNED_VARS, type RuntimeEnv } from './runtime-env.js';
 import type { AgentState } from './supervisor.js';
+import { claimBody, type ClaimBody } from './pool-claim.js';
 
 /**
  * The control surface under `/svc/`, called by the platform. Health is public; the rest
@@ -31,6 +32,8 @@ export interface ControlDeps {
   agentName: string | undefined;
   agentModel: string | undefined;
   abortTimeoutMs: number;
+  /** A pool sandbox only: hands it to a session (pool-claim.ts). */
+  claim?: (body: ClaimBody) => Promise<{ branch: string | null; commit: string | null }>;
 }
 
 const promptBody = z.strictObject({
@@ -129,6 +132,18 @@ const routes: Record<string, Route> = {
     deps.logger.info({ set: Object.keys(body.set), unset: body.unset }, 'runtime environment updated');
     await deps.runtime.restart();
     sendJson(res, 200, { set: Object.keys(body.set), unset: body.unset, agent: deps.runtime.state() });
+  },
+
+  '/svc/claim': async (raw, res, deps) => {
+    const body = parseBody(claimBody, raw);
+    if (!deps.claim) throw new HttpError(409, 'Conflict', 'This sandbox is not a pool sandbox.');
+    try {
+      sendJson(res, 200, await deps.claim(body));
+    } catch (err) {
+      if (err instanceof RepoError && err.code === 'bad_ref') throw new HttpError(409, 'Conflict', err.message);
+      if (err instanceof CredentialError || err instanceof RepoError) throw new HttpError(502, 'Bad gateway', err.message);
+      throw err;
+    }
   },
 
   '/svc/refresh': async (raw, res, deps) => {

@@ -4,6 +4,7 @@ import type { SessionDeps } from '../services/sessions/deps.js';
 import { idleMs } from '../services/sessions/deps.js';
 import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../services/sessions/jobs.js';
 import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../services/sessions/provision.js';
+import { startPoolKeeper } from '../services/sessions/pool.js';
 
 export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
 
@@ -50,5 +51,12 @@ export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts:
       .catch((err: Error) => deps.logger.warn({ err: err.message }, 'idle sweep not scheduled'));
   const timer = setInterval(tick, periodMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  // The pool of prepared sandboxes (docs/sessions.md "Pool"): kept filled from here.
+  const pool = startPoolKeeper(deps);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      pool.stop();
+    },
+  };
 }

@@ -20,6 +20,7 @@ import { type StopJob } from './jobs.js';
 import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
+import { handOver, takeClaimed } from './pool-claim.js';
 
 /**
  * `session.provision`, resumable after a crash at any step: each step is recorded in the
@@ -90,7 +91,9 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     }
     if (!handle) {
       if (sb) await provider.destroy({ sandboxId: sb.sandbox_id, provider: provider.name, url: '', ref: sb.ref ?? '' });
-      const sandboxId = randomUUID();
+      // Claimed from the pool at create (pool.ts): that sandbox, handed over below; else a cold start.
+      const pooled = await takeClaimed(deps, sessionId);
+      const sandboxId = pooled?.sandbox_id ?? randomUUID();
       let creds: SandboxCredentials | undefined;
       state = (
         await handleSessionCommand(
@@ -120,7 +123,9 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       secretValues = [...Object.values(secrets.env), creds!.serviceKey, creds!.cliToken, creds!.llmKey];
       await refuseUnisolated(deps, provider.name);
       const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
-      handle = await provider.create({
+      handle = pooled
+        ? await handOver(deps, pooled, { session: state, env, serviceKey: creds!.serviceKey, llmKey: creds!.llmKey })
+        : await provider.create({
         sandboxId,
         sessionId,
         projectId: project.project_id,
