@@ -175,6 +175,7 @@ export function startPoolKeeper(deps: SessionDeps, opts: { everyMs?: number } = 
   };
 
   const passLocked = async (providerName: string) => {
+    if (providerName === 'kubernetes') return; // not pooled: untested there (docs/manifest.md)
     const timeout = deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS;
     for (const r of await deps.db.rows<PoolRow>(poolQueries.staleClaims(timeout))) await drop(r, 'claim not picked up');
     let rows = await deps.db.rows<PoolRow>(poolQueries.ofProvider(providerName));

@@ -126,14 +126,14 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       handle = pooled
         ? await handOver(deps, pooled, { session: state, env, serviceKey: creds!.serviceKey, llmKey: creds!.llmKey })
         : await provider.create({
-        sandboxId,
-        sessionId,
-        projectId: project.project_id,
-        accountId: project.account_id,
-        env,
-        ...settings,
-        labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId },
-      });
+            sandboxId,
+            sessionId,
+            projectId: project.project_id,
+            accountId: project.account_id,
+            env,
+            ...settings,
+            labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId },
+          });
       const h = handle;
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
       log.debug({ ms: Date.now() - started }, 'sandbox started');
