@@ -13,7 +13,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../infra/config.js';
@@ -40,13 +40,16 @@ async function json(url: string, init: RequestInit = {}): Promise<{ status: numb
 /** The runtime alone: `opencode serve` in an empty git workspace until `/global/health` answers. */
 async function runtimeBootOnce(): Promise<number> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-rt-'));
-  await mkdir(path.join(dir, 'home'));
+  // As the daemon leaves it (agentd/runtime-deps.ts): the runtime's config dir looks installed, so nothing is downloaded.
+  const cfg = path.join(dir, 'home', '.config', 'opencode');
+  await mkdir(path.join(cfg, 'node_modules'), { recursive: true });
+  await writeFile(path.join(cfg, 'package.json'), '{"private":true,"dependencies":{"@opencode-ai/plugin":"*"}}\n');
   await mkdir(path.join(dir, 'ws'));
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(opencode, ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
     cwd: path.join(dir, 'ws'),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: path.join(dir, 'home'), OPENCODE_DISABLE_AUTOUPDATE: '1' },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: path.join(dir, 'home'), OPENCODE_DISABLE_AUTOUPDATE: '1' },
     stdio: 'ignore',
     detached: true,
   });
@@ -54,7 +57,7 @@ async function runtimeBootOnce(): Promise<number> {
     for (;;) {
       const ok = await fetch(`http://127.0.0.1:${port}/global/health`).then((r) => r.ok, () => false);
       if (ok) return performance.now() - t0;
-      if (performance.now() - t0 > 60_000) throw new Error('opencode serve never answered');
+      if (performance.now() - t0 > 120_000) throw new Error('opencode serve never answered');
       await sleep(10);
     }
   } finally {

@@ -4,6 +4,7 @@ import { promisify } from 'node:util';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
+import { sandboxFetch } from '../../../lib/sandbox-dial.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -22,10 +23,11 @@ interface PoolRow {
   sandbox_id: string;
   state: string;
   ref: string | null;
+  url: string | null;
   session_id: string | null;
 }
 
-const rows = (p: SessionProject) => p.srv.db.db.rows<PoolRow>({ text: 'SELECT sandbox_id::text, state, ref, session_id FROM pool_sandboxes ORDER BY created_at', values: [] });
+const rows = (p: SessionProject) => p.srv.db.db.rows<PoolRow>({ text: 'SELECT sandbox_id::text, state, ref, url, session_id FROM pool_sandboxes ORDER BY created_at', values: [] });
 const readyRows = async (p: SessionProject) => (await rows(p)).filter((r) => r.state === 'ready');
 
 /** Every process under `pid` (the sandbox's entrypoint or bwrap), by parent links in /proc. */
@@ -103,6 +105,8 @@ for (const provider of ['process', 'bwrap'] as const) {
         expect(files.some((f) => f.includes(`${path.sep}home${path.sep}`))).to.equal(true);
         for (const f of files) expect(read(f), f).to.not.match(SESSION_SHAPED);
         const runtimePid = pids.at(-1)!;
+        const poolKey = /SVC_TOKEN=(svc_pool_[^\0]+)/.exec(read(`/proc/${pids[0]}/environ`) || read(`/proc/${pids[1]}/environ`))?.[1];
+        expect(poolKey).to.be.a('string');
 
         const created = await p.api.post(p.sessions, {});
         expect(created.status).to.equal(201);
@@ -116,6 +120,12 @@ for (const provider of ['process', 'bwrap'] as const) {
         expect(state.auths.svc.type).to.equal('api');
         expect(state.auths.svc.key).to.match(/^svc_llm_/);
         expect(state.env.SVC_TOKEN).to.match(/^svc_pool_/); // the boot's environment; the pool key is dead now:
+
+        // The pool key opens nothing after the claim: not the control surface, not a second claim.
+        const withPoolKey = (route: string, body: unknown) =>
+          sandboxFetch(pooled!.url!, route, { method: 'POST', headers: { authorization: `Bearer ${poolKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        expect((await withPoolKey('/svc/prompt', { text: 'hi' })).status).to.equal(401);
+        expect((await withPoolKey('/svc/claim', { token: 'x'.repeat(32), session_id: 'other', branch: 'other' })).status).to.equal(401);
 
         const health = await fetch(`${p.srv.url}${p.sessions}/${id}`, { headers: { authorization: `Bearer ${p.srv.token}` } }).then((r) => r.json() as any);
         expect(health.session.branch).to.equal(id);
