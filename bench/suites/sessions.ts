@@ -45,6 +45,7 @@ async function runtimeBootOnce(): Promise<number> {
   await mkdir(path.join(cfg, 'node_modules'), { recursive: true });
   await writeFile(path.join(cfg, 'package.json'), '{"private":true,"dependencies":{"@opencode-ai/plugin":"*"}}\n');
   await mkdir(path.join(dir, 'ws'));
+  await new Promise((res) => spawn('git', ['init', '-q', path.join(dir, 'ws')], { stdio: 'ignore' }).on('close', res).on('error', res));
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(opencode, ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
@@ -55,7 +56,7 @@ async function runtimeBootOnce(): Promise<number> {
   });
   try {
     for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/global/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`http://127.0.0.1:${port}/global/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
       if (ok) return performance.now() - t0;
       if (performance.now() - t0 > 120_000) throw new Error('opencode serve never answered');
       await sleep(10);
@@ -160,7 +161,7 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
     };
     const results = { cold: { running: [] as number[], agent: [] as number[] }, pooled: { running: [] as number[], agent: [] as number[] } };
     const boot: number[] = [];
-    let claimedAll = true;
+    let bootError: string | undefined;
     for (let i = 0; i < n + 1; i++) {
       for (const mode of ['cold', 'pooled'] as const) {
         if (mode === 'pooled') await poolReady();
@@ -183,17 +184,18 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
         results[mode].running.push(running);
         results[mode].agent.push(agent);
       }
-      if (i > 0) boot.push(await runtimeBootOnce());
+      // A runtime that never answers alone is a note on the rows, not the loss of the sessions' figures.
+      if (i > 0) boot.push(await runtimeBootOnce().catch((err: Error) => ((bootError = err.message), NaN)));
     }
-    claimedAll = claimedAll && results.pooled.agent.length === n;
-    const b50 = median(boot);
+    const booted = boot.filter(Number.isFinite);
+    const b50 = median(booted);
     const row = (name: string, value: number, extra: Partial<BenchRow> = {}): BenchRow => ({ suite: 'sessions', name: `${provider}: ${name}`, value, unit: 'ms', ...extra });
     const strict = provider !== 'docker';
     const pa50 = median(results.pooled.agent);
     const pa99 = percentile(results.pooled.agent, 99);
     const ca50 = median(results.cold.agent);
     return [
-      row('runtime boot alone (opencode serve) p50', b50),
+      row('runtime boot alone (opencode serve) p50', b50, bootError ? { notes: bootError } : {}),
       row('pooled create → running p50', median(results.pooled.running)),
       row('pooled create → running p99', percentile(results.pooled.running, 99)),
       row('pooled create → agent answering p50', pa50, strict ? { goal: '<= 1000 ms', met: pa50 <= 1000 } : {}),
@@ -201,7 +203,7 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
       row('cold create → running p50', median(results.cold.running)),
       row('cold create → running p99', percentile(results.cold.running, 99)),
       row('cold create → agent answering p50', ca50, { floor: b50, ratio: ca50 / b50, goal: '<= 1.2x runtime boot', met: ca50 <= 1.2 * b50 }),
-      row('cold create → agent answering p99', percentile(results.cold.agent, 99), { floor: percentile(boot, 99) }),
+      row('cold create → agent answering p99', percentile(results.cold.agent, 99), { floor: percentile(booted, 99) }),
     ];
   } finally {
     await server.stop();
