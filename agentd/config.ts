@@ -51,6 +51,8 @@ export const envSchema = z.object({
   // Pause and resume (docs/sessions.md): checkpoint at most this often; save at most this many bytes of files.
   SVC_WIP_CHECKPOINT_SECONDS: z.coerce.number().min(0).max(86_400).default(60),
   SVC_WIP_MAX_BYTES: z.coerce.number().int().min(0).default(100 * 1024 * 1024),
+  /** A pool sandbox (docs/sessions.md "Pool"): no session yet; `POST /svc/claim` hands one over. */
+  SVC_POOL: flag,
 });
 
 export interface AgentdConfig {
@@ -81,6 +83,8 @@ export interface AgentdConfig {
   daemonSocket: string | undefined;
   /** Pause and resume: the checkpoint interval (0: none) and the size cap. */
   wip: { intervalMs: number; maxBytes: number };
+  /** Booted for the pool: no session, no credentials until `POST /svc/claim`. */
+  pool: boolean;
 }
 
 export class ConfigError extends Error {
@@ -131,6 +135,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): AgentdConfig {
     cloneAttempts: e.SVC_CLONE_ATTEMPTS,
     daemonSocket: e.SVC_DAEMON_SOCKET,
     wip: { intervalMs: Math.round(e.SVC_WIP_CHECKPOINT_SECONDS * 1000), maxBytes: e.SVC_WIP_MAX_BYTES },
+    pool: e.SVC_POOL,
   };
 }
 

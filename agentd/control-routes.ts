@@ -9,6 +9,7 @@ import { RepoError } from './repo.js';
 import { RuntimeError, type RuntimeClient } from './runtime-client.js';
 import { DAEMON_OWNED_VARS, type RuntimeEnv } from './runtime-env.js';
 import type { AgentState } from './supervisor.js';
+import { claimBody, type ClaimBody } from './pool-claim.js';
 
 /**
  * The control surface under `/svc/`, called by the platform. Health is public; the rest
@@ -33,6 +34,8 @@ export interface ControlDeps {
   abortTimeoutMs: number;
   /** Pause and resume: a checkpoint now (`final`: the runtime stopped first, no more after it); absent outside a session. */
   checkpoint?: (final: boolean) => Promise<unknown>;
+  /** A pool sandbox only: hands it to a session (pool-claim.ts). */
+  claim?: (body: ClaimBody) => Promise<{ branch: string | null; commit: string | null }>;
 }
 
 const promptBody = z.strictObject({
@@ -143,6 +146,18 @@ const routes: Record<string, Route> = {
       sendJson(res, 200, { saved: await deps.checkpoint(body.final === true) });
     } catch (err) {
       throw new HttpError(502, 'Bad gateway', `checkpoint: ${(err as Error).message}`);
+    }
+  },
+
+  '/svc/claim': async (raw, res, deps) => {
+    const body = parseBody(claimBody, raw);
+    if (!deps.claim) throw new HttpError(409, 'Conflict', 'This sandbox is not a pool sandbox.');
+    try {
+      sendJson(res, 200, await deps.claim(body));
+    } catch (err) {
+      if (err instanceof RepoError && err.code === 'bad_ref') throw new HttpError(409, 'Conflict', err.message);
+      if (err instanceof CredentialError || err instanceof RepoError) throw new HttpError(502, 'Bad gateway', err.message);
+      throw err;
     }
   },
 

@@ -10,6 +10,9 @@ import { helperCommand } from './git-credential-helper.js';
 import { Health } from './health.js';
 import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
+import { git } from './git.js';
+import { prepareShellProfile, putRuntimeAuth, writeSessionEnv, type ClaimBody } from './pool-claim.js';
+import { GATEWAY_PROVIDER } from './runtime-config.js';
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
 import { runtimeConfigContent } from './runtime-config.js';
@@ -39,7 +42,10 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   let booted = false;
   let repoReady = !config.autoClone;
   let stopping = false;
-  const configContent = runtimeConfigContent({ ...config.llm, agentModel: config.agentModel });
+  let booted$: Promise<void> = Promise.resolve();
+  // The control key: a pool sandbox's rotates to the session's at its claim (pool-claim.ts).
+  const key = { value: config.token };
+  const configContent = runtimeConfigContent({ ...config.llm, agentModel: config.agentModel, keyLater: config.pool });
   const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir, ...(configContent ? { OPENCODE_CONFIG_CONTENT: configContent } : {}) }));
   const supervisor = new RuntimeSupervisor({
     spec: {
@@ -54,7 +60,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     backoffMaxMs: config.restartBackoffMaxMs,
     stopGraceMs: config.stopGraceMs,
   });
-  const repo: RepoSettings | undefined = config.repoUrl
+  let repo: RepoSettings | undefined = config.repoUrl
     ? {
         workspace: config.workspace,
         repoUrl: config.repoUrl,
@@ -103,7 +109,9 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   };
 
   const control: ControlDeps = {
-    token: config.token,
+    get token() {
+      return key.value;
+    },
     logger: logger.child({ component: 'control' }),
     health,
     runtime: {
@@ -123,7 +131,44 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       refreshQueue = run.catch(() => undefined);
       return run;
     },
+    ...(config.pool ? { claim: (body: ClaimBody) => claim(body) } : {}),
   };
+
+  let claimed = false;
+  let bootConfigDir = configDir;
+  /** `POST /svc/claim`: once; the key first, so a failure later leaves nothing the pool key opens. */
+  async function claim(body: ClaimBody): Promise<{ branch: string | null; commit: string | null }> {
+    if (claimed) throw new RepoError('bad_ref', 'this sandbox was claimed already');
+    claimed = true;
+    key.value = body.token;
+    runtimeEnv.apply(body.env, []);
+    await writeSessionEnv(config.runtime.home, body.env);
+    control.agentName = body.agent_name;
+    control.agentModel = body.agent_model;
+    repo = {
+      workspace: config.workspace,
+      repoUrl: config.repoUrl!,
+      branch: body.branch,
+      baseRef: body.base_ref ?? config.baseRef,
+      apiUrl: config.apiUrl,
+      projectId: config.projectId,
+      token: body.token,
+      agentCredentialHelper: process.argv[1] ? helperCommand(process.execPath, process.argv[1]) : undefined,
+    };
+    const log = logger.child({ component: 'claim' });
+    await booted$;
+    const auth = body.llm_key && config.llm.baseUrl ? putRuntimeAuth(config.runtime.port, GATEWAY_PROVIDER, body.llm_key) : Promise.resolve();
+    await cloneRepo(repo, log);
+    repoReady = true;
+    health.invalidate();
+    await resolveConfigDir();
+    await auth;
+    // A repository that moves the agent's config dir needs the runtime to start again to see it.
+    if (configDir !== bootConfigDir) await supervisor.restart();
+    const r = await health.body();
+    log.info({ session_id: body.session_id, branch: r.branch }, 'claimed for a session');
+    return { branch: r.branch, commit: r.commit };
+  }
 
   async function refreshOnce(): Promise<{ before: string | null; after: string | null }> {
     if (!repo) throw new RepoError('not_a_repo', 'SVC_REPO_URL is not set: there is no session branch to re-pull.');
@@ -134,19 +179,23 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     return r;
   }
 
-  const proxy = new LoopbackProxy(config.token, logger.child({ component: 'proxy' }));
+  const proxy = new LoopbackProxy(() => key.value, logger.child({ component: 'proxy' }));
   const httpServer: http.Server = createDaemonServer({
     control,
     proxy,
     logger,
-    token: config.token,
+    get token() {
+      return key.value;
+    },
     runtimePort: config.runtime.port,
     ownPort: config.servicePort,
     agentState: () => supervisor.state,
   });
   const pool = new UpstreamPool();
   const listener = new DaemonListener(httpServer, {
-    token: config.token,
+    get token() {
+      return key.value;
+    },
     runtimePort: config.runtime.port,
     ownPort: config.servicePort,
     agentState: () => supervisor.state,
@@ -172,12 +221,20 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   const boot = async () => {
     await mkdir(config.runtime.home, { recursive: true });
     await mkdir(config.workspace, { recursive: true });
-    if (config.autoClone && repo) await cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' }));
-    // The saved workspace and conversation go back before the agent starts (and before health says the repo is ready).
-    if (checkpointer && !stopping) await checkpointer.restore();
-    repoReady = true;
-    health.invalidate();
-    await resolveConfigDir();
+    if (config.pool) {
+      // No credentials yet: an empty repository with its origin; the claim fetches.
+      await git(['init', '-q', config.workspace], {});
+      if (config.repoUrl) await git(['remote', 'add', 'origin', config.repoUrl], { cwd: config.workspace }).catch(() => undefined);
+      runtimeEnv.apply(await prepareShellProfile(config.runtime.home), []);
+      bootConfigDir = configDir;
+    } else {
+      if (config.autoClone && repo) await cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' }));
+      // The saved workspace and conversation go back before the agent starts (and before health says the repo is ready).
+      if (checkpointer && !stopping) await checkpointer.restore();
+      repoReady = true;
+      health.invalidate();
+      await resolveConfigDir();
+    }
     if (stopping) return;
     booted = true;
     await supervisor.start();
@@ -203,6 +260,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   };
 
   const bootPromise = boot().catch((err: unknown) => logger.error({ err }, 'boot failed'));
+  booted$ = bootPromise;
 
   return {
     port,

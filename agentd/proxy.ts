@@ -15,9 +15,14 @@ export class LoopbackProxy {
   private readonly agent = new http.Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, scheduling: 'lifo', noDelay: true } as http.AgentOptions);
 
   constructor(
-    private readonly token: string,
+    /** The daemon's control key, or a reader of it (a pool sandbox's key rotates at its claim). */
+    private readonly token: string | (() => string),
     private readonly logger: Logger,
   ) {}
+
+  private key(): string {
+    return typeof this.token === 'string' ? this.token : this.token();
+  }
 
   close(): void {
     this.agent.destroy();
@@ -29,7 +34,7 @@ export class LoopbackProxy {
       port: target.port,
       method: req.method,
       path: target.path,
-      headers: upstreamRequestHeaders(req, this.token, false),
+      headers: upstreamRequestHeaders(req, this.key(), false),
       agent: this.agent,
     });
     upReq.on('response', (upRes) => {
@@ -74,7 +79,7 @@ export class LoopbackProxy {
       port: target.port,
       method: req.method,
       path: target.path,
-      headers: upstreamRequestHeaders(req, this.token, true),
+      headers: upstreamRequestHeaders(req, this.key(), true),
       agent: false,
     });
     const fail = () => socket.destroy();

@@ -13,18 +13,20 @@ export interface GatewaySettings {
   apiKey: string | undefined;
   models: string[];
   agentModel: string | undefined;
+  /** A pool sandbox: the provider is declared without its key, which the claim sets through the runtime's `PUT /auth/svc`. */
+  keyLater?: boolean;
 }
 
 export function runtimeConfigContent(g: GatewaySettings): string | undefined {
   const config: Record<string, unknown> = {};
-  if (g.baseUrl && g.apiKey) {
+  if (g.baseUrl && (g.apiKey || g.keyLater)) {
     const models = new Set(g.models);
     if (g.agentModel?.startsWith(`${GATEWAY_PROVIDER}/`)) models.add(g.agentModel.slice(GATEWAY_PROVIDER.length + 1));
     config.provider = {
       [GATEWAY_PROVIDER]: {
         npm: '@ai-sdk/openai-compatible',
         name: 'svc model gateway',
-        options: { baseURL: g.baseUrl, apiKey: g.apiKey },
+        options: g.apiKey ? { baseURL: g.baseUrl, apiKey: g.apiKey } : { baseURL: g.baseUrl },
         models: Object.fromEntries([...models].map((m) => [m, { name: m, tool_call: true }])),
       },
     };

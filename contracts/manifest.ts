@@ -17,6 +17,7 @@ export const ManifestSchema = z.strictObject({
     cpus: z.number().optional(),
     memory_mb: z.number().int().optional(),
     idle_timeout_minutes: z.number().int().optional(),
+    pool: z.number().int().optional(),
   }),
   triggers: z.array(
     z.strictObject({ slug: z.string(), schedule: z.string(), prompt: z.string(), agent: z.string().optional(), model: z.string().optional(), enabled: z.boolean() }),

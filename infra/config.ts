@@ -148,6 +148,8 @@ const schema = z.object({
   SVC_SESSION_WIP_CHECKPOINT_SECONDS: z.coerce.number().positive().max(86_400).default(60),
   /** Provisioning that has not reached `running` after this long fails. */
   SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
+  /** Prepared sandboxes per server, over every project's `[sandbox] pool` (docs/sessions.md "Pool"); 0 turns the pool off. */
+  SVC_SANDBOX_POOL_MAX: z.coerce.number().int().min(0).max(1000).default(2),
   /** The agent runtime the sandbox daemon launches (process, bwrap: a host path; docker: a path in the image); default opencode. */
   SVC_AGENT_RUNTIME: z.string().min(1).optional(),
   /** The API base (ending in /v1) as sandboxes reach it; default SVC_PUBLIC_URL/v1, else this server on 127.0.0.1. */

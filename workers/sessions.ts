@@ -5,6 +5,7 @@ import { idleMs } from '../services/sessions/deps.js';
 import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../services/sessions/jobs.js';
 import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../services/sessions/provision.js';
 import { sweepOrphans } from '../services/sessions/orphans.js';
+import { startPoolKeeper } from '../services/sessions/pool.js';
 
 export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
 
@@ -58,5 +59,12 @@ export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts:
       .catch((err: Error) => deps.logger.warn({ err: err.message }, 'idle sweep not scheduled'));
   const timer = setInterval(tick, periodMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  // The pool of prepared sandboxes (docs/sessions.md "Pool"): kept filled from here.
+  const pool = startPoolKeeper(deps);
+  return {
+    stop: () => {
+      clearInterval(timer);
+      pool.stop();
+    },
+  };
 }

@@ -17,7 +17,8 @@ export class DaemonListener {
   private readonly onConnection: (accepted: net.Socket) => void;
 
   constructor(httpServer: http.Server, deps: Omit<RawProxyDeps, 'handOff'>) {
-    const full: RawProxyDeps = { ...deps, handOff: (socket) => httpServer.emit('connection', socket) };
+    // Assigned onto `deps`, not spread: a getter there (the rotating key of a pool sandbox) stays live.
+    const full: RawProxyDeps = Object.assign(deps, { handOff: (socket: net.Socket) => httpServer.emit('connection', socket) });
     // Half-open like the http server: a client may send its request and FIN, then read.
     // Accepted paused: the connection takes the socket over before anything is read.
     this.onConnection = (accepted) => {

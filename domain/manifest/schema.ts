@@ -81,6 +81,8 @@ export const ManifestSchema = z
         cpus: z.number().min(0.01).max(64).optional(),
         memory_mb: z.number().int().min(64).max(262_144).optional(),
         idle_timeout_minutes: z.number().int().min(4).max(10_080).optional(),
+        /** Prepared sandboxes kept booted for the project (docs/sessions.md "Pool"), capped per server by SVC_SANDBOX_POOL_MAX. */
+        pool: z.number().int().min(0).max(50).optional(),
         /** Where the sandbox may connect through the egress proxy (domain/manifest/egress.ts); absent: the public internet. */
         egress: EgressList.optional(),
       })
@@ -119,7 +121,7 @@ export const KNOWN_KEYS: Record<string, string[]> = {
   '': ['agent', 'env', 'sandbox', 'triggers', 'apps', 'checks', 'review'],
   agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
-  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress'],
+  sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress', 'pool'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
   apps: ['name', 'command', 'port', 'env', 'health_path'],
   checks: ['name', 'run', 'timeout_minutes', 'secrets'],

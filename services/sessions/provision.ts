@@ -22,6 +22,7 @@ import { checkpointEnv } from './saved-state.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
+import { handOver, takeClaimed } from './pool-claim.js';
 
 /**
  * `session.provision`, resumable after a crash at any step: each step is recorded in the
@@ -94,7 +95,9 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     }
     if (!handle) {
       if (sb) await (deps.providers?.get(sb.provider) ?? provider).destroy({ sandboxId: sb.sandbox_id, provider: sb.provider as SandboxHandle['provider'], url: '', ref: sb.ref ?? '' });
-      const sandboxId = randomUUID();
+      // Claimed from the pool at create (pool.ts): that sandbox, handed over below; else a cold start.
+      const pooled = await takeClaimed(deps, sessionId);
+      const sandboxId = pooled?.sandbox_id ?? randomUUID();
       let creds: SandboxCredentials | undefined;
       state = (
         await handleSessionCommand(
@@ -124,15 +127,17 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       secretValues = [...Object.values(secrets.env), creds!.serviceKey, creds!.cliToken, creds!.llmKey];
       await refuseUnisolated(deps, provider.name);
       const settings = await sandboxSettings(deps, provider.name, project, state.base_commit_sha!);
-      handle = await provider.create({
-        sandboxId,
-        sessionId,
-        projectId: project.project_id,
-        accountId: project.account_id,
-        env,
-        ...settings,
-        labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId, [INSTALL_LABEL]: await installIdOf(deps.db) },
-      });
+      handle = pooled
+        ? await handOver(deps, pooled, { session: state, env, serviceKey: creds!.serviceKey, llmKey: creds!.llmKey })
+        : await provider.create({
+            sandboxId,
+            sessionId,
+            projectId: project.project_id,
+            accountId: project.account_id,
+            env,
+            ...settings,
+            labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId, [INSTALL_LABEL]: await installIdOf(deps.db) },
+          });
       const h = handle;
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
       log.debug({ ms: Date.now() - started }, 'sandbox started');

@@ -19,6 +19,7 @@ import { sessionUsage } from '../llm/gateway.js';
 import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
+import { claimPoolSandbox } from './pool.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -83,7 +84,13 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
       },
       meta: { actor: input.userId, now: nowOf(deps) },
     }),
-    { before: (tx) => admitLive(tx, deps, input.project.account_id, false) },
+    {
+      before: async (tx) => {
+        await admitLive(tx, deps, input.project.account_id, false);
+        // A prepared sandbox of the project, when one matches (pool.ts); else the worker starts one cold.
+        await claimPoolSandbox(tx, deps, { project: input.project, sessionId, model: input.model ?? null });
+      },
+    },
   );
   await dispatchProvision(deps, sessionId);
   return viewOfState(session, publicUrl(deps));

@@ -8,7 +8,7 @@
  * (abort never answers), FAKE_RUNTIME_IGNORE_TERM=1 (survive SIGTERM).
  *
  * opencode-like routes: GET /global/health, POST /session, POST /session/:id/prompt_async,
- * POST /session/:id/abort, GET /event (SSE; `?count=&interval=` then the stream ends).
+ * POST /session/:id/abort, PUT /auth/:id, GET /event (SSE; `?count=&interval=` then the stream ends).
  * Test routes: GET /fake/state (argv, cwd, env, sessions, prompts), GET|POST /fake/echo
  * (method, url, headers, body), POST /fake/crash (exit 3 after answering), GET /fake/hello
  * (tiny body, for benchmarks), WebSocket echo on any upgrade.
@@ -31,6 +31,7 @@ const bootDelay = Number(process.env.FAKE_RUNTIME_BOOT_DELAY_MS ?? 0);
 
 const sessions = new Map<string, { id: string; title: string | undefined; aborted: number }>();
 const prompts: { session_id: string; body: unknown }[] = [];
+const auths: Record<string, unknown> = {};
 let nextId = 1;
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -101,8 +102,15 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     tick();
     return;
   }
+  // opencode's provider-auth route (a pool sandbox's claim sets the model key through it).
+  const auth = /^\/auth\/([^/]+)$/.exec(p);
+  if (req.method === 'PUT' && auth) {
+    auths[decodeURIComponent(auth[1]!)] = parse(await readBody(req));
+    return json(res, 200, true);
+  }
   if (p === '/fake/state') {
     return json(res, 200, {
+      auths,
       pid: process.pid,
       argv: process.argv.slice(2),
       cwd: process.cwd(),
