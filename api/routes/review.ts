@@ -14,6 +14,7 @@ import { DEFAULT_MAX_AGENT_ROUNDS, sendToAgent, type ReviewDeps } from '../../se
 import { getManifest } from '../../services/manifest/sync.js';
 import { crDepsOf } from './change-requests.js';
 import { manifestDepsOf } from './manifest.js';
+import { checkFeedback } from '../../services/checks/feedback.js';
 
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -44,6 +45,8 @@ export function reviewDepsOf(deps: ApiDeps): ReviewDeps {
   return {
     ...crDepsOf(deps),
     sessions: deps.sessions,
+    // Failing checks on the current head go with the comments (services/checks/feedback.ts).
+    feedbackSources: [checkFeedback],
     async maxAgentRounds(project: ProjectRecord) {
       const view = await getManifest(manifestDepsOf(deps), project).catch(() => null);
       const n = (view?.manifest as { review?: { max_agent_rounds?: unknown } } | null | undefined)?.review?.max_agent_rounds;
