@@ -49,7 +49,8 @@ CHANGE REQUESTS
   cr show <cr>               Show a change request and its merge preview (alias: info, view)
   cr diff <cr>               Show the diff of a change request
   cr open                    Open a change request (alias: new, create)
-  cr merge <cr>              Merge an open change request
+  cr merge <cr>              Merge an open change request (--when-green: once its checks pass)
+  cr checks <cr>             Show a change request's checks, statuses and merge-when-green
   cr close <cr>              Close an open change request
   cr reopen <cr>             Reopen a closed change request
   cr comment <cr>            Comment on a change request (--body; --path and --line for a line of the diff)
