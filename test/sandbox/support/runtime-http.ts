@@ -7,6 +7,16 @@
 import type { ServerResponse } from 'node:http';
 
 export function listenArgs(argv = process.argv): { port: number; hostname: string } {
+  // Like opencode: `--version` answers and exits (the daemon asks it before a resume);
+  // anything but `serve` is a usage error, never a server left running.
+  if (argv[2] === '--version') {
+    process.stdout.write('0.0.0-test\n');
+    process.exit(0);
+  }
+  if (argv[2] !== 'serve') {
+    process.stderr.write('usage: <runtime> serve --port P --hostname H\n');
+    process.exit(2);
+  }
   const arg = (name: string) => {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
