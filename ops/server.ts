@@ -86,7 +86,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const manifest = await wireManifest(core, sessions.deps, sessions.appProvider);
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
-  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireChecks(core, sessions.appProvider)];
+  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireChecks(core, sessions.appProvider, sessions.deps)];
   // From here a failed start drains as stop() below does: intake, queue, resources.
   undo.pop();
   undo.push(async () => {

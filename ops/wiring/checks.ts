@@ -1,6 +1,8 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../../services/checks/deps.js';
 import { startChecksRefresher } from '../../services/checks/refresher.js';
+import { sendFailureAutomatically } from '../../services/checks/auto-send.js';
+import type { SessionDeps } from '../../services/sessions/deps.js';
 import { startCheckWorkers } from '../../workers/checks.js';
 import { onMergedResync } from '../../workers/manifest.js';
 import type { Core, Running } from './core.js';
@@ -18,7 +20,7 @@ export function checksEnqueue(core: Core): Pick<ChecksDeps, 'enqueueRun' | 'eval
  * workspace: process or bwrap), merge-when-green evaluated here (merges re-sync the
  * manifest like any merge), and the refresher that follows open CRs' tips.
  */
-export function wireChecks(core: Core, provider: SandboxProvider | undefined): Running {
+export function wireChecks(core: Core, provider: SandboxProvider | undefined, sessions?: SessionDeps): Running {
   const { config, logger, db, secrets, repos, queue, roles, crCommands: commands } = core;
   if (!roles.worker) return {};
   const deps: ChecksDeps = {
@@ -34,6 +36,8 @@ export function wireChecks(core: Core, provider: SandboxProvider | undefined): R
     lockWaitMs: 60_000,
     logMaxBytes: config.SVC_CHECKS_LOG_MAX_BYTES,
   };
+  // `[review] send_failures_to_agent`: a failure goes to the agent's session (auto-send.ts).
+  if (sessions) deps.onFailed = (project, crId) => sendFailureAutomatically(deps, sessions, project, crId);
   startCheckWorkers(deps, queue, config.SVC_CHECKS_CONCURRENCY);
   const refresher = startChecksRefresher(deps, config.SVC_CHECKS_REFRESH_MS);
   logger.info({ concurrency: config.SVC_CHECKS_CONCURRENCY, refresh_ms: config.SVC_CHECKS_REFRESH_MS }, 'checks ready');

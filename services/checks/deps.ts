@@ -1,3 +1,4 @@
+import type { ProjectRecord } from '../../domain/project.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import type { CrDeps } from '../change-requests/service.js';
@@ -31,4 +32,6 @@ export interface ChecksDeps extends CrDeps {
   logMaxBytes?: number;
   /** How often a running check looks for its end or its cancellation. */
   pollMs?: number;
+  /** A run that ended failed or errored (the worker: `[review] send_failures_to_agent`, auto-send.ts). */
+  onFailed?: ((project: ProjectRecord, crId: string) => Promise<unknown>) | undefined;
 }

@@ -95,6 +95,8 @@ export async function runCheck(deps: ChecksDeps, job: CheckRunJob): Promise<void
   }
   deps.logger.info({ cr_id: job.cr_id, run_id: run.run_id, check: run.name, outcome: outcome.kind }, 'check finished');
   await evaluateAutoMerge(deps, project, job.cr_id);
+  const failed = outcome.kind === 'timeout' || outcome.kind === 'error' || (outcome.kind === 'exit' && outcome.code !== 0);
+  if (failed && deps.onFailed) await deps.onFailed(project, job.cr_id).catch((err: Error) => deps.logger.warn({ cr_id: job.cr_id, err: err.message }, 'after a failed check'));
 }
 
 function terminal(run_id: string, o: Outcome, at: string): CheckEvent {

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
-import { CHECKS_ENV, putManifest, settled } from '../checks/support.js';
+import { CHECKS_ENV, crEvents, putManifest, settled } from '../checks/support.js';
+import { until } from '../../support/wait.js';
 
 /**
  * "Send to agent" carries a failing check with the comments (issue 23 item 6): the check's
@@ -47,5 +48,28 @@ secrets = ["API_KEY"]
       const none = await p.api.post(`${c}/send-to-agent`, {});
       expect(none.status).to.equal(409);
       expect(none.body.code).to.equal('nothing_to_send');
+    }));
+  it('send_failures_to_agent: a failure goes to the session by itself, marked automatic, at most max_agent_rounds times', () =>
+    withSessionProject({ slug: 'chk-auto', env: CHECKS_ENV }, async (p) => {
+      await putManifest(p, `${CHECK.replace('secrets = ["API_KEY"]\n', '')}\n[review]\nsend_failures_to_agent = true\nmax_agent_rounds = 1\n`, { 'check.sh': 'test -f ok.txt || { echo "ok.txt is missing"; exit 3; }\n' });
+      const s = (await p.api.post(p.sessions, {})).body.session;
+      await waitForStatus(p.api, `${p.sessions}/${s.session_id}`, ['running']);
+      await agentReady(p.api, `${p.sessions}/${s.session_id}/agent/fake/state`);
+      const base = p.repo.tip('main')!;
+      const head = await p.repo.commit(s.session_id, { 'work.txt': 'work\n' });
+      const cr = (await p.api.post(p.base, { title: 'Agent work', head_ref: s.session_id, session_id: s.session_id })).body.change_request;
+      expect((await settled(p, cr.number, 'test', { base, head })).status).to.equal('failed');
+      await until(async () => (await prompts(p, s.session_id)).length === 1, 'the failure sent by itself');
+      expect((await prompts(p, s.session_id))[0]).to.include('Check `test` failed (exit 3)');
+      const rounds = async () => (await crEvents(p, cr.cr_id)).filter((e) => e.type === 'ChangeRequestSentToAgent').map((e) => e.data);
+      await until(async () => (await rounds()).length === 1, 'the round recorded');
+      expect((await rounds())[0]).to.include({ round: 1, automatic: true });
+
+      // Still failing on the next head: the one automatic round is spent; a person takes it from here.
+      const head2 = await p.repo.commit(s.session_id, { 'more.txt': 'more\n' });
+      expect((await settled(p, cr.number, 'test', { base, head: head2 })).status).to.equal('failed');
+      const asked = await p.api.post(`${p.base}/${cr.number}/send-to-agent`, {});
+      expect(asked.status, 'a person may still send').to.equal(202);
+      expect((await rounds()).map((r: any) => r.automatic)).to.deep.equal([true, false]);
     }));
 });
