@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync } from 'node:fs';
-import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
@@ -157,6 +157,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       await killTagged(handle.sandboxId);
       await opts.gateway?.close(handle.sandboxId).catch(() => undefined);
       await rm(dirOf(handle.sandboxId), { recursive: true, force: true });
+      await removeBridges(root, path.join(dirOf(handle.sandboxId), 'workspace'));
       log.info({ sandbox_id: handle.sandboxId }, 'sandbox destroyed');
     },
 
@@ -197,4 +198,19 @@ async function killTagged(sandboxId: string): Promise<void> {
 export async function processSandboxLog(dataDir: string, sandboxId: string, maxBytes = 2000): Promise<string> {
   const text = await readFile(path.join(dataDir, 'sandboxes', sandboxId, 'sandbox.log'), 'utf8').catch(() => '');
   return text.slice(-maxBytes);
+}
+
+/**
+ * A resumed sandbox links its predecessor's workspace path to its own (agentd/wip.ts: the
+ * runtime remembers each conversation's directory): `<root>/<old id>/workspace` → this
+ * workspace. Those links, and the directories that hold nothing else, go with it.
+ */
+async function removeBridges(root: string, workspace: string): Promise<void> {
+  for (const name of await readdir(root).catch(() => [] as string[])) {
+    const dir = path.join(root, name);
+    const link = path.join(dir, 'workspace');
+    if ((await readlink(link).catch(() => null)) !== workspace) continue;
+    await rm(link, { force: true });
+    if ((await readdir(dir).catch(() => ['?'])).length === 0) await rm(dir, { recursive: true, force: true });
+  }
 }
