@@ -17,7 +17,7 @@ import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import { startServer } from '../../ops/server.js';
 import { bootstrapUser } from '../../services/accounts/service.js';
-import { startScriptedModel } from '../../test/support/scripted-model.js';
+import { bashStep as bash, startScriptedModel } from '../../test/support/scripted-model.js';
 import { startBenchPostgres } from '../support/pg.js';
 import { benchRepo } from '../support/git-fixture.js';
 import { median, type BenchRow, type BenchSuite } from '../types.js';
@@ -76,7 +76,6 @@ function providersHere(): string[] {
 export const run: BenchSuite = async ({ quick }) => {
   if (!existsSync(opencode)) throw new Error(`${opencode} is not installed`);
   const n = quick ? 2 : 5;
-  const bash = (command: string) => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }] });
   const model = await startScriptedModel({
     key: K,
     models: ['scripted'],

@@ -5,7 +5,7 @@ import { chmod, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { projectRoot } from '../../lib/paths.js';
 import { probeBwrap } from '../../infra/sandbox/bwrap.js';
-import { startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
+import { bashStep as bashCall, startScriptedModel, type ScriptedModel } from '../support/scripted-model.js';
 import { spawnTestServer, traversableTempDir, type SpawnedServer } from '../support/server.js';
 import { skipUnlessCi } from '../support/skip.js';
 
@@ -74,7 +74,6 @@ describe('the README\'s quick start, run top to bottom (e2e)', function () {
     if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
     const probe = probeBwrap();
     if (!probe.ok) skipUnlessCi(this, `bwrap (the README's default provider): ${probe.reason}`);
-    const bashCall = (command: string) => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }] });
     model = await startScriptedModel({
       key: K,
       models: ['gpt-4.1-mini'],

@@ -50,6 +50,30 @@ export interface ScriptedModelOptions {
 
 const DEFAULT_USAGE = { prompt_tokens: 100, completion_tokens: 10 };
 
+/** A step that runs one shell command through the runtime's own `bash` tool. */
+export function bashStep(command: string, usage?: ScriptedStep['usage']): ScriptedStep {
+  return { tool_calls: [{ name: 'bash', args: { command, description: 'step' } }], ...(usage ? { usage } : {}) };
+}
+
+/** A chat message's text: its string content, or the text parts of a list. */
+export function messageText(m: any): string {
+  return typeof m?.content === 'string' ? m.content : Array.isArray(m?.content) ? m.content.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('') : '';
+}
+
+/**
+ * A script in phases, for agents prompted more than once: the conversation's last user
+ * message picks the phase (`pick` gets its text), and the number of assistant turns since
+ * it is the step within the phase. Past a phase's end: a closing text.
+ */
+export function phasedScript(pick: (lastUserText: string) => ScriptedStep[]): (body: any) => ScriptedStep {
+  return (body) => {
+    const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+    const lastUser = messages.map((m) => m?.role).lastIndexOf('user');
+    const since = messages.slice(lastUser + 1).filter((m) => m?.role === 'assistant').length;
+    return pick(lastUser >= 0 ? messageText(messages[lastUser]) : '')[since] ?? { text: 'Done.' };
+  };
+}
+
 export async function startScriptedModel(opts: ScriptedModelOptions): Promise<ScriptedModel> {
   const requests: RecordedRequest[] = [];
   const models = opts.models ?? ['scripted'];

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
-import { startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
+import { bashStep as bash, messageText as textOf, phasedScript, startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -18,9 +18,6 @@ import { CHECKS_ENV, crEvents, putManifest, settled } from './support.js';
  */
 const K = 'sk-upstream-checks-loop';
 
-const textOf = (m: any): string =>
-  typeof m?.content === 'string' ? m.content : Array.isArray(m?.content) ? m.content.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('') : '';
-
 describe('checks and review, one loop: a failing check sent to the agent, fixed, merged when green (e2e, scripted model)', function () {
   this.timeout(480_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
@@ -28,7 +25,6 @@ describe('checks and review, one loop: a failing check sent to the agent, fixed,
   let sb: Sandbox;
   before(async function () {
     if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
-    const bash = (command: string): ScriptedStep => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }] });
     const first: ScriptedStep[] = [
       bash("printf 'work\\n' > work.txt && git add work.txt && git commit -q -m 'Add work.txt' && git push -q origin HEAD && svc cr open --title 'Agent change' --json"),
       { text: 'Opened the change request.' },
@@ -41,14 +37,7 @@ describe('checks and review, one loop: a failing check sent to the agent, fixed,
     model = await startScriptedModel({
       key: K,
       models: ['scripted'],
-      // The phase is the last user message; the step the assistant turns since it.
-      script: (body) => {
-        const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
-        const lastUser = messages.map((m) => m?.role).lastIndexOf('user');
-        const since = messages.slice(lastUser + 1).filter((m) => m?.role === 'assistant').length;
-        const phase = textOf(messages[lastUser]).includes('Review feedback on change request') ? fix : first;
-        return phase[since] ?? { text: 'Done.' };
-      },
+      script: phasedScript((ask) => (ask.includes('Review feedback on change request') ? fix : first)),
     });
     sb = await sandbox();
   });

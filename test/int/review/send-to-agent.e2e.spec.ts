@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
-import { startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
+import { bashStep as bash, messageText as textOf, phasedScript, startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -20,9 +20,6 @@ import { until } from '../../support/wait.js';
 const K = 'sk-upstream-review-1a2b3c';
 const COMMENT = 'Please write the digit 3 instead of "three" <here>';
 
-const textOf = (m: any): string =>
-  typeof m?.content === 'string' ? m.content : Array.isArray(m?.content) ? m.content.map((part: any) => (typeof part?.text === 'string' ? part.text : '')).join('') : '';
-
 describe('send to agent: a line comment goes to the session, the agent fixes and answers once (e2e, scripted model)', function () {
   this.timeout(300_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
@@ -30,7 +27,6 @@ describe('send to agent: a line comment goes to the session, the agent fixes and
   let sb: Sandbox;
   before(async function () {
     if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
-    const bash = (command: string): ScriptedStep => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }] });
     const svc = 'PATH="$(dirname "$HOME")/bin:$PATH" svc';
     const first: ScriptedStep[] = [
       bash("printf 'one\\ntwo\\nthree\\n' > app.txt && git add app.txt && git commit -q -m 'Add app.txt' && git push -q origin HEAD && echo pushed"),
@@ -45,15 +41,8 @@ describe('send to agent: a line comment goes to the session, the agent fixes and
     model = await startScriptedModel({
       key: K,
       models: ['scripted'],
-      // The phase is the last user message (the first prompt, or the review round); the step
-      // is the number of assistant turns since it.
-      script: (body) => {
-        const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
-        const lastUser = messages.map((m) => m?.role).lastIndexOf('user');
-        const since = messages.slice(lastUser + 1).filter((m) => m?.role === 'assistant').length;
-        const phase = textOf(messages[lastUser]).includes('Review feedback on change request') ? fix : first;
-        return phase[since] ?? { text: 'Done.' };
-      },
+      // The phase is the last user message: the first prompt, or the review round.
+      script: phasedScript((ask) => (ask.includes('Review feedback on change request') ? fix : first)),
     });
     sb = await sandbox();
   });

@@ -6,7 +6,7 @@ import { projectRoot } from '../../../lib/paths.js';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../../infra/sandbox/docker.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
-import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
+import { bashStep, startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -53,7 +53,7 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
   let sb: Sandbox;
   before(async function () {
     if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
-    const bash = (command: string) => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }], usage: { prompt_tokens: 1000, completion_tokens: 50 } });
+    const bash = (command: string) => bashStep(command, { prompt_tokens: 1000, completion_tokens: 50 });
     model = await startScriptedModel({
       key: K,
       models: ['scripted'],

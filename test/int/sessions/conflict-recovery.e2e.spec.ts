@@ -6,7 +6,7 @@ import { projectRoot } from '../../../lib/paths.js';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { DEFAULT_SANDBOX_IMAGE } from '../../../infra/sandbox/docker.js';
 import { runSvc, sandbox, type Sandbox } from '../../cli/helpers.js';
-import { startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
+import { bashStep as bash, phasedScript, startScriptedModel, type ScriptedModel, type ScriptedStep } from '../../support/scripted-model.js';
 import { withSessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -20,17 +20,6 @@ import { until } from '../../support/wait.js';
  */
 const K = 'sk-upstream-conflict-K';
 
-/** The user's last message, and how many assistant messages followed it: the step of the plan it asked for. */
-function planStep(body: any): { ask: string; n: number } {
-  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
-  let last = -1;
-  messages.forEach((m, i) => {
-    if (m?.role === 'user') last = i;
-  });
-  const text = (c: unknown): string => (typeof c === 'string' ? c : Array.isArray(c) ? c.map((p: any) => p?.text ?? '').join('') : '');
-  return { ask: last >= 0 ? text(messages[last].content) : '', n: messages.slice(last + 1).filter((m) => m?.role === 'assistant').length };
-}
-
 describe('the agent loop: a conflicting CR recovered by the agent (e2e)', function () {
   this.timeout(480_000);
   const opencode = path.join(projectRoot, 'node_modules', '.bin', 'opencode');
@@ -38,7 +27,6 @@ describe('the agent loop: a conflicting CR recovered by the agent (e2e)', functi
   let sb: Sandbox;
   before(async function () {
     if (!existsSync(opencode)) skipUnlessCi(this, `${opencode} is not installed`);
-    const bash = (command: string): ScriptedStep => ({ tool_calls: [{ name: 'bash', args: { command, description: 'step' } }] });
     const plans: Record<'open' | 'resolve', ScriptedStep[]> = {
       open: [
         bash("printf 'from the agent\\n' > shared.txt && git commit -q -am 'Agent edits shared.txt' && git push -q origin HEAD && svc cr open --title 'Agent edit' --json"),
@@ -53,10 +41,7 @@ describe('the agent loop: a conflicting CR recovered by the agent (e2e)', functi
     model = await startScriptedModel({
       key: K,
       models: ['scripted'],
-      script: (body) => {
-        const { ask, n } = planStep(body);
-        return (/conflict/i.test(ask) ? plans.resolve : plans.open)[n] ?? { text: 'Done.' };
-      },
+      script: phasedScript((ask) => (/conflict/i.test(ask) ? plans.resolve : plans.open)),
     });
     sb = await sandbox();
   });
