@@ -1,28 +1,20 @@
 import type { Argv } from 'yargs';
 import type { CrChecks } from '../../api-client.js';
 import type { Args } from '../../command-table.js';
-import { parseCrRef, projectContext } from '../../context.js';
 import type { Factory } from '../../factory.js';
-import { str } from '../../flags.js';
 import { colors, printJson, shortSha, type Colors } from '../../output.js';
-import { crTarget } from './shared.js';
+import { crTarget, crTargetOptions, openCrTarget, type CrTargetOptions } from './shared.js';
 
-export interface CrChecksOptions {
-  f: Factory;
-  cr: string;
-  project?: string;
-  host?: string;
-  json: boolean;
-}
+export type CrChecksOptions = CrTargetOptions;
 
 export const builder = (y: Argv) => crTarget(y);
 
-export const handler = (argv: Args, f: Factory) => run({ f, cr: String(argv.cr), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+export const handler = (argv: Args, f: Factory) => run(crTargetOptions(argv, f));
 
 /** `svc cr checks <n>`: each check's latest run (on which pair), the head's statuses, merge when green. */
-export async function run({ f, cr: ref, project, host, json }: CrChecksOptions): Promise<void> {
-  const crId = parseCrRef(ref);
-  const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
+export async function run(o: CrChecksOptions): Promise<void> {
+  const { f, json } = o;
+  const { crId, ctx } = await openCrTarget(o);
   const checks = await ctx.api.getChecks(ctx.projectId, crId);
   if (json) return printJson(f.io, checks);
   const c = colors(f.io, f.env);

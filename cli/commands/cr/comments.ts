@@ -1,23 +1,15 @@
 import type { Argv } from 'yargs';
 import type { Args } from '../../command-table.js';
-import { parseCrRef, projectContext } from '../../context.js';
 import type { Factory } from '../../factory.js';
-import { str } from '../../flags.js';
 import { printJson } from '../../output.js';
 import { reviewApi, type Comment } from '../../review-api.js';
-import { crTarget } from './shared.js';
+import { crTarget, crTargetOptions, openCrTarget, type CrTargetOptions } from './shared.js';
 
-export interface CrCommentsOptions {
-  f: Factory;
-  cr: string;
-  project?: string;
-  host?: string;
-  json: boolean;
-}
+export type CrCommentsOptions = CrTargetOptions;
 
 export const builder = (y: Argv) => crTarget(y);
 
-export const handler = (argv: Args, f: Factory) => run({ f, cr: String(argv.cr), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+export const handler = (argv: Args, f: Factory) => run(crTargetOptions(argv, f));
 
 /** One comment as text: where, who, state, then the body indented (`svc cr comments`, `svc cr show`). */
 export function renderComment(c: Comment): string {
@@ -34,9 +26,9 @@ export function renderComments(comments: Comment[]): string {
   return `${comments.length} comment${comments.length === 1 ? '' : 's'}, ${open} unresolved\n\n` + comments.map(renderComment).join('\n');
 }
 
-export async function run({ f, cr: ref, project, host, json }: CrCommentsOptions): Promise<void> {
-  const crId = parseCrRef(ref);
-  const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
+export async function run(o: CrCommentsOptions): Promise<void> {
+  const { f, json } = o;
+  const { crId, ctx } = await openCrTarget(o);
   const comments = await reviewApi(ctx.api).comments(ctx.projectId, crId);
   if (json) return printJson(f.io, comments);
   f.io.out.write(renderComments(comments));

@@ -1,33 +1,25 @@
 import type { Argv } from 'yargs';
 import type { ChangeRequest, MergePreview } from '../../api-client.js';
 import type { Args } from '../../command-table.js';
-import { parseCrRef, projectContext } from '../../context.js';
 import { describeError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
-import { str } from '../../flags.js';
 import { colors, formatTime, printJson, shortSha, type Colors } from '../../output.js';
 import { statusColor } from './ls.js';
-import { crTarget, crUrl } from './shared.js';
+import { crTarget, crUrl, crTargetOptions, openCrTarget, type CrTargetOptions } from './shared.js';
 import { reviewApi } from '../../review-api.js';
 import { renderComments } from './comments.js';
 import { checksSummary } from './checks.js';
 
-export interface CrShowOptions {
-  f: Factory;
-  cr: string;
-  project?: string;
-  host?: string;
-  json: boolean;
-}
+export type CrShowOptions = CrTargetOptions;
 
 export const builder = (y: Argv) => crTarget(y);
 
-export const handler = (argv: Args, f: Factory) => run({ f, cr: String(argv.cr), project: str(argv.project), host: str(argv.host), json: !!argv.json });
+export const handler = (argv: Args, f: Factory) => run(crTargetOptions(argv, f));
 
 /** Metadata, and for an open CR its merge preview (clean / fast-forward / conflicts). */
-export async function run({ f, cr: ref, project, host, json }: CrShowOptions): Promise<void> {
-  const crId = parseCrRef(ref);
-  const ctx = await projectContext(f, { json, ...(host ? { host } : {}), ...(project ? { project } : {}) });
+export async function run(o: CrShowOptions): Promise<void> {
+  const { f, json } = o;
+  const { crId, ctx } = await openCrTarget(o);
   const cr = await ctx.api.getChangeRequest(ctx.projectId, crId);
   if (json) return printJson(f.io, cr);
   let preview: MergePreview | undefined;
