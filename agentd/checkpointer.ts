@@ -31,22 +31,28 @@ export class Checkpointer {
     this.version = runtimeVersion(o.runtimeCommand);
   }
 
-  /** Before the runtime starts: the saved workspace and conversation, if any. Never throws. */
-  async restore(): Promise<void> {
-    const log = this.o.logger;
+  /** The saved frame, if any (null when nothing is saved or the server cannot say). Never throws. */
+  async fetchSaved(): Promise<Buffer | null> {
     try {
       const version = await this.version;
-      let frame: Buffer | null = null;
       for (let attempt = 1; ; attempt++) {
         try {
-          frame = await fetchCheckpoint(this.o.url, this.o.token, version);
-          break;
+          return await fetchCheckpoint(this.o.url, this.o.token, version);
         } catch (err) {
           if (attempt >= 3) throw err;
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
-      if (!frame) return;
+    } catch (err) {
+      this.o.logger.error({ err: (err as Error).message }, 'the saved session state could not be read; starting fresh');
+      return null;
+    }
+  }
+
+  /** Before the runtime starts: the saved workspace and conversation of `frame`. Never throws. */
+  async restore(frame: Buffer): Promise<void> {
+    const log = this.o.logger;
+    try {
       const r = await restoreCheckpoint(this.o.settings, frame, log);
       if (r.conversation === 'version_mismatch') log.warn({ message: r.message }, 'resumed without the saved conversation');
       log.info({ workspace: r.workspace, conversation: r.conversation }, 'saved session state restored');

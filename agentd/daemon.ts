@@ -11,12 +11,14 @@ import { Health } from './health.js';
 import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
 import { git } from './git.js';
-import { prepareShellProfile, putRuntimeAuth, writeSessionEnv, type ClaimBody } from './pool-claim.js';
+import { startModelRelay } from './model-relay.js';
+import { prepareShellProfile, writeSessionEnv, type ClaimBody } from './pool-claim.js';
 import { GATEWAY_PROVIDER } from './runtime-config.js';
 import { RuntimeClient } from './runtime-client.js';
 import { RuntimeEnv } from './runtime-env.js';
 import { runtimeConfigContent } from './runtime-config.js';
-import { isOpencode, markRuntimeDepsInstalled } from './runtime-deps.js';
+import { isOpencode, markRuntimeDepsInstalled, unmarkRuntimeDeps } from './runtime-deps.js';
+import { tracksRuntimeConfig, warmRuntime, warmupNonce } from './runtime-warmup.js';
 import { DaemonListener } from './raw-proxy/listener.js';
 import { UpstreamPool } from './raw-proxy/upstream-pool.js';
 import { createDaemonServer, isControlPath } from './server.js';
@@ -45,7 +47,22 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   let booted$: Promise<void> = Promise.resolve();
   // The control key: a pool sandbox's rotates to the session's at its claim (pool-claim.ts).
   const key = { value: config.token };
-  const configContent = runtimeConfigContent({ ...config.llm, agentModel: config.agentModel, keyLater: config.pool });
+  // The session's model key: the relay adds it to the runtime's model calls; a pool sandbox gets it at its claim.
+  const llmKey = { value: config.llm.apiKey };
+  const nonce = warmupNonce();
+  const opencode = isOpencode(config.runtime.command);
+  const relay =
+    config.llm.baseUrl && (config.llm.apiKey || config.pool)
+      ? await startModelRelay({ upstream: config.llm.baseUrl, key: () => llmKey.value, warmupNonce: nonce, logger: logger.child({ component: 'model-relay' }) })
+      : undefined;
+  const configContent = runtimeConfigContent({ baseUrl: relay?.url, apiKey: relay?.token, models: config.llm.models, agentModel: config.agentModel });
+  // The warm-up turn's model: one behind the relay (a runtime provider's model would be a real call).
+  const warmModel = !relay ? undefined : config.agentModel?.startsWith(`${GATEWAY_PROVIDER}/`) ? config.agentModel : config.llm.models[0] ? `${GATEWAY_PROVIDER}/${config.llm.models[0]}` : undefined;
+  let warmed = false;
+  const warm = async () => {
+    if (!opencode || stopping || !(await supervisor.waitUntilRunning(120_000))) return;
+    await warmRuntime({ client, nonce, model: warmModel, logger: logger.child({ component: 'warm-up' }) });
+  };
   const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir, ...(configContent ? { OPENCODE_CONFIG_CONTENT: configContent } : {}) }));
   const supervisor = new RuntimeSupervisor({
     spec: {
@@ -60,6 +77,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     backoffMaxMs: config.restartBackoffMaxMs,
     stopGraceMs: config.stopGraceMs,
   });
+  // The runtime may boot while the repo clones (below): nothing reaches it before the repo is ready.
+  const agentState = () => (supervisor.state === 'running' && !repoReady && !config.pool ? 'starting' : supervisor.state);
   let repo: RepoSettings | undefined = config.repoUrl
     ? {
         workspace: config.workspace,
@@ -76,7 +95,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     workspace: config.workspace,
     repo: displayRepoUrl(config.repoUrl),
     branchHint: config.branch,
-    agentState: () => supervisor.state,
+    // A pool sandbox counts as ready (its runtime running) once warmed up.
+    agentState: () => (config.pool && !warmed && agentState() === 'running' ? 'starting' : agentState()),
     repoReady: () => repoReady,
   });
   const client = new RuntimeClient(config.runtime.port);
@@ -115,7 +135,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     logger: logger.child({ component: 'control' }),
     health,
     runtime: {
-      state: () => supervisor.state,
+      state: () => agentState(),
       restart: (opts) => (booted && !stopping ? supervisor.restart(opts) : Promise.resolve()),
     },
     client,
@@ -136,6 +156,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
 
   let claimed = false;
   let bootConfigDir = configDir;
+  let poolMarked: string | undefined;
   /** `POST /svc/claim`: once; the key first, so a failure later leaves nothing the pool key opens. */
   async function claim(body: ClaimBody): Promise<{ branch: string | null; commit: string | null }> {
     if (claimed) throw new RepoError('bad_ref', 'this sandbox was claimed already');
@@ -157,14 +178,21 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     };
     const log = logger.child({ component: 'claim' });
     await booted$;
-    const auth = body.llm_key && config.llm.baseUrl ? putRuntimeAuth(config.runtime.port, GATEWAY_PROVIDER, body.llm_key) : Promise.resolve();
+    if (body.llm_key) llmKey.value = body.llm_key;
+    if (poolMarked) await unmarkRuntimeDeps(poolMarked);
     await cloneRepo(repo, log);
     repoReady = true;
     health.invalidate();
     await resolveConfigDir();
-    await auth;
-    // A repository that moves the agent's config dir needs the runtime to start again to see it.
-    if (configDir !== bootConfigDir) await supervisor.restart();
+    // A repository that moves the agent's config dir needs the runtime to start again to see it;
+    // one with runtime config of its own needs the warmed instance loaded again.
+    if (configDir !== bootConfigDir) {
+      await supervisor.restart();
+      void warm();
+    } else if (opencode && (await tracksRuntimeConfig(config.workspace, configDir))) {
+      await client.disposeInstance().catch((err: Error) => log.warn({ err: err.message }, 'runtime instance not reloaded'));
+      void warm();
+    }
     const r = await health.body();
     log.info({ session_id: body.session_id, branch: r.branch }, 'claimed for a session');
     return { branch: r.branch, commit: r.commit };
@@ -189,7 +217,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     },
     runtimePort: config.runtime.port,
     ownPort: config.servicePort,
-    agentState: () => supervisor.state,
+    agentState,
   });
   const pool = new UpstreamPool();
   const listener = new DaemonListener(httpServer, {
@@ -198,7 +226,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     },
     runtimePort: config.runtime.port,
     ownPort: config.servicePort,
-    agentState: () => supervisor.state,
+    agentState,
     now: () => Math.floor(Date.now() / 1000),
     pool,
     logger: logger.child({ component: 'proxy' }),
@@ -225,20 +253,43 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       // No credentials yet: an empty repository with its origin; the claim fetches.
       await git(['init', '-q', config.workspace], {});
       if (config.repoUrl) await git(['remote', 'add', 'origin', config.repoUrl], { cwd: config.workspace }).catch(() => undefined);
+      if (opencode) {
+        // Nothing to download at boot (runtime-deps.ts); the workspace's marks go before the claim's checkout.
+        await markRuntimeDepsInstalled(path.join(config.runtime.home, '.config', 'opencode')).catch((err: Error) => logger.warn({ err: err.message }, 'runtime config dir not prepared'));
+        poolMarked = (await markRuntimeDepsInstalled(configDir, config.workspace).catch(() => 'kept')) === 'marked' ? configDir : undefined;
+      }
       runtimeEnv.apply(await prepareShellProfile(config.runtime.home), []);
       bootConfigDir = configDir;
     } else {
-      if (config.autoClone && repo) await cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' }));
+      const clone = config.autoClone && repo ? cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' })) : Promise.resolve();
+      const saved = checkpointer && !stopping ? await checkpointer.fetchSaved() : null;
+      // opencode reads nothing of the workspace until a request comes, and none is forwarded
+      // before the repo is ready (agentState): it boots while the clone runs, unless a saved
+      // conversation must be in place before it starts.
+      if (opencode && !saved && !stopping) {
+        await markRuntimeDepsInstalled(path.join(config.runtime.home, '.config', 'opencode')).catch((err: Error) => logger.warn({ err: err.message }, 'runtime config dir not prepared'));
+        bootConfigDir = configDir;
+        booted = true;
+        await supervisor.start();
+      }
+      await clone;
       // The saved workspace and conversation go back before the agent starts (and before health says the repo is ready).
-      if (checkpointer && !stopping) await checkpointer.restore();
+      if (checkpointer && saved && !stopping) await checkpointer.restore(saved);
+      await resolveConfigDir();
       repoReady = true;
       health.invalidate();
-      await resolveConfigDir();
+      // Booted with the default config dir: a repository that names another needs a start that sees it.
+      if (booted && configDir !== bootConfigDir && !stopping) await supervisor.restart();
     }
     if (stopping) return;
-    booted = true;
-    await supervisor.start();
+    if (!booted) {
+      booted = true;
+      await supervisor.start();
+    }
     checkpointer?.start();
+    // A pool sandbox is ready only once warm; a cold one warms while the platform sees it start.
+    if (config.pool) await warm().finally(() => ((warmed = true), health.invalidate()));
+    else void warm();
     if (config.bootstrapSession && config.initialPrompt) await bootstrapSession(config.initialPrompt);
   };
 
@@ -273,6 +324,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       httpServer.closeAllConnections();
       pool.close();
       proxy.close();
+      await relay?.close();
       await supervisor.stop();
     },
   };

@@ -1,5 +1,4 @@
 import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import http from 'node:http';
 import path from 'node:path';
 import { z } from 'zod';
 
@@ -11,7 +10,8 @@ import { z } from 'zod';
  *   - the session's variables (identity, tokens, secrets) reach the agent's shells through
  *     the login-shell profile (`~/.svc/session.env`, sourced by `~/.profile`,
  *     `~/.bash_profile` and `BASH_ENV`), and the runtime's environment for any later restart;
- *   - the model key goes through the runtime's own provider-auth route (`PUT /auth/svc`);
+ *   - the model key goes to the daemon's model relay (model-relay.ts), which the runtime's
+ *     provider calls: the runtime never held a key, its warmed-up state stays;
  *   - the workspace fetches the repository and checks out the session branch.
  */
 const envName = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -58,21 +58,4 @@ export async function writeSessionEnv(home: string, env: Record<string, string>)
   await writeFile(tmp, `${body}\n`, { mode: 0o600 });
   await chmod(tmp, 0o600);
   await rename(tmp, file);
-}
-
-/** `PUT /auth/<provider>` on the runtime (opencode's provider-auth route): the key applies to its next model call, no restart. */
-export function putRuntimeAuth(port: number, provider: string, key: string, timeoutMs = 10_000): Promise<void> {
-  const body = JSON.stringify({ type: 'api', key });
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      { host: '127.0.0.1', port, method: 'PUT', path: `/auth/${encodeURIComponent(provider)}`, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: timeoutMs },
-      (res) => {
-        res.resume();
-        res.on('end', () => ((res.statusCode ?? 500) < 300 ? resolve() : reject(new Error(`the runtime answered ${res.statusCode} to PUT /auth/${provider}`))));
-      },
-    );
-    req.on('timeout', () => req.destroy(new Error('the runtime did not answer PUT /auth in time')));
-    req.on('error', reject);
-    req.end(body);
-  });
 }

@@ -6,6 +6,9 @@ import { z } from 'zod';
  *   POST /session                      {title?}            -> Session {id, ...}
  *   POST /session/:id/prompt_async     {parts, agent?, model?} -> 204, runs in background
  *   POST /session/:id/abort                                 -> true
+ * and for the warm-up (runtime-warmup.ts):
+ *   GET /config/providers, POST /session/:id/message (waits for the turn),
+ *   DELETE /session/:id, POST /instance/dispose
  */
 export class RuntimeError extends Error {
   constructor(
@@ -59,12 +62,35 @@ export class RuntimeClient {
     return parsed.data.id;
   }
 
-  async promptAsync(sessionId: string, text: string, opts: PromptOptions = {}): Promise<void> {
+  private static body(text: string, opts: PromptOptions): Record<string, unknown> {
     const body: Record<string, unknown> = { parts: [{ type: 'text', text }] };
     if (opts.agent) body.agent = opts.agent;
     const slash = opts.model?.indexOf('/') ?? -1;
     if (opts.model && slash > 0) body.model = { providerID: opts.model.slice(0, slash), modelID: opts.model.slice(slash + 1) };
-    await this.call('POST', `/session/${encodeURIComponent(sessionId)}/prompt_async`, body);
+    return body;
+  }
+
+  /** A turn, answered when it ended (the runtime's own failures are in its answer, not an error). */
+  async prompt(sessionId: string, text: string, opts: PromptOptions, timeoutMs: number): Promise<void> {
+    await this.call('POST', `/session/${encodeURIComponent(sessionId)}/message`, RuntimeClient.body(text, opts), timeoutMs);
+  }
+
+  async deleteSession(sessionId: string): Promise<void> {
+    await this.call('DELETE', `/session/${encodeURIComponent(sessionId)}`, undefined);
+  }
+
+  /** Loads the workspace's instance (config, providers) if it was not loaded yet. */
+  async providers(timeoutMs: number): Promise<void> {
+    await this.call('GET', '/config/providers', undefined, timeoutMs);
+  }
+
+  /** Drops the loaded instance: the next request loads config and providers afresh. */
+  async disposeInstance(): Promise<void> {
+    await this.call('POST', '/instance/dispose', undefined);
+  }
+
+  async promptAsync(sessionId: string, text: string, opts: PromptOptions = {}): Promise<void> {
+    await this.call('POST', `/session/${encodeURIComponent(sessionId)}/prompt_async`, RuntimeClient.body(text, opts));
   }
 
   async abort(sessionId: string, timeoutMs: number): Promise<void> {

@@ -1,4 +1,4 @@
-import { appendFile, lstat, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, lstat, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -30,6 +30,14 @@ export async function markRuntimeDepsInstalled(dir: string, workspace?: string):
   await writeFile(path.join(dir, 'package-lock.json'), JSON.stringify({ lockfileVersion: 3, requires: true, packages: { '': { dependencies: deps } } }, null, 2) + '\n');
   if (!(await exists(path.join(dir, '.gitignore')))) await writeFile(path.join(dir, '.gitignore'), GITIGNORE);
   return 'marked';
+}
+
+/**
+ * Undoes `markRuntimeDepsInstalled` on a dir it marked (a pool sandbox's config dir, before
+ * its claim checks out a branch that may track files there): what it wrote goes.
+ */
+export async function unmarkRuntimeDeps(dir: string): Promise<void> {
+  for (const name of ['node_modules', 'package.json', 'package-lock.json', '.gitignore']) await rm(path.join(dir, name), { recursive: true, force: true });
 }
 
 /**

@@ -13,7 +13,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../../infra/config.js';
@@ -37,30 +37,50 @@ async function json(url: string, init: RequestInit = {}): Promise<{ status: numb
   return { status: res.status, body: text ? JSON.parse(text) : undefined };
 }
 
-/** The runtime alone: `opencode serve` in an empty git workspace until `/global/health` answers. */
-async function runtimeBootOnce(): Promise<number> {
+/**
+ * The runtime alone, as the daemon starts it (a workspace with a commit, its config dir
+ * marked installed, the provider at the model directly): `opencode serve` until
+ * `/global/health` answers (`boot`), and on until the first token of its reply to a first
+ * prompt (`answer`), through its own API with nothing of svc in between.
+ */
+async function runtimeBootOnce(modelUrl: string): Promise<{ boot: number; answer: number }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-rt-'));
   // As the daemon leaves it (agentd/runtime-deps.ts): the runtime's config dir looks installed, so nothing is downloaded.
   const cfg = path.join(dir, 'home', '.config', 'opencode');
   await mkdir(path.join(cfg, 'node_modules'), { recursive: true });
   await writeFile(path.join(cfg, 'package.json'), '{"private":true,"dependencies":{"@opencode-ai/plugin":"*"}}\n');
-  await mkdir(path.join(dir, 'ws'));
-  await new Promise((res) => spawn('git', ['init', '-q', path.join(dir, 'ws')], { stdio: 'ignore' }).on('close', res).on('error', res));
+  await writeFile(path.join(cfg, 'package-lock.json'), JSON.stringify({ lockfileVersion: 3, requires: true, packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }));
+  const ws = path.join(dir, 'ws');
+  const git = (args: string[]) => new Promise((res) => spawn('git', args, { stdio: 'ignore', cwd: ws }).on('close', res).on('error', res));
+  await mkdir(ws);
+  await git(['init', '-q']);
+  await writeFile(path.join(ws, 'README.md'), 'bench\n');
+  await git(['add', '.']);
+  await git(['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-qm', 'init']);
+  const config = {
+    provider: { svc: { npm: '@ai-sdk/openai-compatible', name: 'bench', options: { baseURL: modelUrl, apiKey: KEY }, models: { scripted: { name: 'scripted', tool_call: true } } } },
+    model: 'svc/scripted',
+    small_model: 'svc/scripted',
+  };
   const port = await freePort();
   const t0 = performance.now();
   const child = spawn(opencode, ['serve', '--port', String(port), '--hostname', '127.0.0.1'], {
-    cwd: path.join(dir, 'ws'),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: path.join(dir, 'home'), OPENCODE_DISABLE_AUTOUPDATE: '1' },
+    cwd: ws,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8', HOME: path.join(dir, 'home'), OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_CONFIG_CONTENT: JSON.stringify(config) },
     stdio: 'ignore',
     detached: true,
   });
   try {
+    const base = `http://127.0.0.1:${port}`;
     for (;;) {
-      const ok = await fetch(`http://127.0.0.1:${port}/global/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
-      if (ok) return performance.now() - t0;
+      const ok = await fetch(`${base}/global/health`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false);
+      if (ok) break;
       if (performance.now() - t0 > 120_000) throw new Error('opencode serve never answered');
       await sleep(10);
     }
+    const boot = performance.now() - t0;
+    const answer = await firstReply(base, { 'content-type': 'application/json' }, t0, t0 + 120_000);
+    return { boot, answer };
   } finally {
     try {
       process.kill(-child.pid!, 'SIGKILL');
@@ -71,14 +91,26 @@ async function runtimeBootOnce(): Promise<number> {
   }
 }
 
-/** From the create to the first streamed token of the model's reply through the agent proxy. */
+const replyPart = (line: string): boolean => {
+  try {
+    const e = JSON.parse(line.slice(6)) as { type?: string; properties?: { part?: { type?: string }; field?: string } };
+    return (e.type === 'message.part.delta' || e.type === 'message.part.updated') && (e.properties?.part?.type ?? e.properties?.field) === 'text';
+  } catch {
+    return false;
+  }
+};
+
+/** From the create to the first streamed token of the model's reply (not the title) through the agent proxy. */
 async function agentAnswers(base: string, id: string, h: Record<string, string>, t0: number): Promise<number> {
-  const agent = `${base}/${id}/agent`;
-  const deadline = t0 + 120_000;
+  return firstReply(`${base}/${id}/agent`, h, t0, t0 + 120_000);
+}
+
+/** On a runtime's API at `agent`: its event stream (retried while it answers 503), a session, a prompt, the first token of the reply. */
+async function firstReply(agent: string, h: Record<string, string>, t0: number, deadline: number): Promise<number> {
   // The event stream first (503 while the runtime boots), so the token cannot be missed.
   let events: Response;
   for (;;) {
-    events = await fetch(`${agent}/event`, { headers: { authorization: h.authorization! } });
+    events = await fetch(`${agent}/event`, { headers: h.authorization ? { authorization: h.authorization } : {} });
     if (events.status === 200) break;
     await events.body?.cancel();
     if (performance.now() > deadline) throw new Error(`agent events answered ${events.status}`);
@@ -96,12 +128,16 @@ async function agentAnswers(base: string, id: string, h: Record<string, string>,
     await p.arrayBuffer();
     if (p.status >= 300) throw new Error(`prompt answered ${p.status}`);
     const dec = new TextDecoder();
-    let seen = '';
+    let pending = '';
     for (;;) {
       const { value, done } = await reader.read();
       if (done) throw new Error('the event stream ended before the reply');
-      seen = (seen + dec.decode(value, { stream: true })).slice(-4096);
-      if (seen.includes(REPLY)) return performance.now() - t0;
+      pending += dec.decode(value, { stream: true });
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      // The agent's reply: a text part of its message. The session's title (the runtime asks
+      // the model for one first) carries the same words in a `session.updated`: not the answer.
+      for (const line of lines) if (line.startsWith('data: ') && line.includes(REPLY) && replyPart(line)) return performance.now() - t0;
       if (performance.now() > deadline) throw new Error('no reply token within 120 s');
     }
   } finally {
@@ -111,6 +147,19 @@ async function agentAnswers(base: string, id: string, h: Record<string, string>,
 
 type Provider = 'process' | 'bwrap' | 'docker';
 
+/** `pid` and every process under it, by the parent links in /proc. */
+async function descendants(pid: number): Promise<number[]> {
+  const parent = new Map<number, number>();
+  for (const e of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(e)) continue;
+    const stat = await readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
+    if (stat) parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+  }
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) for (const [c, pp] of parent) if (pp === out[i] && !out.includes(c)) out.push(c);
+  return out;
+}
+
 /** Pool sandboxes outlive a server stop (as sessions' do): the bench removes what it started. */
 async function killPool(db: { rows<R>(q: { text: string; values: unknown[] }): Promise<R[]> }, provider: Provider): Promise<void> {
   const rows = await db.rows<{ sandbox_id: string; ref: string | null }>({ text: 'SELECT sandbox_id::text, ref FROM pool_sandboxes', values: [] });
@@ -119,12 +168,16 @@ async function killPool(db: { rows<R>(q: { text: string; values: unknown[] }): P
       await new Promise((res) => spawn('docker', ['rm', '-f', r.ref ?? r.sandbox_id], { stdio: 'ignore' }).on('close', res).on('error', res));
       continue;
     }
+    // The runtime runs in a process group of its own under the daemon: the whole tree goes.
     const pid = Number(String(r.ref ?? '').split(':')[0]);
-    for (const target of [-pid, pid]) {
-      try {
-        if (pid > 1) process.kill(target, 'SIGKILL');
-      } catch {
-        /* gone */
+    if (!(pid > 1)) continue;
+    for (const p of await descendants(pid)) {
+      for (const target of [-p, p]) {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
       }
     }
   }
@@ -161,10 +214,12 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
     };
     const results = { cold: { running: [] as number[], agent: [] as number[] }, pooled: { running: [] as number[], agent: [] as number[] } };
     const boot: number[] = [];
+    const bootAnswer: number[] = [];
     let bootError: string | undefined;
     for (let i = 0; i < n + 1; i++) {
       for (const mode of ['cold', 'pooled'] as const) {
-        if (mode === 'pooled') await poolReady();
+        // The pool refills after a claim (a boot and a warm-up): never measured while that runs.
+        await poolReady();
         const base = `${server.url}/v1/projects/${mode}/sessions`;
         const t0 = performance.now();
         const created = await json(base, { method: 'POST', headers: h, body: '{}' });
@@ -185,10 +240,17 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
         results[mode].agent.push(agent);
       }
       // A runtime that never answers alone is a note on the rows, not the loss of the sessions' figures.
-      if (i > 0) boot.push(await runtimeBootOnce().catch((err: Error) => ((bootError = err.message), NaN)));
+      if (i > 0) {
+        await poolReady();
+        const b = await runtimeBootOnce(modelUrl).catch((err: Error) => ((bootError = err.message), { boot: NaN, answer: NaN }));
+        boot.push(b.boot);
+        bootAnswer.push(b.answer);
+      }
     }
     const booted = boot.filter(Number.isFinite);
     const b50 = median(booted);
+    const answered = bootAnswer.filter(Number.isFinite);
+    const a50 = median(answered);
     const row = (name: string, value: number, extra: Partial<BenchRow> = {}): BenchRow => ({ suite: 'sessions', name: `${provider}: ${name}`, value, unit: 'ms', ...extra });
     const strict = provider !== 'docker';
     const pa50 = median(results.pooled.agent);
@@ -196,6 +258,7 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
     const ca50 = median(results.cold.agent);
     return [
       row('runtime boot alone (opencode serve) p50', b50, bootError ? { notes: bootError } : {}),
+      row('runtime boot → its first answer alone p50', a50, { notes: 'opencode serve by hand, the model direct: health, then a session and a prompt until the first token of the reply' }),
       row('pooled create → running p50', median(results.pooled.running)),
       row('pooled create → running p99', percentile(results.pooled.running, 99)),
       row('pooled create → agent answering p50', pa50, strict ? { goal: '<= 1000 ms', met: pa50 <= 1000 } : {}),
@@ -204,6 +267,7 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
       row('cold create → running p99', percentile(results.cold.running, 99)),
       row('cold create → agent answering p50', ca50, { floor: b50, ratio: ca50 / b50, goal: '<= 1.2x runtime boot', met: ca50 <= 1.2 * b50 }),
       row('cold create → agent answering p99', percentile(results.cold.agent, 99), { floor: percentile(booted, 99) }),
+      row('cold create → agent answering p50, against the runtime answering alone', ca50, { floor: a50, ratio: ca50 / a50, goal: '<= 1.2x runtime alone', met: ca50 <= 1.2 * a50 }),
     ];
   } finally {
     await server.stop();

@@ -8,10 +8,11 @@
  * (abort never answers), FAKE_RUNTIME_IGNORE_TERM=1 (survive SIGTERM).
  *
  * opencode-like routes: GET /global/health, POST /session, POST /session/:id/prompt_async,
- * POST /session/:id/abort, PUT /auth/:id, GET /event (SSE; `?count=&interval=` then the stream ends).
+ * POST /session/:id/abort, GET /event (SSE; `?count=&interval=` then the stream ends).
  * Test routes: GET /fake/state (argv, cwd, env, sessions, prompts), GET|POST /fake/echo
  * (method, url, headers, body), POST /fake/crash (exit 3 after answering), GET /fake/hello
- * (tiny body, for benchmarks), WebSocket echo on any upgrade.
+ * (tiny body, for benchmarks), POST /fake/model (the body sent to `<provider svc's baseURL>/chat/completions`
+ * with its apiKey, as opencode's provider would: answers the status and body it got), WebSocket echo on any upgrade.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { WebSocketServer } from 'ws';
@@ -31,7 +32,6 @@ const bootDelay = Number(process.env.FAKE_RUNTIME_BOOT_DELAY_MS ?? 0);
 
 const sessions = new Map<string, { id: string; title: string | undefined; aborted: number }>();
 const prompts: { session_id: string; body: unknown }[] = [];
-const auths: Record<string, unknown> = {};
 let nextId = 1;
 
 const json = (res: ServerResponse, status: number, body: unknown) => {
@@ -102,15 +102,16 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     tick();
     return;
   }
-  // opencode's provider-auth route (a pool sandbox's claim sets the model key through it).
-  const auth = /^\/auth\/([^/]+)$/.exec(p);
-  if (req.method === 'PUT' && auth) {
-    auths[decodeURIComponent(auth[1]!)] = parse(await readBody(req));
-    return json(res, 200, true);
+  if (req.method === 'POST' && p === '/fake/model') {
+    const body = await readBody(req);
+    const cfg = parse(process.env.OPENCODE_CONFIG_CONTENT ?? '') as { provider?: { svc?: { options?: { baseURL?: string; apiKey?: string } } } } | undefined;
+    const o = cfg?.provider?.svc?.options;
+    if (!o?.baseURL) return json(res, 200, { status: null, body: 'no svc provider' });
+    const r = await fetch(`${o.baseURL}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${o.apiKey}` }, body, signal: AbortSignal.timeout(20_000) });
+    return json(res, 200, { status: r.status, body: await r.text() });
   }
   if (p === '/fake/state') {
     return json(res, 200, {
-      auths,
       pid: process.pid,
       argv: process.argv.slice(2),
       cwd: process.cwd(),

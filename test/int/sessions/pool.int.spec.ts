@@ -5,6 +5,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { sandboxFetch } from '../../../lib/sandbox-dial.js';
+import { startScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
@@ -90,8 +91,10 @@ for (const provider of ['process', 'bwrap'] as const) {
     });
     const env = { SVC_SANDBOX_PROVIDER: provider, SVC_SANDBOX_POOL_MAX: '2', SVC_LLM_UPSTREAM_URL: 'http://127.0.0.1:9/v1', SVC_LLM_MODEL: 'scripted' };
 
-    it('holds no token or secret before its claim; the claim hands the session over without a restart, and the agent pushes its branch', () =>
-      withSessionProject({ slug: 'pool', env }, async (p) => {
+    it('holds no token or secret before its claim; the claim hands the session over without a restart, and the agent pushes its branch', async () => {
+      const model = await startScriptedModel({ key: 'sk-pool-upstream', script: [{ text: 'from the model' }] });
+      try {
+        await withSessionProject({ slug: 'pool', env: { ...env, SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: 'sk-pool-upstream' } }, async (p) => {
         await enablePool(p, 1);
         await until(async () => (await readyRows(p)).length === 1, 'the pool to fill');
         const [pooled] = await readyRows(p);
@@ -117,9 +120,13 @@ for (const provider of ['process', 'bwrap'] as const) {
         // The runtime that booted in the pool is the one answering: no restart.
         const state = (await agentReady(p.api, `${p.sessions}/${id}/agent/fake/state`)).body;
         expect(descendants(Number(String(pooled!.ref).split(':')[0]))).to.include(runtimePid);
-        expect(state.auths.svc.type).to.equal('api');
-        expect(state.auths.svc.key).to.match(/^svc_llm_/);
         expect(state.env.SVC_TOKEN).to.match(/^svc_pool_/); // the boot's environment; the pool key is dead now:
+        // The runtime never held the model key: its provider calls the daemon's relay, which adds the session's.
+        expect(state.env.OPENCODE_CONFIG_CONTENT).to.not.match(SESSION_SHAPED);
+        const call = (await p.api.post(`${p.sessions}/${id}/agent/fake/model`, { model: 'scripted', stream: false, messages: [{ role: 'user', content: 'hi' }] })).body;
+        expect(call.status, call.body).to.equal(200);
+        expect(JSON.parse(call.body).object).to.equal('chat.completion');
+        expect(model.requests.at(-1)!.headers.authorization).to.equal('Bearer sk-pool-upstream');
 
         // The pool key opens nothing after the claim: not the control surface, not a second claim.
         const withPoolKey = (route: string, body: unknown) =>
@@ -152,7 +159,11 @@ for (const provider of ['process', 'bwrap'] as const) {
         expect(next!.sandbox_id).to.not.equal(pooled!.sandbox_id);
         const second = (await p.api.post(p.sessions, {})).body.session.session_id as string;
         expect(await sandboxOf(p, second)).to.equal(next!.sandbox_id);
-      }));
+        });
+      } finally {
+        await model.close();
+      }
+    });
 
     it('replaces a killed pool sandbox; pool sandboxes do not count against the session cap', () =>
       withSessionProject({ slug: 'pool', env: { ...env, SVC_SESSION_CAP: '1' } }, async (p) => {
