@@ -31,21 +31,24 @@ export class Checkpointer {
     this.version = runtimeVersion(o.runtimeCommand);
   }
 
-  /** The saved frame, if any (null when nothing is saved or the server cannot say). Never throws. */
-  async fetchSaved(): Promise<Buffer | null> {
+  /**
+   * The saved frame: null when nothing is saved, undefined when the server could not say
+   * (after `attempts`, each bounded by `timeoutMs`). Never throws.
+   */
+  async fetchSaved(attempts = 3, timeoutMs = 300_000): Promise<Buffer | null | undefined> {
     try {
       const version = await this.version;
       for (let attempt = 1; ; attempt++) {
         try {
-          return await fetchCheckpoint(this.o.url, this.o.token, version);
+          return await fetchCheckpoint(this.o.url, this.o.token, version, timeoutMs);
         } catch (err) {
-          if (attempt >= 3) throw err;
+          if (attempt >= attempts) throw err;
           await new Promise((r) => setTimeout(r, 1000 * attempt));
         }
       }
     } catch (err) {
-      this.o.logger.error({ err: (err as Error).message }, 'the saved session state could not be read; starting fresh');
-      return null;
+      this.o.logger[attempts > 1 ? 'error' : 'info']({ err: (err as Error).message }, attempts > 1 ? 'the saved session state could not be read; starting fresh' : 'no quick answer about saved session state');
+      return undefined;
     }
   }
 

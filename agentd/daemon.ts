@@ -262,17 +262,20 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       bootConfigDir = configDir;
     } else {
       const clone = config.autoClone && repo ? cloneWithRetries(repo, config.cloneAttempts, logger.child({ component: 'repo' })) : Promise.resolve();
-      const saved = checkpointer && !stopping ? await checkpointer.fetchSaved() : null;
+      // A quick question (one try, 3 s) while the clone runs: only a sure "nothing saved" lets
+      // the runtime start early; else the full answer comes after the clone, as the server is back.
+      const probe = checkpointer && !stopping ? await checkpointer.fetchSaved(1, 3_000) : null;
       // opencode reads nothing of the workspace until a request comes, and none is forwarded
       // before the repo is ready (agentState): it boots while the clone runs, unless a saved
       // conversation must be in place before it starts.
-      if (opencode && !saved && !stopping) {
+      if (opencode && probe === null && !stopping) {
         await markRuntimeDepsInstalled(path.join(config.runtime.home, '.config', 'opencode')).catch((err: Error) => logger.warn({ err: err.message }, 'runtime config dir not prepared'));
         bootConfigDir = configDir;
         booted = true;
         await supervisor.start();
       }
       await clone;
+      const saved = probe !== undefined ? probe : checkpointer && !stopping ? await checkpointer.fetchSaved() : null;
       // The saved workspace and conversation go back before the agent starts (and before health says the repo is ready).
       if (checkpointer && saved && !stopping) await checkpointer.restore(saved);
       await resolveConfigDir();

@@ -277,10 +277,10 @@ export async function sendCheckpoint(url: string, token: string, frame: Buffer):
 }
 
 /** `GET …/wip?runtime_version=`: the saved frame, or null when nothing is saved. */
-export async function fetchCheckpoint(url: string, token: string, version: string | null): Promise<Buffer | null> {
+export async function fetchCheckpoint(url: string, token: string, version: string | null, timeoutMs = 300_000): Promise<Buffer | null> {
   const u = new URL(url);
   if (version) u.searchParams.set('runtime_version', version);
-  const res = await fetch(u, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(300_000) });
+  const res = await fetch(u, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(timeoutMs) });
   if (res.status === 404) {
     await res.arrayBuffer().catch(() => undefined);
     return null;

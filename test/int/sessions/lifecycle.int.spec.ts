@@ -66,7 +66,10 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(env.SVC_YOLO_URL).to.equal(env.SVC_LLM_BASE_URL);
       expect(JSON.stringify(env)).to.not.include('test-upstream-key-never-in-a-sandbox');
       const runtimeConfig = JSON.parse(env.OPENCODE_CONFIG_CONTENT!);
-      expect(runtimeConfig.provider.svc.options).to.deep.equal({ baseURL: env.SVC_LLM_BASE_URL, apiKey: env.SVC_LLM_API_KEY });
+      // The runtime's provider is the daemon's model relay with the relay's own key; the relay adds the sandbox's.
+      expect(runtimeConfig.provider.svc.options.baseURL).to.match(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(runtimeConfig.provider.svc.options.apiKey).to.match(/^relay-/);
+      expect(env.OPENCODE_CONFIG_CONTENT).to.not.include(env.SVC_LLM_API_KEY);
       expect(runtimeConfig.model).to.equal('svc/test-model');
       // The agent's git identity: the user's name, an address of this server's host.
       expect(env.GIT_AUTHOR_NAME).to.equal('Owner (svc agent)');
