@@ -1,0 +1,79 @@
+import type { ProjectRecord } from '../../domain/project.js';
+import type { Query } from '../query.js';
+import { liveTokenByHash, type LiveTokenRow } from './accounts.js';
+import { CR_COLUMN_NAMES, decodeCrRow, type CrRow } from './change-request-row.js';
+import { PROJECT_COLUMN_NAMES } from './projects.js';
+
+/**
+ * `GET /v1/projects/:projectId/change-requests/:number` in one statement (issue 24 item 8,
+ * docs/speed.md "The open-CR read"): the live token (`liveTokenByHash`, the text every
+ * authenticated request runs), a project the reference names with whether the token's
+ * user is a member of its account, and that project's CR by number. Nothing is decided
+ * here: services/change-requests/read.ts applies the rules of the statement-per-step path
+ * (services/projects/access.ts) to what the row holds. No row: no live token.
+ *
+ * The project, by uuid: the one with that id, whoever's it is (a primary-key probe; the
+ * caller serves it only to a member, or to the project's own token). By slug: a project
+ * token's own project when the slug is its own, else (a user token) the project with that
+ * slug in the user's accounts, the earliest membership first, as
+ * `projectQueries.byIdOrSlugForUser`. Project columns come back as `p__<column>` (and
+ * `p__member`), CR columns as `c__<column>`.
+ */
+const projectList = (alias: string) => PROJECT_COLUMN_NAMES.map((c) => `${alias}.${c}`).join(', ');
+const prefixed = (alias: string, prefix: string, columns: readonly string[]) => columns.map((c) => `${alias}.${c} AS ${prefix}${c}`).join(', ');
+const crList = prefixed('c', 'c__', CR_COLUMN_NAMES);
+
+const BY_ID = `SELECT tok.*, ${prefixed('p', 'p__', PROJECT_COLUMN_NAMES)}, m.user_id IS NOT NULL AS p__member, ${crList}
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN projects p ON p.project_id = $2::uuid
+    LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id
+    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3`;
+
+const BY_SLUG = `SELECT tok.*, ${prefixed('p', 'p__', [...PROJECT_COLUMN_NAMES, 'member'])}, ${crList}
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN LATERAL (
+      SELECT ${projectList('o')},
+          EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
+        FROM projects o WHERE o.project_id = tok.project_id AND o.slug = $2
+      UNION ALL
+      (SELECT ${projectList('u')}, true AS member
+        FROM memberships m JOIN projects u ON u.account_id = m.account_id AND u.slug = $2
+        WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
+        ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true
+    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3`;
+
+export const crReadQueries = {
+  /** `ref`: a project uuid (lowercase, `isUuid`) or slug; `number`: the CR's number. */
+  withToken: (hash: Buffer, ref: string, isUuid: boolean, number: number): Query => ({
+    name: isUuid ? 'cr_read_by_project_id' : 'cr_read_by_project_slug',
+    text: isUuid ? BY_ID : BY_SLUG,
+    values: [hash, ref, number],
+  }),
+};
+
+/** What one row of `withToken` holds, unprefixed. */
+export interface CrReadRow {
+  token: LiveTokenRow;
+  /** The project (see the statements above), with whether the token's user is a member of its account. */
+  project: (ProjectRecord & { member: boolean }) | null;
+  cr: CrRow | null;
+}
+
+const TOKEN_COLUMNS: readonly (keyof LiveTokenRow)[] = [
+  'token_id', 'user_id', 'project_id', 'token_hash', 'last_used_at', 'email', 'user_name',
+  'grade', 'sandbox_id', 'session_id', 'credential_sandbox_id', 'credential_provider',
+];
+
+function pick(r: Record<string, unknown>, prefix: string, columns: readonly string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const c of columns) out[c] = r[prefix + c];
+  return out;
+}
+
+export function decodeCrReadRow(r: Record<string, unknown>): CrReadRow {
+  return {
+    token: pick(r, '', TOKEN_COLUMNS) as unknown as LiveTokenRow,
+    project: r.p__project_id == null ? null : (pick(r, 'p__', [...PROJECT_COLUMN_NAMES, 'member']) as unknown as ProjectRecord & { member: boolean }),
+    cr: r.c__cr_id == null ? null : decodeCrRow(pick(r, 'c__', CR_COLUMN_NAMES)),
+  };
+}
