@@ -56,13 +56,12 @@ export async function lookupCrRead(db: Executor, value: string, target: CrReadTa
   return {
     principal,
     async resolve() {
-      const { member = false, ...found } = row.project ?? {};
-      const stored = row.project ? (found as ProjectRecord) : undefined;
+      const stored = row.project ?? undefined;
       // The rules of projectForCaller: a project token reaches only its own project, while
       // its user is a member; a user only the projects of their accounts (else 404).
       const project = principal.project_id
-        ? await ownProjectOf(target.projectRef, stored?.project_id === principal.project_id ? stored : undefined, () => member)
-        : userProjectOf(member ? stored : undefined);
+        ? await ownProjectOf(target.projectRef, stored?.project_id === principal.project_id ? stored : undefined, () => row.member)
+        : userProjectOf(row.member ? stored : undefined);
       if (!row.cr) throw notFound('Change request');
       return { project, cr: crOfRow(row.cr) };
     },
