@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm, symlink, unlink } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { mintToken } from '../../../services/tokens/service.js';
 import { client } from '../../support/http.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
@@ -112,6 +116,34 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
     const r = await client(srv.url, token).get(crPath(projectId));
     expect(r.status).to.equal(401);
     expect(r.body.message).to.match(/gateway/);
+  });
+
+  it("a file:// repository re-pointed into the data dir is refused on the very next read (its stored tips served), and read again once it points back", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-cr-read-link-'));
+    const link = path.join(dir, 'repo.git');
+    const evil = path.join(srv.dataDir, 'evil.git');
+    try {
+      await symlink(repo.bare, link);
+      const owner = client(srv.url, srv.token);
+      const linked = (await owner.post('/v1/projects', { name: 'Linked', repo_url: `file://${link}` })).body.project.project_id;
+      const opened = (await owner.post(`/v1/projects/${linked}/change-requests`, { title: 'Linked', head_ref: 'topic' })).body.change_request;
+      const before = opened.head_commit_sha as string;
+      // A copy inside the server's data directory whose topic points elsewhere.
+      execFileSync('git', ['clone', '-q', '--bare', repo.bare, evil]);
+      execFileSync('git', ['--git-dir', evil, 'update-ref', 'refs/heads/topic', repo.tip('main')!]);
+      await unlink(link);
+      await symlink(evil, link);
+      const r = await owner.get(crPath(linked));
+      expect(r.status).to.equal(200);
+      expect(r.body.change_request.head_commit_sha, 'the data dir is never read').to.equal(before);
+      await unlink(link);
+      await symlink(repo.bare, link);
+      const pushed = await repo.commit('topic', { 'linked.txt': 'x\n' });
+      expect((await owner.get(crPath(linked))).body.change_request.head_commit_sha).to.equal(pushed);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+      await rm(evil, { recursive: true, force: true });
+    }
   });
 
   it('failed reads count toward the failure limit like any other route', async () => {
