@@ -1,7 +1,7 @@
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Query } from '../query.js';
 import { liveTokenByHash, type LiveTokenRow } from './accounts.js';
-import { CR_COLUMN_NAMES, decodeCrRow, type CrRow } from './change-request-row.js';
+import { decodeCrRow, type CrRow } from './change-request-row.js';
 import { PROJECT_COLUMN_NAMES } from './projects.js';
 
 /**
@@ -19,28 +19,24 @@ import { PROJECT_COLUMN_NAMES } from './projects.js';
  * `projectQueries.byIdOrSlugForUser`.
  *
  * The token comes back as columns; the project (`project`, with `member`) and the CR
- * (`cr`) as one JSON object each, keyed by column (null when absent): two fields to
- * describe and parse instead of thirty-one, which is most of the client's cost of the row.
+ * (`cr`) as the JSON of their rows (`to_json`; null when absent): two fields to describe
+ * and parse instead of thirty-one, which is most of the client's cost of the row, and
+ * cheaper for Postgres than building the objects column by column.
  */
-const jsonOf = (alias: string, columns: readonly string[]) =>
-  `CASE WHEN ${alias}.${columns[0]} IS NULL THEN NULL ELSE json_build_object(${columns.map((c) => `'${c}', ${alias}.${c}`).join(', ')}) END`;
-const projectList = (alias: string) => PROJECT_COLUMN_NAMES.map((c) => `${alias}.${c}`).join(', ');
-const projectAndCr = `${jsonOf('p', PROJECT_COLUMN_NAMES)} AS project, ${jsonOf('c', CR_COLUMN_NAMES)} AS cr`;
-
-const BY_ID = `SELECT tok.*, m.user_id IS NOT NULL AS member, ${projectAndCr}
+const BY_ID = `SELECT tok.*, m.user_id IS NOT NULL AS member, to_json(p) AS project, to_json(c) AS cr
   FROM (${liveTokenByHash('$1')}) tok
     LEFT JOIN projects p ON p.project_id = $2::uuid
     LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id
     LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3`;
 
-const BY_SLUG = `SELECT tok.*, coalesce(p.member, false) AS member, ${projectAndCr}
+const BY_SLUG = `SELECT tok.*, coalesce(p.member, false) AS member, p.project, to_json(c) AS cr
   FROM (${liveTokenByHash('$1')}) tok
     LEFT JOIN LATERAL (
-      SELECT ${projectList('o')},
+      SELECT o.project_id, to_json(o) AS project,
           EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
         FROM projects o WHERE o.project_id = tok.project_id AND o.slug = $2
       UNION ALL
-      (SELECT ${projectList('u')}, true AS member
+      (SELECT u.project_id, to_json(u), true
         FROM memberships m JOIN projects u ON u.account_id = m.account_id AND u.slug = $2
         WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
         ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true
@@ -67,11 +63,13 @@ export interface CrReadRow {
 
 export function decodeCrReadRow(r: Record<string, unknown>): CrReadRow {
   const { member, project, cr, ...token } = r as unknown as LiveTokenRow & { member: boolean; project: Record<string, unknown> | null; cr: Record<string, unknown> | null };
-  return {
-    token,
-    // As the per-step statements return it: created_at a Date (JSON carries the ISO text).
-    project: project ? ({ ...project, created_at: new Date(project.created_at as string) } as unknown as ProjectRecord) : null,
-    member,
-    cr: cr ? decodeCrRow(cr) : null,
-  };
+  return { token, project: project ? projectOfJson(project) : null, member, cr: cr ? decodeCrRow(cr) : null };
+}
+
+/** The project's columns as the per-step statements return them (created_at a Date; JSON carries its ISO text). */
+function projectOfJson(j: Record<string, unknown>): ProjectRecord {
+  const out: Record<string, unknown> = {};
+  for (const c of PROJECT_COLUMN_NAMES) out[c] = j[c];
+  out.created_at = new Date(j.created_at as string);
+  return out as unknown as ProjectRecord;
 }
