@@ -110,21 +110,39 @@ export const vouchFor = (req: IncomingMessage) => void vouched.add(req);
  * it has no row in `tokens`. Failed attempts are limited per principal (AuthGuard).
  */
 export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
+  const lookup = async (value: string) => {
+    const principal = await authenticate(db, value);
+    return principal && { principal };
+  };
   return (req: Request, _res: Response, next: NextFunction) => {
-    const header = req.headers.authorization;
-    const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
-    if (header === undefined) return next(unauthorized()); // no credential: not a guess
-    const check = () => (m ? authenticate(db, m[1]!) : Promise.resolve(null));
-    (vouched.has(req) ? check() : guard.attempt(req, check))
-      .then(async (principal) => {
-        if (!principal) return next(unauthorized());
-        // A sandbox's token only through its own gateway; no sandbox token on the public listener.
-        checkGateway(req, await credentialSandbox(db, principal));
-        req.principal = principal;
-        next();
-      })
+    authenticateRequest(db, guard, req, lookup)
+      .then(() => next())
       .catch(next);
   };
+}
+
+/**
+ * The request's credential checked as `requireAuth` checks it, with `lookup` reading the
+ * token (and whatever a route reads in the same statement, `T`): 401 without a header or
+ * for a value that is no live token, 429 past the failure limit, then the gateway rule;
+ * sets `req.principal`.
+ */
+export async function authenticateRequest<T extends { principal: Principal }>(
+  db: Db,
+  guard: AuthGuard,
+  req: Request,
+  lookup: (value: string) => Promise<T | null>,
+): Promise<T> {
+  const header = req.headers.authorization;
+  if (header === undefined) throw unauthorized(); // no credential: not a guess
+  const m = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim()) : null;
+  const check = () => (m ? lookup(m[1]!) : Promise.resolve(null));
+  const found = await (vouched.has(req) ? check() : guard.attempt(req, check));
+  if (!found) throw unauthorized();
+  // A sandbox's token only through its own gateway; no sandbox token on the public listener.
+  checkGateway(req, await credentialSandbox(db, found.principal));
+  req.principal = found.principal;
+  return found;
 }
 
 export function principalOf(req: Request): Principal {

@@ -131,29 +131,32 @@ class FilesBackendReader implements LocalRefReader {
     return usable;
   }
 
-  /** The loose ref's object id, NOT_LOOSE when there is no loose file, ASK_GIT for anything unusual. */
+  /**
+   * The loose ref's object id, NOT_LOOSE when there is no loose file, ASK_GIT for anything
+   * unusual. Three calls (open, one read, close), no fstat: a directory fails the read with
+   * EISDIR (`a/` holds refs `a/...`: `a` is not a loose ref); anything else that is not a
+   * regular file of one object id fails the read or does not read as one (a FIFO opens at
+   * once with O_NONBLOCK and its read fails; a file over LOOSE_MAX reads LOOSE_MAX + 1 bytes).
+   */
   private readLoose(name: string): string | typeof NOT_LOOSE | typeof ASK_GIT {
     // `name` passed assertBranchName: no `..`, no leading `/`, no empty or dot-led components.
     const file = path.join(this.gitDir, 'refs', 'heads', ...name.split('/'));
     let fd: number;
     try {
-      fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+      fd = openSync(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       // ENOENT: no such ref; ENOTDIR: a prefix is a ref file (`a` exists, `a/b` cannot).
       if (code === 'ENOENT' || code === 'ENOTDIR') return NOT_LOOSE;
-      return ASK_GIT; // ELOOP (a symlink), EACCES, ...
+      return ASK_GIT; // ELOOP (a symlink), EACCES, ENXIO (a socket), ...
     }
     try {
-      const st = fstatSync(fd);
-      if (st.isDirectory()) return NOT_LOOSE; // `a/` holds refs `a/...`: `a` is not a loose ref
-      if (!st.isFile() || st.size > LOOSE_MAX) return ASK_GIT;
-      const buf = Buffer.allocUnsafe(LOOSE_MAX + 1);
-      const n = readSync(fd, buf, 0, buf.length, 0);
-      const text = buf.toString('latin1', 0, n).trim();
+      const n = readSync(fd, looseBuf, 0, looseBuf.length, 0);
+      if (n > LOOSE_MAX) return ASK_GIT;
+      const text = looseBuf.toString('latin1', 0, n).trim();
       return isSha(text) ? text : ASK_GIT; // `ref: ...` (a symbolic ref) or garbage: git decides
-    } catch {
-      return ASK_GIT;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'EISDIR' ? NOT_LOOSE : ASK_GIT;
     } finally {
       closeSync(fd);
     }
@@ -187,6 +190,8 @@ class FilesBackendReader implements LocalRefReader {
 
 /** A loose ref holds one object id (40 or 64 hex) and a newline. */
 const LOOSE_MAX = 200;
+/** The reads are synchronous and copied out at once: one buffer serves them all. */
+const looseBuf = Buffer.allocUnsafe(LOOSE_MAX + 1);
 
 /**
  * `# pack-refs with: ...` header, then `<oid> SP <refname>` lines, each optionally

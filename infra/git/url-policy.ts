@@ -193,6 +193,23 @@ export function parseRepoTarget(url: string): ParsedTarget {
 }
 
 /**
+ * `parseRepoTarget`'s answers by URL. It is syntax only (no I/O: the same string always
+ * parses the same), and a project's repository is checked with the same URL on every read,
+ * so its parse is kept; refusals are not (they throw afresh), and the map is bounded.
+ * Everything the file system or DNS answers is still asked on every check.
+ */
+const parsedTargets = new Map<string, Readonly<ParsedTarget>>();
+function parsedTarget(url: string): Readonly<ParsedTarget> {
+  let t = parsedTargets.get(url);
+  if (!t) {
+    t = Object.freeze(parseRepoTarget(url));
+    if (parsedTargets.size >= 1000) parsedTargets.clear();
+    parsedTargets.set(url, t);
+  }
+  return t;
+}
+
+/**
  * realpath of the longest existing prefix, plus the rest: links resolved even for a path not
  * created yet. Resolved afresh on every check (nothing cached: a link may be re-pointed), with
  * the synchronous libc realpath: a few lstat calls of a local path cost ~5 µs of CPU, while a
@@ -205,7 +222,8 @@ function realish(p: string): string {
   let cur = abs;
   for (;;) {
     try {
-      return path.join(realpathSync.native(cur), ...rest.reverse());
+      const real = realpathSync.native(cur);
+      return rest.length === 0 ? real : path.join(real, ...rest.reverse());
     } catch {
       const parent = path.dirname(cur);
       if (parent === cur) return abs;
@@ -223,7 +241,7 @@ const inside = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWit
  * refused on plain http:// unless the operator allows it.
  */
 export async function checkRepoUrl(url: string, policy: RepoUrlPolicy, opts: { hasCredentials?: boolean } = {}): Promise<CheckedTarget> {
-  const t = parseRepoTarget(url);
+  const t = parsedTarget(url);
   if (t.protocol === 'file:') {
     if (!policy.allowFile) {
       throw refused('file repositories disabled', 'file:// repositories are disabled on this server (an operator can allow them with SVC_ALLOW_FILE_REPOS=1).');

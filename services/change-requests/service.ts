@@ -21,6 +21,7 @@ import { toRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand, metadataOf } from './handle.js';
 import { appendAndPatch, type CrCommandPath } from './command-path.js';
 import { withMergeLock } from './merge-lock.js';
+import { crNumberOf } from './read.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
@@ -75,9 +76,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `:crId` is the uuid or the per-project number (`3`, `#3`). */
 export async function findCr(db: Db, projectId: string, ref: string): Promise<ChangeRequest> {
-  const num = /^#?([1-9][0-9]{0,9})$/.exec(ref);
+  const num = crNumberOf(ref);
   let row: Record<string, unknown> | undefined;
-  if (num && Number(num[1]) <= 2_147_483_647) row = await db.one(crQueries.byNumber(projectId, Number(num[1])));
+  if (num !== null) row = await db.one(crQueries.byNumber(projectId, num));
   else if (UUID.test(ref)) row = await db.one(crQueries.byId(projectId, ref.toLowerCase()));
   if (!row) throw notFound('Change request');
   return crOfRow(decodeCrRow(row));

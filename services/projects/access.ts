@@ -26,20 +26,40 @@ const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden',
  * says); both kinds act as their user, so one removed from the account loses access (403).
  */
 export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string): Promise<ProjectRecord> {
-  const isUuid = UUID.test(ref);
-  // Postgres text cannot hold NUL (it would be a 500); no slug contains a control character.
-  const lookable = ref.length > 0 && ref.length <= 128 && !/[\x00-\x1f\x7f]/.test(ref);
+  const target = projectRefOf(ref);
   if (caller.project_id) {
     const own = await projectById(db, caller.project_id);
-    const matches = own && lookable && (isUuid ? own.project_id === ref.toLowerCase() : own.slug === ref);
-    if (!own || !matches) throw forbidden('This project token is bound to another project.');
-    const member = await isMember(db, own.account_id, caller.user_id);
-    if (!member) throw forbidden('You do not have write access to this project.');
-    return own;
+    return ownProjectOf(ref, own, async () => !!own && (await isMember(db, own.account_id, caller.user_id)));
   }
-  const project = lookable
-    ? await projectByIdOrSlugForUser(db, isUuid ? ref.toLowerCase() : ref, isUuid, caller.user_id)
-    : undefined;
+  const project = target ? await projectByIdOrSlugForUser(db, target.ref, target.isUuid, caller.user_id) : undefined;
+  return userProjectOf(project);
+}
+
+/**
+ * A project reference as it is looked up: a uuid (lowercased) or a slug; null for one no
+ * project can have (empty, over 128 characters, a control character: Postgres text cannot
+ * hold NUL, it would be a 500).
+ */
+export function projectRefOf(ref: string): { ref: string; isUuid: boolean } | null {
+  if (ref.length === 0 || ref.length > 128 || /[\x00-\x1f\x7f]/.test(ref)) return null;
+  const isUuid = UUID.test(ref);
+  return { ref: isUuid ? ref.toLowerCase() : ref, isUuid };
+}
+
+/** A user's lookup (`projectByIdOrSlugForUser`): 404 when none, whether missing or another account's. */
+export function userProjectOf(project: ProjectRecord | undefined): ProjectRecord {
   if (!project) throw notFound('Project');
   return project;
+}
+
+/**
+ * A project token's project: its own (`own`), and only when `ref` names it and its user is
+ * still a member of the project's account (`member`), else 403.
+ */
+export async function ownProjectOf(ref: string, own: ProjectRecord | undefined, member: () => boolean | Promise<boolean>): Promise<ProjectRecord> {
+  const target = projectRefOf(ref);
+  const matches = own && target && (target.isUuid ? own.project_id === target.ref : own.slug === target.ref);
+  if (!own || !matches) throw forbidden('This project token is bound to another project.');
+  if (!(await member())) throw forbidden('You do not have write access to this project.');
+  return own;
 }

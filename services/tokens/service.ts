@@ -1,6 +1,6 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../infra/db/db.js';
-import { tokenQueries } from '../../sql/queries/accounts.js';
+import { tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
 
 /**
  * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
@@ -93,11 +93,17 @@ export async function mintToken(
 export async function authenticate(db: Executor, value: string): Promise<Principal | null> {
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
-  type Row = Omit<Principal, 'credential'> & { token_hash: Buffer; last_used_at: Date | null; credential_sandbox_id: string | null; credential_provider: string | null };
-  const row = await db.one<Row>(tokenQueries.byHash(hash));
+  return principalOfTokenRow(db, hash, await db.one<LiveTokenRow>(tokenQueries.byHash(hash)));
+}
+
+/**
+ * The principal a live-token row (`liveTokenByHash`, alone or within a larger read) gives
+ * for `hash`: null without a row, or unless the stored hash equals it (compared in
+ * constant time). Touches `last_used_at` at most once a minute, off the request's path.
+ */
+export function principalOfTokenRow(db: Executor, hash: Buffer, row: LiveTokenRow | undefined): Principal | null {
   if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
   const { token_hash: _h, last_used_at: used, credential_sandbox_id: sandboxId, credential_provider: provider, ...principal } = row;
-  // last_used_at: written at most once a minute, off the request's path.
   if (!used || Date.now() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
   return { ...principal, credential: sandboxId ? { sandbox_id: sandboxId, provider } : null };
 }

@@ -30,6 +30,37 @@ export const accountQueries = {
   }),
 };
 
+/**
+ * The live token whose hash is parameter `hash` (`$1`, ...), with the columns `byHash`
+ * documents: one text, so a statement that authenticates as part of a larger read
+ * (sql/queries/cr-read.ts) applies exactly the rule every authenticated request does.
+ */
+export const liveTokenByHash = (hash: string): string =>
+  `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
+        t.grade, t.sandbox_id, c.session_id, cs.sandbox_id AS credential_sandbox_id, sb.provider AS credential_provider
+      FROM tokens t JOIN users u USING (user_id)
+        LEFT JOIN sandbox_credentials c ON c.sandbox_id = t.sandbox_id
+        CROSS JOIN LATERAL (SELECT COALESCE(t.sandbox_id,
+          (SELECT x.sandbox_id FROM sandbox_credentials x WHERE x.cli_token_id = t.token_id LIMIT 1)) AS sandbox_id) cs
+        LEFT JOIN session_sandboxes sb ON sb.sandbox_id = cs.sandbox_id
+      WHERE t.token_hash = ${hash} AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`;
+
+/** A row of `liveTokenByHash`. */
+export interface LiveTokenRow {
+  token_id: string;
+  user_id: string;
+  project_id: string | null;
+  token_hash: Buffer;
+  last_used_at: Date | null;
+  email: string;
+  user_name: string;
+  grade: 'person' | 'agent';
+  sandbox_id: string | null;
+  session_id: string | null;
+  credential_sandbox_id: string | null;
+  credential_provider: string | null;
+}
+
 export const tokenQueries = {
   insert: (t: {
     tokenId: string;
@@ -63,14 +94,7 @@ export const tokenQueries = {
    */
   byHash: (hash: Buffer): Query => ({
     name: 'token_by_hash',
-    text: `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
-        t.grade, t.sandbox_id, c.session_id, cs.sandbox_id AS credential_sandbox_id, sb.provider AS credential_provider
-      FROM tokens t JOIN users u USING (user_id)
-        LEFT JOIN sandbox_credentials c ON c.sandbox_id = t.sandbox_id
-        CROSS JOIN LATERAL (SELECT COALESCE(t.sandbox_id,
-          (SELECT x.sandbox_id FROM sandbox_credentials x WHERE x.cli_token_id = t.token_id LIMIT 1)) AS sandbox_id) cs
-        LEFT JOIN session_sandboxes sb ON sb.sandbox_id = cs.sandbox_id
-      WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
+    text: liveTokenByHash('$1'),
     values: [hash],
   }),
   /** The user's live tokens (not revoked, not expired), newest first. */

@@ -1,6 +1,8 @@
 import type { Query } from '../query.js';
 
-const cols = 'project_id, account_id, name, slug, repo_url, repo_credentials_enc, default_branch, created_at, repo_managed';
+/** A project row's columns (`ProjectRecord`), in table order. */
+export const PROJECT_COLUMN_NAMES = ['project_id', 'account_id', 'name', 'slug', 'repo_url', 'repo_credentials_enc', 'default_branch', 'created_at', 'repo_managed'] as const;
+const cols = PROJECT_COLUMN_NAMES.join(', ');
 
 /** A project row to insert. */
 export interface NewProject {

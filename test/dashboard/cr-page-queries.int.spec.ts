@@ -47,7 +47,7 @@ describe('dashboard CR page: SQL statements per render', function () {
     await repo?.cleanup();
   });
 
-  const background = (text: string) => /\bjob_claims\b|\bpgboss\b/.test(text);
+  const background = (text: string) => /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b/.test(text); // the sandbox pool's refill check too
 
   async function render(): Promise<string[]> {
     log.reset();

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { symlink, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { localRefReader, parsePackedRefs } from '../../infra/git/local-refs.js';
@@ -130,6 +131,13 @@ describe('local ref reader (file:// remotes read from disk, no process)', () => 
     expect(await localRefReader(fx.originUrl)!.readTips(['garbage'])).to.equal(null);
     await symlink(path.join(heads, 'main'), path.join(heads, 'linked'));
     expect(await localRefReader(fx.originUrl)!.readTips(['linked'])).to.equal(null);
+    // Too long to be one object id, though it starts with one.
+    const main = (await readFile(path.join(heads, 'main'), 'latin1')).trim();
+    await writeFile(path.join(heads, 'long'), `${main}\n${'x'.repeat(300)}\n`);
+    expect(await localRefReader(fx.originUrl)!.readTips(['long'])).to.equal(null);
+    // A FIFO is opened without blocking (no writer will ever come) and left to git.
+    execFileSync('mkfifo', [path.join(heads, 'fifo')]);
+    expect(await localRefReader(fx.originUrl)!.readTips(['fifo'])).to.equal(null);
   });
 
   it('a file:// project: readTips answers as ls-remote does for symrefs; refs hidden from fetchers are still read in place', async () => {
