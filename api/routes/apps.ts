@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { notFound } from '../../domain/errors.js';
-import { appDeploys, getApp, listApps } from '../../services/apps/service.js';
+import { getAppWithDeploys, listApps } from '../../services/apps/service.js';
 import { serializeApp } from '../../services/apps/deploy.js';
 
 /** `/v1/projects/:projectId/apps` (read-only: apps follow `[[apps]]` on the default branch). */
@@ -16,10 +16,9 @@ export function appRoutes(deps: ApiDeps): Router {
   r.get('/:name', async (req, res) => {
     const project = await resolveProject(deps.db, req);
     const name = String(req.params.name ?? '');
-    const app = await getApp(deps.db, project.project_id, name);
-    if (!app) throw notFound('App');
-    const deploys = await appDeploys(deps.db, project.project_id, app.name, 10);
-    res.json({ app: { ...serializeApp(app), deploys } });
+    const found = await getAppWithDeploys(deps.db, project.project_id, name, 10);
+    if (!found) throw notFound('App');
+    res.json({ app: { ...serializeApp(found.app), deploys: found.deploys } });
   });
   return r;
 }

@@ -83,5 +83,7 @@ export async function waitHealthy(url: string, path: string, gone: () => Promise
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  // A loaded machine may see the exit only now: say so rather than blame the health check.
+  if (await gone()) return 'the app exited before it became healthy';
   return `not healthy after ${Math.round(timeoutMs / 1000)} s (${last})`;
 }

@@ -1,4 +1,4 @@
-import type { Executor } from '../../infra/db/db.js';
+import type { Db, Executor } from '../../infra/db/db.js';
 import { SLUG } from '../../domain/manifest/schema.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
 
@@ -9,12 +9,23 @@ export async function listApps(db: Executor, projectId: string): Promise<AppRow[
   return db.rows<AppRow>(appQueries.list(projectId));
 }
 
-/** One app by name; undefined for a name no app can have. */
-export async function getApp(db: Executor, projectId: string, name: string): Promise<AppRow | undefined> {
-  return SLUG.test(name) ? db.one<AppRow>(appQueries.get(projectId, name)) : undefined;
-}
-
 /** The app's latest `limit` deploys. */
 export async function appDeploys(db: Executor, projectId: string, name: string, limit: number): Promise<Record<string, unknown>[]> {
   return db.rows<Record<string, unknown>>(appQueries.deploys(projectId, name, limit));
+}
+
+/**
+ * One app and its latest `limit` deploys from one snapshot: a deploy's outcome and the
+ * app's status and error are written in one transaction, so a reader never sees a failed
+ * deploy beside the app's state from before it. Undefined for no such app.
+ */
+export async function getAppWithDeploys(db: Db, projectId: string, name: string, limit: number): Promise<{ app: AppRow; deploys: Record<string, unknown>[] } | undefined> {
+  if (!SLUG.test(name)) return undefined;
+  return db.transaction(
+    async (tx) => {
+      const app = await tx.one<AppRow>(appQueries.get(projectId, name));
+      return app ? { app, deploys: await appDeploys(tx, projectId, app.name, limit) } : undefined;
+    },
+    { isolation: 'repeatable read' },
+  );
 }
