@@ -87,7 +87,7 @@ const ops: Record<string, Record<string, Op>> = {
   [`${sessPath}/{sessionId}/abort`]: { post: { summary: 'Abort the agent’s current run.', body: c.AbortSessionBody, ok: { status: 200, schema: c.AbortResultSchema }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${sessPath}/{sessionId}/preview-url`]: { get: { summary: 'The preview’s own origin for a sandbox port (p<port>-<session>.<preview domain>); default port 3000.', query: z.object({ port: z.string().regex(/^\d{1,5}$/).optional() }), ok: { status: 200, schema: z.object({ url: z.string(), port: z.number().int() }) }, errors: [400, 401, 403, 404] } },
   [`${sessPath}/{sessionId}/wip`]: {
-    put: { summary: 'A checkpoint of the session’s workspace and conversation (a binary frame); only the SVC_TOKEN of the session’s own live sandbox.', ok: { status: 200, schema: c.CheckpointAcceptedSchema }, errors: [401, 404, 503] },
+    put: { summary: 'A checkpoint of the session’s workspace and conversation (a binary frame); only the SVC_TOKEN of the session’s own live sandbox; 429 with Retry-After when its checkpoints come too fast.', ok: { status: 200, schema: c.CheckpointAcceptedSchema }, errors: [400, 401, 404, 413, 429, 503] },
     get: { summary: 'The saved checkpoint for the session’s new sandbox (a binary frame, not JSON); only the SVC_TOKEN of the session’s own live sandbox.', ok: { status: 200, schema: z.unknown() }, errors: [401, 404, 503] },
   },
   '/v1/projects/{projectId}/git/clone-credential': { get: { summary: "A short-lived agent-grade git credential for a repository this server serves (never a remote's stored credentials: 404); only the SVC_TOKEN of a live sandbox of the project.", ok: { status: 200, schema: c.CloneCredentialSchema }, errors: [401, 404, 503] } },

@@ -6,7 +6,8 @@ import { projectById } from '../../services/projects/service.js';
 import { authenticateSandboxKey, sandboxProvider, type SandboxPrincipal } from '../../services/sessions/credentials.js';
 import { acceptCheckpoint, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
 import { FRAME_CONTENT_TYPE } from '../../lib/checkpoint-frame.js';
-import { DomainError } from '../../domain/errors.js';
+import { DomainError, retryLater } from '../../domain/errors.js';
+import { CheckpointLimiter } from '../../services/sessions/checkpoint-limit.js';
 import { sessionDepsOf } from './sessions.js';
 
 /**
@@ -15,10 +16,12 @@ import { sessionDepsOf } from './sessions.js';
  * back. Only the SVC_TOKEN of the session's own live sandbox, through that sandbox's own
  * gateway; every other credential is 401 (people see what was saved in the session's JSON).
  * Mounted before the PAT middleware and the JSON parser (the body is a binary frame).
- * Checkpoints are not activity: the idle sweep does not see them.
+ * Checkpoints are not activity: the idle sweep does not see them. A session's checkpoints are
+ * rate limited (services/sessions/checkpoint-limit.ts: 429 with Retry-After).
  */
 export function sessionWipRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
+  const limiter = new CheckpointLimiter();
 
   async function sandboxOf(req: Request): Promise<SandboxPrincipal> {
     const header = req.headers.authorization;
@@ -38,6 +41,8 @@ export function sessionWipRoutes(deps: ApiDeps): Router {
   r.put('/', async (req, res, next) => {
     const s = sessionDepsOf(deps);
     const who = await sandboxOf(req);
+    const wait = limiter.take(who.session_id);
+    if (wait) throw retryLater('rate_limited', 'Too many requests', `Checkpoints of this session come too fast: try again in ${wait} s.`, wait);
     express.raw({ type: () => true, limit: checkpointBodyLimit(s.config) })(req, res, (err?: unknown) => {
       if (err) return next(err);
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);

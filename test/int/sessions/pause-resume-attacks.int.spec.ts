@@ -11,7 +11,7 @@ import { agentReady, waitForStatus, withSessionProject, type SessionProject } fr
  * lists, serves nor accepts `refs/svc/*` of a managed project whose session was paused
  * (ls-remote, fetch by name, fetch by sha-want, push to it); a CR cannot name it; the
  * checkpoint route takes only the session's own sandbox key through its own gateway, and
- * refuses a body that is not a checked bundle.
+ * refuses a body that is not a checked bundle, and limits how fast one session sends.
  */
 const sh = (cwd: string, args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' } }).trim();
 
@@ -97,6 +97,19 @@ describe('sessions: the hidden wip ref and the checkpoint route under attack', f
       const cr = await p.api.post('/v1/projects/managed/change-requests', { title: 'steal', head_ref: wipRef, base_ref: 'main' });
       expect(cr.status, JSON.stringify(cr.body)).to.equal(400);
       expect(cr.body.message).to.include('not a ref');
+
+      // A sandbox that floods its checkpoint route: a burst, then 429 with Retry-After before the body is read.
+      const statuses: number[] = [];
+      let limited: Awaited<ReturnType<typeof gwB.call>> | undefined;
+      for (let i = 0; i < 20 && !limited; i++) {
+        const r = await gwB.call('PUT', wip(b.id), 'not a checkpoint');
+        if (r.status === 429) limited = r;
+        else statuses.push(r.status);
+      }
+      expect(statuses.length).to.be.within(1, 6);
+      expect(new Set(statuses)).to.deep.equal(new Set([400]));
+      expect(limited?.status).to.equal(429);
+      expect(Number(limited!.headers.get('retry-after'))).to.be.greaterThan(0);
       await p.api.post(`${b.one}/stop`, {});
     }));
 });
