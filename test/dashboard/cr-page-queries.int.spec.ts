@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { countingDb, type StatementLog } from '../support/counting-db.js';
+import { countedCrServer, type StatementLog } from '../support/counting-db.js';
 import { client } from '../support/http.js';
-import { fixtureRepo, type FixtureRepo } from '../support/repo.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { FixtureRepo } from '../support/repo.js';
+import type { TestServer } from '../support/server.js';
 import { dashFetch, signInHttp, withPassword } from './support.js';
 import { until } from '../support/wait.js';
 
@@ -22,25 +22,11 @@ describe('dashboard CR page: SQL statements per render', function () {
   let page: string;
 
   before(async () => {
-    srv = await startTestServer({
-      // No trigger scheduler, app deploys or channel dispatcher polling alongside the render.
-      env: { SVC_SCHEDULER: '0', SVC_APPS: '0', SVC_CHANNELS_DISPATCH: '0' },
-      wrapDb: (db) => {
-        const c = countingDb(db);
-        log = c.log;
-        return c.db;
-      },
-    });
-    repo = await fixtureRepo();
-    const api = client(srv.url, srv.token);
-    const created = await api.post('/v1/projects', { name: 'counted', slug: 'counted', repo_url: repo.url });
-    expect(created.status).to.equal(201);
-    await repo.commit('topic', { 'a.txt': 'one\ntwo\n', 'b.txt': 'three\n' });
-    const cr = await api.post('/v1/projects/counted/change-requests', { title: 'Counted', head_ref: 'topic' });
-    expect(cr.status).to.equal(201);
+    const c = await countedCrServer('counted', { 'a.txt': 'one\ntwo\n', 'b.txt': 'three\n' }, 'Counted');
+    ({ srv, repo, log } = c);
     await withPassword(srv);
     cookie = await signInHttp(srv.url);
-    page = `/projects/${created.body.project.project_id}/change-requests/${cr.body.change_request.number}`;
+    page = `/projects/${c.projectId}/change-requests/${c.crNumber}`;
   });
   after(async () => {
     await srv?.stop();

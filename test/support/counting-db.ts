@@ -1,4 +1,7 @@
 import type { Db, Executor, Isolation, Query } from '../../infra/db/db.js';
+import { client } from './http.js';
+import { fixtureRepo, type FixtureRepo } from './repo.js';
+import { startTestServer, type TestServer } from './server.js';
 
 /**
  * A Db that records every statement the server sends through it (rows/one/run, and
@@ -63,4 +66,35 @@ export function countingDb(db: Db): { db: Db; log: StatementLog } {
       },
     },
   };
+}
+
+/**
+ * A server on a counting Db with no scheduler, app deploys or channel dispatcher polling
+ * beside the request being counted, a fixture repository, a project on it and one open CR
+ * of `files` on branch `topic`: the setup of the statement-count specs.
+ */
+export async function countedCrServer(slug: string, files: Record<string, string>, title = slug): Promise<{
+  srv: TestServer;
+  repo: FixtureRepo;
+  log: StatementLog;
+  projectId: string;
+  crNumber: number;
+}> {
+  let log: StatementLog | undefined;
+  const srv = await startTestServer({
+    env: { SVC_SCHEDULER: '0', SVC_APPS: '0', SVC_CHANNELS_DISPATCH: '0' },
+    wrapDb: (db) => {
+      const c = countingDb(db);
+      log = c.log;
+      return c.db;
+    },
+  });
+  const repo = await fixtureRepo();
+  const api = client(srv.url, srv.token);
+  const project = await api.post('/v1/projects', { name: slug, slug, repo_url: repo.url });
+  if (project.status !== 201) throw new Error(`project ${slug}: ${project.status} ${JSON.stringify(project.body)}`);
+  await repo.commit('topic', files);
+  const cr = await api.post(`/v1/projects/${slug}/change-requests`, { title, head_ref: 'topic' });
+  if (cr.status !== 201) throw new Error(`CR: ${cr.status} ${JSON.stringify(cr.body)}`);
+  return { srv, repo, log: log!, projectId: project.body.project.project_id as string, crNumber: cr.body.change_request.number as number };
 }

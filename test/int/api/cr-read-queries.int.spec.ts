@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { countingDb, type StatementLog } from '../../support/counting-db.js';
+import { countedCrServer, type StatementLog } from '../../support/counting-db.js';
 import { client } from '../../support/http.js';
-import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
-import { startTestServer, type TestServer } from '../../support/server.js';
+import type { FixtureRepo } from '../../support/repo.js';
+import type { TestServer } from '../../support/server.js';
 
 /**
  * What `GET` of an open CR (live refresh: both tips re-read) costs the database when its
@@ -20,23 +20,10 @@ describe('GET of an open CR: SQL statements per read', function () {
   let byUuid: string;
 
   before(async () => {
-    srv = await startTestServer({
-      env: { SVC_SCHEDULER: '0', SVC_APPS: '0', SVC_CHANNELS_DISPATCH: '0' },
-      wrapDb: (db) => {
-        const c = countingDb(db);
-        log = c.log;
-        return c.db;
-      },
-    });
-    repo = await fixtureRepo();
-    const api = client(srv.url, srv.token);
-    const project = await api.post('/v1/projects', { name: 'read', slug: 'read', repo_url: repo.url });
-    expect(project.status).to.equal(201);
-    await repo.commit('topic', { 'a.txt': 'one\n' });
-    const cr = await api.post('/v1/projects/read/change-requests', { title: 'Read', head_ref: 'topic' });
-    expect(cr.status).to.equal(201);
-    path = `/v1/projects/read/change-requests/${cr.body.change_request.number}`;
-    byUuid = `/v1/projects/${project.body.project.project_id}/change-requests/${cr.body.change_request.number}`;
+    const c = await countedCrServer('read', { 'a.txt': 'one\n' });
+    ({ srv, repo, log } = c);
+    path = `/v1/projects/read/change-requests/${c.crNumber}`;
+    byUuid = `/v1/projects/${c.projectId}/change-requests/${c.crNumber}`;
   });
   after(async () => {
     await srv?.stop();
