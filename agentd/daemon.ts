@@ -116,16 +116,17 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   const sessions: { last: string | undefined } = { last: undefined };
   let refreshQueue: Promise<unknown> = Promise.resolve();
 
+  /** opencode's config dirs marked installed (runtime-deps.ts): 'marked' when the daemon wrote the marks. */
+  const markConfigDir = (dir: string) =>
+    markRuntimeDepsInstalled(dir, config.workspace).catch((err: Error) => (logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'), 'kept' as const));
+  const homeConfigDir = path.join(config.runtime.home, '.config', 'opencode');
+
   const resolveConfigDir = async () => {
     const r = await loadAgentConfigDir(config.workspace);
     if (r.fallback) logger.warn('svc.toml [agent] config_dir must be a relative path inside the repo; using the default');
     configDir = r.dir;
     logger.info({ config_dir: configDir }, 'agent config dir');
-    if (isOpencode(config.runtime.command)) {
-      for (const dir of [configDir, path.join(config.runtime.home, '.config', 'opencode')]) {
-        await markRuntimeDepsInstalled(dir, config.workspace).catch((err: Error) => logger.warn({ dir, err: err.message }, 'runtime config dir not prepared'));
-      }
-    }
+    if (opencode) for (const dir of [configDir, homeConfigDir]) await markConfigDir(dir);
   };
 
   const control: ControlDeps = {
@@ -255,8 +256,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       if (config.repoUrl) await git(['remote', 'add', 'origin', config.repoUrl], { cwd: config.workspace }).catch(() => undefined);
       if (opencode) {
         // Nothing to download at boot (runtime-deps.ts); the workspace's marks go before the claim's checkout.
-        await markRuntimeDepsInstalled(path.join(config.runtime.home, '.config', 'opencode')).catch((err: Error) => logger.warn({ err: err.message }, 'runtime config dir not prepared'));
-        poolMarked = (await markRuntimeDepsInstalled(configDir, config.workspace).catch(() => 'kept')) === 'marked' ? configDir : undefined;
+        await markConfigDir(homeConfigDir);
+        poolMarked = (await markConfigDir(configDir)) === 'marked' ? configDir : undefined;
       }
       runtimeEnv.apply(await prepareShellProfile(config.runtime.home), []);
       bootConfigDir = configDir;
@@ -269,7 +270,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       // before the repo is ready (agentState): it boots while the clone runs, unless a saved
       // conversation must be in place before it starts.
       if (opencode && probe === null && !stopping) {
-        await markRuntimeDepsInstalled(path.join(config.runtime.home, '.config', 'opencode')).catch((err: Error) => logger.warn({ err: err.message }, 'runtime config dir not prepared'));
+        await markConfigDir(homeConfigDir);
         bootConfigDir = configDir;
         booted = true;
         await supervisor.start();

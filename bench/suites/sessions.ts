@@ -13,10 +13,14 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadConfig } from '../../infra/config.js';
+import { loadConfig, type Config } from '../../infra/config.js';
+import { createSandboxProvider } from '../../infra/sandbox/registry.js';
+import { markRuntimeDepsInstalled } from '../../agentd/runtime-deps.js';
+import { handleOfPool } from '../../services/sessions/pool.js';
+import type { PoolRow } from '../../sql/queries/pool.js';
 import { silentLogger } from '../../lib/logger.js';
 import { bootstrapUser } from '../../services/accounts/service.js';
 import { freePort } from '../../lib/net.js';
@@ -45,11 +49,8 @@ async function json(url: string, init: RequestInit = {}): Promise<{ status: numb
  */
 async function runtimeBootOnce(modelUrl: string): Promise<{ boot: number; answer: number }> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-bench-rt-'));
-  // As the daemon leaves it (agentd/runtime-deps.ts): the runtime's config dir looks installed, so nothing is downloaded.
-  const cfg = path.join(dir, 'home', '.config', 'opencode');
-  await mkdir(path.join(cfg, 'node_modules'), { recursive: true });
-  await writeFile(path.join(cfg, 'package.json'), '{"private":true,"dependencies":{"@opencode-ai/plugin":"*"}}\n');
-  await writeFile(path.join(cfg, 'package-lock.json'), JSON.stringify({ lockfileVersion: 3, requires: true, packages: { '': { dependencies: { '@opencode-ai/plugin': '*' } } } }));
+  // As the daemon leaves it: the runtime's config dir looks installed, so nothing is downloaded.
+  await markRuntimeDepsInstalled(path.join(dir, 'home', '.config', 'opencode'));
   const ws = path.join(dir, 'ws');
   const git = (args: string[]) => new Promise((res) => spawn('git', args, { stdio: 'ignore', cwd: ws }).on('close', res).on('error', res));
   await mkdir(ws);
@@ -147,39 +148,11 @@ async function firstReply(agent: string, h: Record<string, string>, t0: number, 
 
 type Provider = 'process' | 'bwrap' | 'docker';
 
-/** `pid` and every process under it, by the parent links in /proc. */
-async function descendants(pid: number): Promise<number[]> {
-  const parent = new Map<number, number>();
-  for (const e of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(e)) continue;
-    const stat = await readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
-    if (stat) parent.set(Number(e), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
-  }
-  const out = [pid];
-  for (let i = 0; i < out.length; i++) for (const [c, pp] of parent) if (pp === out[i] && !out.includes(c)) out.push(c);
-  return out;
-}
-
-/** Pool sandboxes outlive a server stop (as sessions' do): the bench removes what it started. */
-async function killPool(db: { rows<R>(q: { text: string; values: unknown[] }): Promise<R[]> }, provider: Provider): Promise<void> {
-  const rows = await db.rows<{ sandbox_id: string; ref: string | null }>({ text: 'SELECT sandbox_id::text, ref FROM pool_sandboxes', values: [] });
-  for (const r of rows) {
-    if (provider === 'docker') {
-      await new Promise((res) => spawn('docker', ['rm', '-f', r.ref ?? r.sandbox_id], { stdio: 'ignore' }).on('close', res).on('error', res));
-      continue;
-    }
-    // The runtime runs in a process group of its own under the daemon: the whole tree goes.
-    const pid = Number(String(r.ref ?? '').split(':')[0]);
-    if (!(pid > 1)) continue;
-    for (const p of await descendants(pid)) {
-      for (const target of [-p, p]) {
-        try {
-          process.kill(target, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
-    }
+/** Pool sandboxes outlive a server stop (as sessions' do): the bench removes what it started, as the server's own provider would. */
+async function killPool(db: { rows<R>(q: { text: string; values: unknown[] }): Promise<R[]> }, config: Config): Promise<void> {
+  const provider = createSandboxProvider(config, { logger: silentLogger });
+  for (const r of await db.rows<PoolRow>({ text: 'SELECT sandbox_id::text, provider, url, ref FROM pool_sandboxes', values: [] })) {
+    await provider.destroy(handleOfPool(r)).catch(() => undefined);
   }
 }
 
@@ -271,7 +244,7 @@ async function benchProvider(provider: Provider, n: number, pgs: Awaited<ReturnT
     ];
   } finally {
     await server.stop();
-    await killPool(db, provider);
+    await killPool(db, config);
     await cold.cleanup();
     await pooled.cleanup();
     await rm(dataDir, { recursive: true, force: true });

@@ -8,3 +8,4 @@ export * from './review.js';
 export * from './diff-lines.js';
 export * from './check-events.js';
 export * from './checks.js';
+export * from './reference.js';

@@ -10,7 +10,7 @@ import { ensureView, localGitDir, viewPathFor } from './local-view.js';
 import type { ProjectRepo } from './port.js';
 import { openRemoteRepo, type OpenProjectRepoOptions } from './remote-repo.js';
 import { assertRemoteUrl } from './remote-url.js';
-import { checkRepoUrl } from './url-policy.js';
+import { repoUrlCheck } from './url-policy.js';
 
 export type { OpenProjectRepoOptions } from './remote-repo.js';
 
@@ -26,14 +26,14 @@ export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
   if (dir === null) return openRemoteRepo(opts);
   let gitDir = dir;
   let view = '';
-  const policy = opts.policy;
+  const check = opts.policy ? repoUrlCheck(url, opts.policy) : undefined;
   return openLocalRepo({
     gitDir: () => gitDir,
     runDir: () => view,
     refs: localRefReader(url),
     engine: opts.engine,
     logger: opts.logger?.child({ component: 'git-local', project_id: opts.location.projectId }),
-    ...(policy ? { check: async () => void (await checkRepoUrl(url, policy)) } : {}),
+    ...(check ? { check: async () => void (await check()) } : {}),
     prepare: async () => {
       const found = localGitDir(dir);
       if (found === null) throw repoUnavailable();

@@ -193,23 +193,6 @@ export function parseRepoTarget(url: string): ParsedTarget {
 }
 
 /**
- * `parseRepoTarget`'s answers by URL. It is syntax only (no I/O: the same string always
- * parses the same), and a project's repository is checked with the same URL on every read,
- * so its parse is kept; refusals are not (they throw afresh), and the map is bounded.
- * Everything the file system or DNS answers is still asked on every check.
- */
-const parsedTargets = new Map<string, Readonly<ParsedTarget>>();
-function parsedTarget(url: string): Readonly<ParsedTarget> {
-  let t = parsedTargets.get(url);
-  if (!t) {
-    t = Object.freeze(parseRepoTarget(url));
-    if (parsedTargets.size >= 1000) parsedTargets.clear();
-    parsedTargets.set(url, t);
-  }
-  return t;
-}
-
-/**
  * realpath of the longest existing prefix, plus the rest: links resolved even for a path not
  * created yet. Resolved afresh on every check (nothing cached: a link may be re-pointed), with
  * the synchronous libc realpath: a few lstat calls of a local path cost ~5 µs of CPU, while a
@@ -241,7 +224,30 @@ const inside = (p: string, dir: string) => p === dir || p.startsWith(dir.endsWit
  * refused on plain http:// unless the operator allows it.
  */
 export async function checkRepoUrl(url: string, policy: RepoUrlPolicy, opts: { hasCredentials?: boolean } = {}): Promise<CheckedTarget> {
-  const t = parsedTarget(url);
+  return checkTarget(parseRepoTarget(url), policy, opts);
+}
+
+/**
+ * `checkRepoUrl` for a URL that is checked again and again (an open repository's, before
+ * every read): the syntax is parsed once, here (it never changes for the same string; a
+ * refusal is thrown again by every check), everything the file system or DNS answers is
+ * asked afresh on every call.
+ */
+export function repoUrlCheck(url: string, policy: RepoUrlPolicy, opts: { hasCredentials?: boolean } = {}): () => Promise<CheckedTarget> {
+  let parsed: Readonly<ParsedTarget> | undefined;
+  let refusal: unknown;
+  try {
+    parsed = Object.freeze(parseRepoTarget(url));
+  } catch (err) {
+    refusal = err;
+  }
+  return async () => {
+    if (!parsed) throw refusal;
+    return checkTarget(parsed, policy, opts);
+  };
+}
+
+async function checkTarget(t: Readonly<ParsedTarget>, policy: RepoUrlPolicy, opts: { hasCredentials?: boolean }): Promise<CheckedTarget> {
   if (t.protocol === 'file:') {
     if (!policy.allowFile) {
       throw refused('file repositories disabled', 'file:// repositories are disabled on this server (an operator can allow them with SVC_ALLOW_FILE_REPOS=1).');

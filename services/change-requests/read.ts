@@ -1,5 +1,5 @@
 import type { Executor } from '../../infra/db/db.js';
-import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { crNumberOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { notFound } from '../../domain/errors.js';
 import { crOfRow } from '../../sql/queries/change-request-row.js';
@@ -14,12 +14,6 @@ import { ownProjectOf, projectRefOf, userProjectOf } from '../projects/access.js
  * `findCr`'s), applied to what the one row holds, in the same order. Nothing is cached:
  * a revoked token or a removed membership is seen by the very next read.
  */
-
-/** The CR number a reference names (`#12` or `12`, at most a Postgres integer), or null. */
-export function crNumberOf(ref: string): number | null {
-  const num = /^#?([1-9][0-9]{0,9})$/.exec(ref);
-  return num && Number(num[1]) <= 2_147_483_647 ? Number(num[1]) : null;
-}
 
 /** What the one-statement read can answer: a project reference that can name a project and a CR number. */
 export interface CrReadTarget {

@@ -21,7 +21,7 @@ import { toRow } from '../../projections/change-requests.js';
 import { appendAndProject, handleCommand, metadataOf } from './handle.js';
 import { appendAndPatch, type CrCommandPath } from './command-path.js';
 import { withMergeLock } from './merge-lock.js';
-import { crNumberOf } from './read.js';
+import { crNumberOf } from '../../domain/change-request/reference.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';

@@ -21,7 +21,8 @@ export const LAYERS: Record<string, readonly string[]> = {
   api: ['services', 'projections', 'infra', 'domain', 'lib', 'contracts'],
   workers: ['services', 'projections', 'infra', 'domain', 'lib', 'contracts'],
   ops: ['api', 'workers', 'services', 'projections', 'infra', 'sql', 'domain', 'lib', 'contracts'],
-  bench: ['ops', 'api', 'workers', 'services', 'projections', 'infra', 'sql', 'domain', 'lib', 'contracts'],
+  // docs/development.md: bench/ -> anything but test/ (the daemon's own preparation included).
+  bench: ['ops', 'api', 'workers', 'services', 'projections', 'infra', 'sql', 'domain', 'lib', 'contracts', 'agentd', 'cli'],
   cli: ['domain', 'lib', 'contracts'],
   agentd: ['domain', 'lib', 'contracts'],
 };
