@@ -58,10 +58,18 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
   const configContent = runtimeConfigContent({ baseUrl: relay?.url, apiKey: relay?.token, models: config.llm.models, agentModel: config.agentModel });
   // The warm-up turn's model: one behind the relay (a runtime provider's model would be a real call).
   const warmModel = !relay ? undefined : config.agentModel?.startsWith(`${GATEWAY_PROVIDER}/`) ? config.agentModel : config.llm.models[0] ? `${GATEWAY_PROVIDER}/${config.llm.models[0]}` : undefined;
-  let warmed = false;
+  // While the runtime warms up nothing reaches it from outside (agentState): a client
+  // listing its sessions must never see, or join, the throwaway one.
+  let warming = false;
   const warm = async () => {
-    if (!opencode || stopping || !(await supervisor.waitUntilRunning(120_000))) return;
-    await warmRuntime({ client, nonce, model: warmModel, logger: logger.child({ component: 'warm-up' }) });
+    if (!opencode || stopping) return;
+    warming = true;
+    try {
+      if (await supervisor.waitUntilRunning(120_000)) await warmRuntime({ client, nonce, model: warmModel, logger: logger.child({ component: 'warm-up' }) });
+    } finally {
+      warming = false;
+      health.invalidate();
+    }
   };
   const runtimeEnv = new RuntimeEnv(env, () => ({ HOME: config.runtime.home, OPENCODE_CONFIG_DIR: configDir, ...(configContent ? { OPENCODE_CONFIG_CONTENT: configContent } : {}) }));
   const supervisor = new RuntimeSupervisor({
@@ -77,8 +85,9 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     backoffMaxMs: config.restartBackoffMaxMs,
     stopGraceMs: config.stopGraceMs,
   });
-  // The runtime may boot while the repo clones (below): nothing reaches it before the repo is ready.
-  const agentState = () => (supervisor.state === 'running' && !repoReady && !config.pool ? 'starting' : supervisor.state);
+  // The runtime may boot while the repo clones (below) and warms up after: nothing reaches it
+  // before the repo is ready and the warm-up is over (a pool sandbox counts as ready only then).
+  const agentState = () => (supervisor.state === 'running' && (warming || (!repoReady && !config.pool)) ? 'starting' : supervisor.state);
   let repo: RepoSettings | undefined = config.repoUrl
     ? {
         workspace: config.workspace,
@@ -95,8 +104,7 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     workspace: config.workspace,
     repo: displayRepoUrl(config.repoUrl),
     branchHint: config.branch,
-    // A pool sandbox counts as ready (its runtime running) once warmed up.
-    agentState: () => (config.pool && !warmed && agentState() === 'running' ? 'starting' : agentState()),
+    agentState,
     repoReady: () => repoReady,
   });
   const client = new RuntimeClient(config.runtime.port);
@@ -291,8 +299,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       await supervisor.start();
     }
     checkpointer?.start();
-    // A pool sandbox is ready only once warm; a cold one warms while the platform sees it start.
-    if (config.pool) await warm().finally(() => ((warmed = true), health.invalidate()));
+    // A pool sandbox is ready only once warm; a session's sandbox warms while the platform sees it start.
+    if (config.pool) await warm();
     else void warm();
     if (config.bootstrapSession && config.initialPrompt) await bootstrapSession(config.initialPrompt);
   };

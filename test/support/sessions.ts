@@ -39,13 +39,21 @@ export async function withSessionProject<T>(
   }
 }
 
-/** Kills every sandbox whose workspace lies under `dataDir` (found in /proc), after its server is gone. */
+/**
+ * Kills every sandbox whose workspace lies under `dataDir` (found in /proc), after its server
+ * is gone: process sandboxes by their environment, bwrap ones (which see `/workspace`) by
+ * the sandbox directories on their command line (the outer bwrap and the namespace's init).
+ */
 export async function killSandboxesUnder(dataDir: string): Promise<void> {
-  const marker = `SVC_WORKSPACE=${path.join(dataDir, 'sandboxes')}/`;
+  const root = `${path.join(dataDir, 'sandboxes')}/`;
+  const marker = `SVC_WORKSPACE=${root}`;
   for (const pid of await readdir('/proc').catch(() => [] as string[])) {
     if (!/^\d+$/.test(pid)) continue;
     const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    if (!env.includes(marker) || !env.includes('SVC_SANDBOX_ID=')) continue;
+    const processSandbox = env.includes(marker) && env.includes('SVC_SANDBOX_ID=');
+    const argv = processSandbox ? [] : (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
+    const bwrapSandbox = path.basename(argv[0] ?? '') === 'bwrap' && argv.some((a) => a.startsWith(root));
+    if (!processSandbox && !bwrapSandbox) continue;
     for (const target of [-Number(pid), Number(pid)]) {
       try {
         process.kill(target, 'SIGKILL');

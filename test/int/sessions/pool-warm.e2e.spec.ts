@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
 import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
-import { waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
+import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
@@ -27,6 +27,7 @@ const readyRows = async (p: SessionProject) =>
 /** A prompt through the session's agent proxy, answered once the reply's text is in the runtime's history. */
 async function ask(p: SessionProject, id: string, body: Record<string, unknown>): Promise<string> {
   const agent = `${p.sessions}/${id}/agent`;
+  await agentReady(p.api, `${agent}/session`); // 503 while the runtime (re)loads and warms up
   const s = await p.api.post(`${agent}/session`, {});
   expect(s.status, JSON.stringify(s.body)).to.equal(200);
   const r = await p.api.post(`${agent}/session/${s.body.id}/message`, body);
