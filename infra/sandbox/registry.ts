@@ -13,7 +13,7 @@ import { createDockerProvider } from './docker.js';
 import { createKubernetesProvider } from './kubernetes.js';
 import { type SandboxGatewayHost, type SandboxProvider, type SandboxProviderName } from './port.js';
 import { createProcessProvider } from './process.js';
-import { which } from './provider-util.js';
+import { appRoot, which } from './provider-util.js';
 import { UNISOLATED_PROVIDERS } from '../../domain/sandbox.js';
 
 export interface SandboxRegistryDeps {
@@ -50,6 +50,17 @@ export const providerFactories: Record<SandboxProviderName, ProviderFactory> = {
       imagePullPolicy: config.SVC_K8S_IMAGE_PULL_POLICY,
     }),
 };
+
+/**
+ * The default agent runtime (the `opencode-ai` package) is an optional dependency: an install
+ * without it still serves change requests, but process and bwrap sandboxes would start no
+ * agent. Says how to get one when neither it nor SVC_AGENT_RUNTIME is there.
+ */
+export function runtimeInstallHint(config: Pick<Config, 'SVC_AGENT_RUNTIME'>, provider: SandboxProviderName, root = appRoot): string | undefined {
+  if (config.SVC_AGENT_RUNTIME || (provider !== 'process' && provider !== 'bwrap')) return undefined;
+  if (existsSync(path.join(root, 'node_modules', '.bin', 'opencode'))) return undefined;
+  return `no agent runtime: the default, opencode, is not installed (run 'npm install opencode-ai' in ${root}), and SVC_AGENT_RUNTIME is unset; sessions will fail to start their agent`;
+}
 
 /**
  * Unset SVC_SANDBOX_PROVIDER: `bwrap`. Never `process` by default: it isolates nothing, so

@@ -1,5 +1,5 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
-import { createSandboxProvider, createSandboxProviders, sandboxesRoot } from '../../infra/sandbox/registry.js';
+import { createSandboxProvider, createSandboxProviders, runtimeInstallHint, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { createGatewayHub, type GatewayHub } from './gateway.js';
 import { wireEgress } from './egress.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
@@ -38,6 +38,8 @@ export function wireSessions(
   const provider = providers?.current;
   const modelGateway = config.SVC_LLM_UPSTREAM_URL ? `gateway to ${new URL(config.SVC_LLM_UPSTREAM_URL).host}` : 'no model gateway (SVC_LLM_UPSTREAM_URL unset)';
   if (provider) logger.info({ provider: provider.name, models: modelGateway }, `sandbox provider: ${provider.name}; models: ${modelGateway}`);
+  const runtimeHint = provider && runtimeInstallHint(config, provider.name);
+  if (runtimeHint) logger.warn(runtimeHint);
   // Apps run a command from an exported tree on this host (process, bwrap). When sessions
   // run on docker or kubernetes, apps use bwrap where installed, else process.
   const appProvider =

@@ -19,6 +19,7 @@ import { serveOverHttp } from './http-remote.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
 import { collectFrom, markWatched, stopCollecting, takeViolations, watchResponses } from './response-contract.js';
+import { until } from './wait.js';
 
 /**
  * Tests run against repositories on this machine (file:// and loopback http): local
@@ -153,16 +154,18 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
   proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + (opts.readyMs ?? 30_000);
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`svc-server exited early (${proc.exitCode}):\n${out}`);
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`svc-server did not become ready:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  const ready = await until(
+    () => proc.exitCode !== null || fetch(`${url}/readyz`).then((r) => r.ok, () => false),
+    'svc-server ready',
+    { timeoutMs: opts.readyMs ?? 30_000, maxIntervalMs: 50 },
+  ).then(
+    () => true,
+    () => false,
+  );
+  if (proc.exitCode !== null) throw new Error(`svc-server exited early (${proc.exitCode}):\n${out}`);
+  if (!ready) {
+    proc.kill('SIGKILL');
+    throw new Error(`svc-server did not become ready:\n${out}`);
   }
   return {
     url,

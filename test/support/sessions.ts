@@ -10,6 +10,7 @@ import type { TestDb } from './db.js';
 import { client, type Res } from './http.js';
 import { fixtureRepo } from './repo.js';
 import { startTestServer, type TestProject } from './server.js';
+import { eventually } from './wait.js';
 
 export const fakeRuntime = path.join(distRoot, 'test', 'agentd', 'support', 'fake-runtime.js');
 
@@ -87,14 +88,17 @@ export async function waitForStatus(
   statuses: string[],
   timeoutMs = 30_000,
 ): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
   let last: Res | undefined;
-  for (;;) {
-    last = await api.get(url);
-    if (last.status === 200 && statuses.includes(last.body.session.status)) return last.body.session;
-    if (Date.now() > deadline) throw new Error(`session never reached ${statuses.join('|')}: ${JSON.stringify(last.body)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  return eventually(
+    async () => {
+      last = await api.get(url);
+      return last.status === 200 && statuses.includes(last.body.session.status) ? last.body.session : undefined;
+    },
+    'the session status',
+    { timeoutMs, maxIntervalMs: 50 },
+  ).catch(() => {
+    throw new Error(`session never reached ${statuses.join('|')}: ${JSON.stringify(last?.body)}`);
+  });
 }
 
 export const pidAlive = (pid: number): boolean => {
@@ -108,13 +112,14 @@ export const pidAlive = (pid: number): boolean => {
 
 /** The runtime answers through the server's proxy (the daemon says 503 while it boots): the first non-503 answer, which must be 200. */
 export async function agentReady(api: { get: (p: string) => Promise<Res> }, url: string): Promise<Res> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = await api.get(url);
-    if (r.status !== 503 || Date.now() > deadline) {
-      if (r.status !== 200) throw new Error(`agent answered ${r.status}: ${JSON.stringify(r.body)}`);
-      return r;
-    }
-    await new Promise((res) => setTimeout(res, 50));
-  }
+  const r = await eventually(
+    async () => {
+      const res = await api.get(url);
+      return res.status === 503 ? undefined : res;
+    },
+    'the agent to answer (not 503)',
+    { timeoutMs: 20_000, maxIntervalMs: 50 },
+  );
+  if (r.status !== 200) throw new Error(`agent answered ${r.status}: ${JSON.stringify(r.body)}`);
+  return r;
 }

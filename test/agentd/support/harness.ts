@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { signUserContext, type UserContext } from '../../../agentd/auth.js';
-import { eventually as poll } from '../../support/wait.js';
+import { eventually as poll, until } from '../../support/wait.js';
 import { freePort } from '../../support/server.js';
 
 export const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -163,15 +163,20 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     sign: (ctx = {}) => signUserContext(token, { sub: 'user-1', exp: Math.floor(Date.now() / 1000) + 300, ...ctx }),
     health,
     async waitForAgent(state, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
       let last: HealthBody | undefined;
-      while (Date.now() < deadline) {
-        if (child.exitCode !== null) throw new Error(`daemon exited (${child.exitCode}):\n${out}`);
-        last = await health().catch(() => undefined);
-        if (last?.agent === state) return last;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`agent never reached ${state} (last ${JSON.stringify(last)}):\n${out.slice(-4000)}`);
+      const daemonGone = new Error('daemon exited');
+      return poll(
+        async () => {
+          if (child.exitCode !== null) throw daemonGone;
+          last = await health().catch(() => undefined);
+          return last?.agent === state ? last : undefined;
+        },
+        `agent ${state}`,
+        { timeoutMs, maxIntervalMs: 50 },
+      ).catch((err) => {
+        if (err === daemonGone) throw new Error(`daemon exited (${child.exitCode}):\n${out}`);
+        throw new Error(`agent never reached ${state} (last ${JSON.stringify(last)}):\n${out.slice(-4000)}`);
+      });
     },
     async control(p, body, tok = token) {
       const res = await fetch(`${url}${p}`, {
@@ -202,22 +207,27 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<DaemonHandl
     },
   };
   // Wait until the listener answers (it comes up before clone and runtime).
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    if (child.exitCode !== null) {
-      if (!opts.root) rmSync(root, { recursive: true, force: true });
-      throw new Error(`daemon exited early (${child.exitCode}):\n${out}`);
-    }
-    const ok = await health().then(
-      () => true,
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > deadline) {
-      await handle.stop();
-      throw new Error(`daemon never listened:\n${out}`);
-    }
-    await new Promise((r) => setTimeout(r, 50));
+  const listening = await until(
+    async () => {
+      if (child.exitCode !== null) return true;
+      return health().then(
+        () => true,
+        () => false,
+      );
+    },
+    'the daemon to listen',
+    { timeoutMs: 15_000, maxIntervalMs: 50 },
+  ).then(
+    () => true,
+    () => false,
+  );
+  if (child.exitCode !== null) {
+    if (!opts.root) rmSync(root, { recursive: true, force: true });
+    throw new Error(`daemon exited early (${child.exitCode}):\n${out}`);
+  }
+  if (!listening) {
+    await handle.stop();
+    throw new Error(`daemon never listened:\n${out}`);
   }
   return handle;
 }

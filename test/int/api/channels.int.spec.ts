@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { append } from '../../../infra/event-store.js';
 import { withProject } from '../../support/server.js';
 import { runSvc, sandbox } from '../../cli/helpers.js';
+import { eventually } from '../../support/wait.js';
 
 interface Hit {
   at: number;
@@ -112,11 +113,14 @@ describe('channels: chat notifications from the event log', function () {
         await rx.until(() => rx.accepted().length === 7, 'the next event delivered');
         expect(rx.accepted()[6]!.text).to.contain('CR #3> opened');
         // The delivery is recorded just after the webhook answered.
-        let listed = (await api.get('/v1/projects/chat/channels')).body.channels[0];
-        for (const deadline = Date.now() + 10_000; listed.delivered_count < 7 && Date.now() < deadline; ) {
-          await new Promise((r) => setTimeout(r, 50));
-          listed = (await api.get('/v1/projects/chat/channels')).body.channels[0];
-        }
+        const listed = await eventually(
+          async () => {
+            const c = (await api.get('/v1/projects/chat/channels')).body.channels[0];
+            return c.delivered_count >= 7 ? c : undefined;
+          },
+          'the seventh delivery recorded',
+          { timeoutMs: 10_000, maxIntervalMs: 50 },
+        );
         expect(listed.delivered_count).to.equal(7);
         expect(listed.last_error).to.equal(null);
 

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { append, readAll, readStream, START, ConcurrencyError, checkpointAfter } from '../../../infra/event-store.js';
 import { executor } from '../../../infra/db/db.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
+import { until } from '../../support/wait.js';
 
 describe('event store', () => {
   let t: TestDb;
@@ -115,14 +116,17 @@ describe('event store', () => {
       // The horizon is cluster-wide: a transaction of another (parallel) test may still hold
       // the reader back for a moment. A reader keeps reading, as the live feed does.
       const seen: string[] = [];
-      const deadline = Date.now() + 10_000;
-      while (seen.length < 2 && Date.now() < deadline) {
-        for (let page = await readAll(t.db, at); page.length; page = await readAll(t.db, at)) {
-          seen.push(...page.filter((e) => e.stream_id === s1 || e.stream_id === s2).map((e) => e.type));
-          at = checkpointAfter(page[page.length - 1]!);
-        }
-        if (seen.length < 2) await new Promise((r) => setTimeout(r, 20));
-      }
+      await until(
+        async () => {
+          for (let page = await readAll(t.db, at); page.length; page = await readAll(t.db, at)) {
+            seen.push(...page.filter((e) => e.stream_id === s1 || e.stream_id === s2).map((e) => e.type));
+            at = checkpointAfter(page[page.length - 1]!);
+          }
+          return seen.length >= 2;
+        },
+        'both events read',
+        { timeoutMs: 10_000 },
+      ).catch(() => undefined);
       expect(seen).to.deep.equal(['Late', 'Early']);
     } finally {
       c1.release();

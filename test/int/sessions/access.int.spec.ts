@@ -1,17 +1,7 @@
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { client, gatewayUrl } from '../../support/http.js';
-import { waitForStatus, withSessionProject } from '../../support/sessions.js';
-
-async function agentReady(api: ReturnType<typeof client>, url: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = await api.get(url);
-    if (r.status === 200) return r;
-    if (r.status !== 503 || Date.now() > deadline) throw new Error(`agent not ready: ${r.status} ${JSON.stringify(r.body)}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
+import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 describe('sessions: auth matrix and the sandbox proxy (HTTP, SSE, WebSocket, preview)', function () {
   this.timeout(90_000);

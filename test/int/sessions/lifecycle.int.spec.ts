@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { client, gatewayUrl } from '../../support/http.js';
 import { agentReady, pidAlive, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
+import { until } from '../../support/wait.js';
 
 /** Processes whose environment names this session (its sandbox's entrypoint, daemon, runtime). */
 async function processesOf(sessionId: string): Promise<number> {
@@ -115,8 +116,7 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect((await client(srv.url, svcToken).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);
       expect((await client(srv.url, clonePassword).get(`/v1/projects/${s.project_id}`)).status, 'clone credential after stop').to.equal(401);
       const pid = Number(row!.ref);
-      const deadline = Date.now() + 10_000;
-      while (pidAlive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      await until(() => !pidAlive(pid), 'the sandbox process to exit', { timeoutMs: 10_000, maxIntervalMs: 50 }).catch(() => undefined);
       expect(pidAlive(pid), 'sandbox process gone').to.equal(false);
       expect((await api.get(`${one}/agent/fake/state`)).status).to.equal(409);
       expect((await api.post(`${one}/prompt`, { text: 'x' })).status).to.equal(409);
@@ -183,17 +183,19 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect((await api.post(`${sessions}/${a}/stop`, {})).body.session.status).to.equal('stopped');
       expect((await api.call('DELETE', `${sessions}/${b}`)).status).to.equal(204);
       // Whatever step the provisioning job was at, it ends without a live sandbox.
-      const deadline = Date.now() + 20_000;
       let left = -1;
-      while (Date.now() < deadline) {
-        const pending = await srv.db.db.one<{ n: number }>({
-          text: "SELECT count(*)::int AS n FROM session_sandboxes WHERE session_id = $1 AND state IN ('provisioning', 'active')",
-          values: [a],
-        });
-        left = (await processesOf(a)) + (await processesOf(b)) + pending!.n;
-        if (left === 0) break;
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await until(
+        async () => {
+          const pending = await srv.db.db.one<{ n: number }>({
+            text: "SELECT count(*)::int AS n FROM session_sandboxes WHERE session_id = $1 AND state IN ('provisioning', 'active')",
+            values: [a],
+          });
+          left = (await processesOf(a)) + (await processesOf(b)) + pending!.n;
+          return left === 0;
+        },
+        'no live sandbox left',
+        { timeoutMs: 20_000, maxIntervalMs: 100 },
+      ).catch(() => undefined);
       expect(left, 'sandbox processes or live sandbox rows left').to.equal(0);
       expect((await api.get(`${sessions}/${a}`)).body.session.status).to.equal('stopped');
       expect((await api.get(`${sessions}/${b}`)).status).to.equal(404);

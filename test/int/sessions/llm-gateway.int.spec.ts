@@ -5,6 +5,7 @@ import { until } from '../../support/wait.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel, type ScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { eventually } from '../../support/wait.js';
 
 /**
  * The model gateway (`/v1/llm`, docs/models.md) between sandboxes and the scripted model
@@ -16,13 +17,18 @@ import { agentReady, waitForStatus, withSessionProject } from '../../support/ses
 const K = 'upstream-key-K-0123456789';
 
 async function waitAgent(api: ReturnType<typeof client>, url: string, states: string[], timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await api.get(url);
-    if (r.status === 200 && states.includes(r.body.session.agent_state)) return r.body.session;
-    if (Date.now() > deadline) throw new Error(`agent_state never reached ${states.join('|')}: ${JSON.stringify(r.body)}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
+  let last: unknown;
+  return eventually(
+    async () => {
+      const r = await api.get(url);
+      last = r.body;
+      return r.status === 200 && states.includes(r.body.session.agent_state) ? r.body.session : undefined;
+    },
+    'the agent state',
+    { timeoutMs, maxIntervalMs: 50 },
+  ).catch(() => {
+    throw new Error(`agent_state never reached ${states.join('|')}: ${JSON.stringify(last)}`);
+  });
 }
 
 const chat = (base: string, key: string | undefined, body: unknown, headers: Record<string, string> = {}) =>

@@ -12,6 +12,7 @@ import { authedUrl } from '../../support/git-client.js';
 import { skipUnlessCi } from '../../support/skip.js';
 import { managedRepoPath } from '../../../infra/git/managed-repo.js';
 import { AGENT_CANNOT_MERGE_MESSAGE } from '../../../services/tokens/agent-policy.js';
+import { eventually, until } from '../../support/wait.js';
 
 /**
  * End to end with the real `opencode serve` (the opencode-ai devDependency) on the
@@ -70,21 +71,25 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
     expect(health.body.repo).to.not.include('svc_pat_');
 
     // The agent answers through the server (503 while opencode boots).
-    const deadline = Date.now() + 90_000;
-    let agent = await api.get(`${one}/agent/global/health`);
-    while (agent.status === 503 && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 200));
-      agent = await api.get(`${one}/agent/global/health`);
-    }
+    const agent = await eventually(
+      async () => {
+        const r = await api.get(`${one}/agent/global/health`);
+        return r.status === 503 ? undefined : r;
+      },
+      'the agent to answer (not 503)',
+      { timeoutMs: 90_000, maxIntervalMs: 200 },
+    );
     expect(agent.status, JSON.stringify(agent.body)).to.equal(200);
     expect(agent.body.healthy).to.equal(true);
     // The first prompt opened an agent session at boot.
-    const deadline2 = Date.now() + 30_000;
-    let agentSessions = (await api.get(`${one}/agent/session`)).body;
-    while ((!Array.isArray(agentSessions) || agentSessions.length === 0) && Date.now() < deadline2) {
-      await new Promise((r) => setTimeout(r, 200));
-      agentSessions = (await api.get(`${one}/agent/session`)).body;
-    }
+    const agentSessions = await eventually(
+      async () => {
+        const body = (await api.get(`${one}/agent/session`)).body;
+        return Array.isArray(body) && body.length > 0 ? body : undefined;
+      },
+      'the agent session opened at boot',
+      { timeoutMs: 30_000, maxIntervalMs: 200 },
+    );
     expect(agentSessions).to.be.an('array').that.is.not.empty;
 
     // Inside the sandbox, with only the injected environment (the entrypoint's own).
@@ -153,12 +158,10 @@ describe('sessions end to end with the real opencode runtime (e2e)', function ()
 
     // Remove: the sandbox goes, the branch stays, the CR forgets its origin.
     expect((await api.call('DELETE', one)).status).to.equal(204);
-    const deadline3 = Date.now() + 15_000;
-    while (pidAlive(Number(row2.ref)) && Date.now() < deadline3) await new Promise((r) => setTimeout(r, 100));
+    await until(() => !pidAlive(Number(row2.ref)), 'the sandbox process to exit', { timeoutMs: 15_000, maxIntervalMs: 100 }).catch(() => undefined);
     expect(pidAlive(Number(row2.ref))).to.equal(false);
     expect(existsSync(path.join(srv.dataDir, 'sandboxes'))).to.equal(true);
-    const deadline4 = Date.now() + 15_000;
-    while (existsSync(path.dirname(ws)) && Date.now() < deadline4) await new Promise((r) => setTimeout(r, 100));
+    await until(() => !existsSync(path.dirname(ws)), 'the workspace removed', { timeoutMs: 15_000, maxIntervalMs: 100 }).catch(() => undefined);
     expect(existsSync(path.dirname(ws)), 'workspace removed').to.equal(false);
     expect(tip(id)).to.equal(pushed);
     expect((await api.get(`/v1/projects/e2e/change-requests/${cr.number}`)).body.change_request.origin_session_id).to.equal(null);

@@ -1,22 +1,12 @@
 import { expect } from 'chai';
 import WebSocket from 'ws';
 import { mintToken } from '../../../services/tokens/service.js';
-import { client } from '../../support/http.js';
-import { waitForStatus, withSessionProject } from '../../support/sessions.js';
+import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 /**
- * Issue 20 item 11: a WebSocket proxied to a sandbox (agent and preview routes) is cut
- * within a second of its token's revocation or the session's stop.
+ * A WebSocket proxied to a sandbox (agent and preview routes) is cut within a second of its
+ * token's revocation or the session's stop: a revoked credential must not keep a live pipe.
  */
-async function agentReady(api: ReturnType<typeof client>, url: string) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const r = await api.get(url);
-    if (r.status === 200) return r;
-    if (r.status !== 503 || Date.now() > deadline) throw new Error(`agent not ready: ${r.status} ${JSON.stringify(r.body)}`);
-    await new Promise((res) => setTimeout(res, 50));
-  }
-}
 
 /** A proxied socket, open and answering; `closed` resolves with when it closed. */
 async function openSocket(url: string, token: string): Promise<{ ws: WebSocket; closed: Promise<number> }> {

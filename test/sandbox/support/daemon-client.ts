@@ -7,6 +7,7 @@ import path from 'node:path';
 import { signUserContext } from '../../../agentd/auth.js';
 import { distRoot } from '../../agentd/support/harness.js';
 import { sandboxFetch } from '../../../lib/sandbox-dial.js';
+import { eventually } from '../../support/wait.js';
 
 export const execRuntimeBin = path.join(distRoot, 'test', 'sandbox', 'support', 'exec-runtime.js');
 
@@ -20,19 +21,23 @@ export interface Health {
 
 /** Polls `<url>/svc/health` (each probe bounded) until the agent runtime is `running`. */
 export async function waitForRunning(url: string, timeoutMs = 30_000, describeFailure: () => string = () => ''): Promise<Health> {
-  const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const res = await sandboxFetch(url, '/svc/health', { signal: AbortSignal.timeout(2_000) });
-      last = await res.json();
-      if ((last as Health).agent === 'running') return last as Health;
-    } catch (err) {
-      last = String(err);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`daemon at ${url} never reported a running agent (last: ${JSON.stringify(last)}) ${describeFailure()}`);
+  return eventually(
+    async () => {
+      try {
+        const res = await sandboxFetch(url, '/svc/health', { signal: AbortSignal.timeout(2_000) });
+        last = await res.json();
+        return (last as Health).agent === 'running' ? (last as Health) : undefined;
+      } catch (err) {
+        last = String(err);
+        return undefined;
+      }
+    },
+    'a running agent',
+    { timeoutMs, maxIntervalMs: 100 },
+  ).catch(() => {
+    throw new Error(`daemon at ${url} never reported a running agent (last: ${JSON.stringify(last)}) ${describeFailure()}`);
+  });
 }
 
 /** Runs `argv` inside the sandbox (as the agent runtime would) and answers its result. */
