@@ -8,7 +8,6 @@ import { displayRepoUrl, type AgentdConfig } from './config.js';
 import type { ControlDeps } from './control-routes.js';
 import { helperCommand } from './git-credential-helper.js';
 import { Health } from './health.js';
-import { LoopbackProxy } from './proxy.js';
 import { cloneRepo, pullSessionBranch, RepoError, type RepoSettings } from './repo.js';
 import { git } from './git.js';
 import { startModelRelay } from './model-relay.js';
@@ -216,10 +215,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     return r;
   }
 
-  const proxy = new LoopbackProxy(() => key.value, logger.child({ component: 'proxy' }));
   const httpServer: http.Server = createDaemonServer({
     control,
-    proxy,
     logger,
     get token() {
       return key.value;
@@ -335,7 +332,6 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
       listener.close();
       httpServer.closeAllConnections();
       pool.close();
-      proxy.close();
       await relay?.close();
       await supervisor.stop();
     },

@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -88,4 +89,15 @@ export function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.infe
   throw new HttpError(400, 'Validation failed', 'The request body is not valid.', {
     issues: r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
   });
+}
+
+/** An error answer on a socket that has not been handed to an HTTP response (upgrades). */
+export function writeRawError(socket: Duplex, err: HttpError): void {
+  if (socket.destroyed) return;
+  const body = JSON.stringify({ error: err.reason, message: err.message, ...err.details });
+  const reason = http.STATUS_CODES[err.status] ?? 'Error';
+  socket.end(
+    `HTTP/1.1 ${err.status} ${reason}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }

@@ -2,14 +2,12 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from '../lib/logger.js';
 import { handleControl, type ControlDeps } from './control-routes.js';
-import { HttpError, sendError } from './http-util.js';
+import { HttpError, sendError, writeRawError } from './http-util.js';
 import { authorizeProxy, parseTarget } from './proxy-auth.js';
-import { writeRawError, type LoopbackProxy } from './proxy.js';
 import type { AgentState } from './supervisor.js';
 
 export interface ServerDeps {
   control: ControlDeps;
-  proxy: LoopbackProxy;
   logger: Logger;
   token: string;
   runtimePort: number;
@@ -25,12 +23,13 @@ export const isControlPath = (url: string | undefined): boolean => url !== undef
 const controlPath = (url: string) => url.split('?')[0]!;
 
 /**
- * The daemon's http server: `/svc/*` is the control surface; everything else is
- * proxied after the signed user context checks out. No request can throw past here.
- * It does not listen itself: `DaemonListener` serves proxied requests on raw sockets and
- * hands it the connections of every request it does not serve (the control surface, and
- * refusals, which this server words), so the http-module proxy below only carries the
- * rest of a connection that began with such a request.
+ * The daemon's http server: `/svc/*` is the control surface, and it words every refusal of
+ * a proxied request. It proxies nothing: the raw proxy (`raw-proxy/`) is the daemon's one
+ * proxy, and hands this server a connection only at a request it does not serve (the
+ * control surface, a refused or missing context, the runtime still starting, HTTP/1.0,
+ * CONNECT). Every answer here closes its connection, so a handed-off connection never
+ * carries a request the raw proxy should have served: the client's next request comes on a
+ * new connection, through the raw proxy. No request can throw past here.
  */
 export function createDaemonServer(deps: ServerDeps): http.Server {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
@@ -38,17 +37,21 @@ export function createDaemonServer(deps: ServerDeps): http.Server {
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     req.on('error', ignore);
     res.on('error', ignore);
+    res.shouldKeepAlive = false;
     if (isControlPath(req.url)) {
       handleControl(req, res, controlPath(req.url!), deps.control).catch((err: unknown) => answerError(res, err));
       return;
     }
     try {
       const target = parseTarget(req.url, deps.runtimePort, deps.ownPort);
-      const auth = authorizeProxy(req, target, deps.token, now());
+      authorizeProxy(req, target, deps.token, now());
       if (target.kind === 'runtime' && deps.agentState() !== 'running') {
         throw new HttpError(503, 'Unavailable', 'The agent runtime is starting.');
       }
-      deps.proxy.forward(req, res, target, auth.setCookie);
+      // Authorized, yet not served by the raw proxy: its framing is one the proxy does not carry.
+      throw req.method === 'CONNECT'
+        ? new HttpError(405, 'Method not allowed', 'CONNECT is not proxied.')
+        : new HttpError(505, 'HTTP version not supported', 'Proxied requests must use HTTP/1.1.');
     } catch (err) {
       req.resume();
       answerError(res, err);
@@ -73,7 +76,7 @@ export function createDaemonServer(deps: ServerDeps): http.Server {
       if (target.kind === 'runtime' && deps.agentState() !== 'running') {
         throw new HttpError(503, 'Unavailable', 'The agent runtime is starting.');
       }
-      deps.proxy.upgrade(req, socket, head, target);
+      throw new HttpError(505, 'HTTP version not supported', 'Upgrades are proxied over HTTP/1.1 only.');
     } catch (err) {
       writeRawError(socket, err instanceof HttpError ? err : new HttpError(500, 'Internal error', 'Upgrade failed.'));
     }

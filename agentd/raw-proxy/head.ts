@@ -1,3 +1,4 @@
+import http from 'node:http';
 /**
  * Strict HTTP/1.1 head parsing for the raw proxy: the request line (or status line) and
  * header lines, nothing else. Heads are decoded as latin1, so every byte survives the
@@ -58,6 +59,7 @@ for (let c = 0; c < 256; c++) {
   CHAR_CLASS[c] = (tchar ? 1 : 0) | (vchar ? 2 : 0);
 }
 const DIGITS = /^[0-9]{1,15}$/;
+const KNOWN_METHODS = new Set(http.METHODS);
 
 /**
  * The end of the head that starts at `start`, or -1 while incomplete. Throws once the
@@ -143,6 +145,10 @@ export function parseRequestHead(buf: Buffer, start: number, end: number): Reque
   const eol = text.indexOf('\r\n');
   const m = REQUEST_LINE.exec(eol < 0 ? text : text.slice(0, eol));
   if (m === null) throw new HeadError('The request line is malformed.');
+  // Only what llhttp (the upstreams' usual parser) also reads as a request: a method it
+  // knows, and an origin-form target (the only form the proxy routes).
+  if (!KNOWN_METHODS.has(m[1]!)) throw new HeadError('The request method is not known.');
+  if (m[2]!.charCodeAt(0) !== 47) throw new HeadError('The request target must be a path.');
   const names: string[] = [];
   const values: string[] = [];
   if (eol >= 0) parseFields(text, eol + 2, names, values, null);

@@ -1,6 +1,5 @@
 import type net from 'node:net';
-import { HttpError } from '../http-util.js';
-import { writeRawError } from '../proxy.js';
+import { HttpError, writeRawError } from '../http-util.js';
 import { BodyTracker } from './body.js';
 import type { RawProxyDeps } from './connection.js';
 import { headEnd, NO_BODY, parseResponseHead, type Framing } from './head.js';

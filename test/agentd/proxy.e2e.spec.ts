@@ -205,6 +205,42 @@ describe('svc-agent proxy (e2e)', function () {
     });
   });
 
+  describe('one proxy', () => {
+    /** Writes `text` on a fresh connection and reads until the daemon ends it (it must). */
+    const exchange = (text: string) =>
+      new Promise<{ out: string; closedByServer: boolean }>((resolve) => {
+        const s = net.connect(d.port, '127.0.0.1', () => s.write(text));
+        let out = '';
+        s.on('data', (c) => (out += c.toString('latin1')));
+        s.on('end', () => resolve({ out, closedByServer: true }));
+        s.on('error', () => resolve({ out, closedByServer: false }));
+      });
+
+    it('a connection that carried a control request closes after it: a pipelined proxied request is never proxied by the http server', async () => {
+      const ctx = d.sign();
+      const { out, closedByServer } = await exchange(
+        `GET /svc/health HTTP/1.1\r\nHost: x\r\n\r\nGET /fake/hello HTTP/1.1\r\nHost: x\r\nX-Svc-User-Context: ${ctx}\r\n\r\n`,
+      );
+      expect(closedByServer).to.equal(true);
+      const answers = out.split(/(?=HTTP\/1\.1 \d{3} )/);
+      expect(answers).to.have.length(1);
+      expect(answers[0]).to.match(/^HTTP\/1.1 200/).and.match(/\r\nconnection: close\r\n/i);
+      // The same request on a connection of its own goes through the raw proxy.
+      const again = await get('/fake/hello', { 'x-svc-user-context': ctx });
+      expect(again.status).to.equal(200);
+    });
+
+    it('a refusal closes its connection; an authorized request the raw proxy does not carry (HTTP/1.0) is 505, never forwarded', async () => {
+      const refused = await exchange(`GET /fake/hello HTTP/1.1\r\nHost: x\r\n\r\nGET /fake/hello HTTP/1.1\r\nHost: x\r\nX-Svc-User-Context: ${d.sign()}\r\n\r\n`);
+      expect(refused.closedByServer).to.equal(true);
+      expect(refused.out.split(/(?=HTTP\/1\.1 \d{3} )/)).to.have.length(1);
+      expect(refused.out).to.match(/^HTTP\/1.1 401/);
+      const old = await exchange(`GET /fake/hello HTTP/1.0\r\nHost: x\r\nX-Svc-User-Context: ${d.sign()}\r\n\r\n`);
+      expect(old.out).to.match(/^HTTP\/1.1 505/);
+      expect(old.out).to.not.include('fake');
+    });
+  });
+
   describe('hostile input', () => {
     it('survives malformed requests and keeps serving', async () => {
       const raw = async (text: string) =>
