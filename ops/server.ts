@@ -14,7 +14,8 @@ import { CR_MERGE } from '../services/change-requests/merge.js';
 import { APP_DEPLOY } from '../services/apps/sync.js';
 import type { Scheduler } from '../services/triggers/scheduler.js';
 import { SESSION_QUEUES } from '../workers/sessions.js';
-import { MANIFEST_SYNC } from '../workers/manifest.js';
+import { MANIFEST_SYNC, enqueueMovedSync } from '../workers/manifest.js';
+import { createManifestFollower } from '../services/manifest/follow.js';
 import type { Core, Running } from './wiring/core.js';
 import { wireSessions } from './wiring/sessions.js';
 import { wireManifest } from './wiring/manifest.js';
@@ -75,7 +76,9 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const secrets = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
   // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
-  const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config) });
+  // The manifest in force follows the default branch: every tip read reports to the follower.
+  const follower = createManifestFollower({ db, logger, enqueue: (projectId, sha, reason) => enqueueMovedSync(queue)(projectId, sha, reason) });
+  const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config), onTips: follower.tipsRead });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY, ...CHECK_QUEUES] });
   undo.push(() => queue.stop());
   const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };

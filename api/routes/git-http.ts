@@ -152,6 +152,11 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
       idleTimeoutMs: opts.idleTimeoutMs ?? deps.config.SVC_GIT_IDLE_TIMEOUT_SECONDS * 1000,
       logger: log,
     });
+    // A push may have moved (or created) the default branch: reading its tip tells the
+    // manifest follower, so the manifest in force follows without waiting for another read.
+    if (service === 'git-receive-pack' && !advertising) {
+      deps.repos.for(project).readTips([project.default_branch]).catch((err: Error) => log.debug({ err: err.message }, 'default tip not read after a push'));
+    }
   }
 
   async function receivePackArgs(project: ProjectRecord, principal: Principal, env: Record<string, string>): Promise<string[]> {

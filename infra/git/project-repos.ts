@@ -13,39 +13,67 @@ export interface ProjectRepos {
   for(project: ProjectRecord): ProjectRepo;
 }
 
-export function createProjectRepos(opts: { dataDir: string; reposDir?: string; engine: GitEngine; secrets: SecretBox; logger: Logger; policy?: RepoUrlPolicy }): ProjectRepos {
+/** Told of every set of branch tips read from a project's repository (whoever read them). */
+export type TipsObserver = (project: ProjectRecord, tips: Record<string, string | null>) => void;
+
+export function createProjectRepos(opts: {
+  dataDir: string;
+  reposDir?: string;
+  engine: GitEngine;
+  secrets: SecretBox;
+  logger: Logger;
+  policy?: RepoUrlPolicy;
+  onTips?: TipsObserver;
+}): ProjectRepos {
   const cache = new Map<string, ProjectRepo>();
   const reposDir = opts.reposDir ?? path.join(opts.dataDir, 'repos');
-  return {
-    for(project) {
-      if (project.repo_managed) {
-        const key = `managed\n${project.project_id}`;
-        let repo = cache.get(key);
-        if (!repo) {
-          repo = openManagedRepo({ repoPath: managedRepoPath(reposDir, project.project_id), engine: opts.engine, logger: opts.logger, projectId: project.project_id });
-          cache.set(key, repo);
-        }
-        return repo;
-      }
-      if (!project.repo_url) {
-        throw new DomainError('unavailable', 'No repository', `Project ${project.slug} has no repository configured.`);
-      }
-      const key = `${project.project_id}\n${project.repo_url}\n${project.repo_credentials_enc ?? ''}`;
+  // The project each cached repository was last handed out for (its default branch may change).
+  const latest = new Map<ProjectRepo, ProjectRecord>();
+  const observed = (repo: ProjectRepo, project: ProjectRecord): ProjectRepo => {
+    latest.set(repo, project);
+    return repo;
+  };
+  const watch = (repo: ProjectRepo): ProjectRepo => {
+    const observer = opts.onTips;
+    if (!observer) return repo;
+    const read = repo.readTips.bind(repo);
+    repo.readTips = async (branches) => {
+      const tips = await read(branches);
+      const project = latest.get(repo);
+      if (project) observer(project, tips);
+      return tips;
+    };
+    return repo;
+  };
+  const open = (project: ProjectRecord): ProjectRepo => {
+    if (project.repo_managed) {
+      const key = `managed\n${project.project_id}`;
       let repo = cache.get(key);
       if (!repo) {
-        const credentials = project.repo_credentials_enc
-          ? (JSON.parse(opts.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
-          : undefined;
-        repo = openProjectRepo({
-          location: { projectId: project.project_id, url: project.repo_url, ...(credentials ? { credentials } : {}) },
-          mirrorsDir: path.join(opts.dataDir, 'mirrors'),
-          engine: opts.engine,
-          logger: opts.logger,
-          ...(opts.policy ? { policy: opts.policy } : {}),
-        });
+        repo = watch(openManagedRepo({ repoPath: managedRepoPath(reposDir, project.project_id), engine: opts.engine, logger: opts.logger, projectId: project.project_id }));
         cache.set(key, repo);
       }
       return repo;
-    },
+    }
+    if (!project.repo_url) {
+      throw new DomainError('unavailable', 'No repository', `Project ${project.slug} has no repository configured.`);
+    }
+    const key = `${project.project_id}\n${project.repo_url}\n${project.repo_credentials_enc ?? ''}`;
+    let repo = cache.get(key);
+    if (!repo) {
+      const credentials = project.repo_credentials_enc
+        ? (JSON.parse(opts.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
+        : undefined;
+      repo = watch(openProjectRepo({
+        location: { projectId: project.project_id, url: project.repo_url, ...(credentials ? { credentials } : {}) },
+        mirrorsDir: path.join(opts.dataDir, 'mirrors'),
+        engine: opts.engine,
+        logger: opts.logger,
+        ...(opts.policy ? { policy: opts.policy } : {}),
+      }));
+      cache.set(key, repo);
+    }
+    return repo;
   };
+  return { for: (project) => observed(open(project), project) };
 }

@@ -38,7 +38,7 @@ export interface SyncResult extends ManifestView {
  * and apps follow the manifest in force. No file at all is a valid, empty manifest. Each
  * sync is an event with the commit it read.
  */
-export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, reason: string): Promise<SyncResult> {
+export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, reason: string, opts: { onlyNewTip?: boolean } = {}): Promise<SyncResult> {
   const repo = deps.repos.for(project);
   const branch = project.default_branch;
   const sha = (await repo.readTips([branch]))[branch] ?? null;
@@ -49,6 +49,8 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
   const result = await deps.db.transaction(async (tx) => {
     // One sync per project at a time: a slower, older one never lands after a newer one.
     await tx.run(manifestQueries.lockStream(`manifest-sync-${project.project_id}`));
+    // Decided under the lock: of two syncs of one new tip (a merge's and a read's), one records it.
+    if (opts.onlyNewTip && sha && (await readManifest(tx, project.project_id))?.source_sha === sha) return null;
     if (parsed.manifest) {
       await tx.run(manifestQueries.saveValid({ projectId: project.project_id, manifest: parsed.manifest, sha, warnings: parsed.warnings }));
       await syncTriggers(tx, project.project_id, parsed.manifest.triggers, now);
@@ -70,6 +72,7 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
     );
     return readManifest(tx, project.project_id);
   });
+  if (result === null) return { ...(await readManifest(deps.db, project.project_id))!, applied: false };
   for (const job of jobs) await deps.enqueueApp(job);
   deps.logger.info({ project_id: project.project_id, sha, valid: !!parsed.manifest, errors: parsed.errors.length, reason }, 'manifest synced');
   return { ...result!, applied: !!parsed.manifest };
@@ -98,11 +101,20 @@ export async function enqueueAllManifestSyncs(db: Db, enqueue: (projectId: strin
   return rows.length;
 }
 
-export async function syncProjectById(deps: ManifestDeps, projectId: string, reason: string): Promise<void> {
+/**
+ * A sync asked for because the default branch moved (`push`, `moved outside`): nothing when
+ * the manifest in force was already read at the branch's current tip (another process, the
+ * merge's own sync, or an earlier try got there first), so each new tip is synced once.
+ */
+export async function syncIfMoved(deps: ManifestDeps, projectId: string, reason: string): Promise<void> {
+  await syncProjectById(deps, projectId, reason, { onlyNewTip: true });
+}
+
+export async function syncProjectById(deps: ManifestDeps, projectId: string, reason: string, opts: { onlyNewTip?: boolean } = {}): Promise<void> {
   const project = await deps.db.one<ProjectRecord>(projectQueries.byId(projectId));
   if (!project) throw notFound('Project');
   try {
-    await syncManifest(deps, project, reason);
+    await syncManifest(deps, project, reason, opts);
   } catch (err) {
     if (isDomainError(err) && err.code === 'not_found') return; // the default branch is gone: nothing to read
     throw err;
