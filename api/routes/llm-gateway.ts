@@ -76,9 +76,10 @@ async function relay(
 ): Promise<void> {
   const call: Call = { end: { kind: 'refused' }, status: 0, finish: () => undefined };
   try {
+    const leftBefore = signal.aborted; // then nothing is sent: charged nothing
     const up = await gateway.callUpstream(g, body, req.headers.accept, signal).catch((err: unknown) => {
       // The caller left with the request upstream: the prompt may have been read.
-      if (signal.aborted) call.end = { kind: 'unreported', outputChars: 0 };
+      if (signal.aborted && !leftBefore) call.end = { kind: 'unreported', outputChars: 0 };
       throw err;
     });
     call.status = up.status;

@@ -130,12 +130,14 @@ export async function reserve(
   const want = requestedOutput(body);
   const sessionKey: LedgerKey = { scope: 'session', scopeId: caller.session_id, periodStart: SESSION_PERIOD };
   const accountKey: LedgerKey = { scope: 'account', scopeId: caller.account_id, periodStart: accountPeriodStart(config, now()) };
-  await db.run(llmLedgerQueries.ensure(sessionKey, accountKey));
+  const read = () => db.rows<LedgerRow>(llmLedgerQueries.rows(sessionKey, accountKey));
+  // Created once per scope and period (summing the usage from before the ledger), read after.
+  if ((await read()).length < 2) await db.run(llmLedgerQueries.ensure(sessionKey, accountKey));
   const deadline = Date.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
   let swept = false;
   for (;;) {
     opts.signal?.throwIfAborted();
-    const rows = await db.rows<LedgerRow>(llmLedgerQueries.rows(sessionKey, accountKey));
+    const rows = await read();
     const session = rows.find((r) => r.scope === 'session');
     const account = rows.find((r) => r.scope === 'account');
     if (!session || !account) throw new Error('model ledger rows missing after ensure');
