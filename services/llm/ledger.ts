@@ -38,6 +38,11 @@ export const DEFAULT_OUTPUT_TOKENS = 32_000;
 /** How long a call over its session's concurrency (or behind calls holding the budget) waits before its 429. */
 export const QUEUE_WAIT_MS = 3_000;
 const RETRY_MS = 100;
+/**
+ * A reservation expires this long after the upstream timeout: the gateway cuts a live call
+ * at the timeout and settles it first, so only a dead process's calls are charged in full.
+ */
+export const EXPIRY_GRACE_MS = 5_000;
 
 /** OpenAI's shapes: budgets spent are `insufficient_quota`, too many calls at once a rate limit. */
 const budgetSpent = (scope: 'session' | 'account', config: Config, held: boolean) =>
@@ -149,7 +154,7 @@ export async function reserve(
         .transaction(async (tx) => {
           if (!(await tx.one(llmLedgerQueries.reserveSession(session.ledger_id, d.amount, config.SVC_LLM_SESSION_TOKEN_BUDGET, config.SVC_LLM_SESSION_CONCURRENCY)))) throw new Raced();
           if (!(await tx.one(llmLedgerQueries.reserve(account.ledger_id, d.amount, config.SVC_LLM_ACCOUNT_TOKEN_BUDGET)))) throw new Raced();
-          const expiresAt = new Date(at.getTime() + config.SVC_LLM_UPSTREAM_TIMEOUT_MS);
+          const expiresAt = new Date(at.getTime() + config.SVC_LLM_UPSTREAM_TIMEOUT_MS + EXPIRY_GRACE_MS);
           return (await tx.one<{ reservation_id: string }>(llmLedgerQueries.insertReservation({ sessionId: caller.session_id, ledgerIds: [session.ledger_id, account.ledger_id], amount: d.amount, now: at, expiresAt })))!.reservation_id;
         })
         .catch((err: unknown) => {

@@ -154,6 +154,30 @@ describe('model budgets hold (reserved before a call, settled after)', function 
     }
   });
 
+  it('a call the upstream holds past SVC_LLM_UPSTREAM_TIMEOUT_MS is cut there and charged, its place given back', async () => {
+    const text = 'sixteen chars...';
+    const model = await startScriptedModel({ key: K, script: [], plain: () => ({ text, cut: 'hold' }) });
+    try {
+      await withSessionProject(
+        { slug: 'bud5', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_SESSION_TOKEN_BUDGET: '5000', SVC_LLM_UPSTREAM_TIMEOUT_MS: '1500' } },
+        async (p) => {
+          const { id, key, base } = await sandboxModelKey(p);
+          const body = { model: 'scripted', stream: true, messages: [{ role: 'user', content: 'hold me' }] };
+          const r = await chat(base, key, body);
+          expect(r.status).to.equal(200);
+          // The upstream never ends it: the gateway does, at the timeout.
+          const streamed = await r.text().catch(() => '');
+          expect(streamed).to.not.include('"usage"');
+          await until(async () => (await p.api.get(`${p.sessions}/${id}`)).body.session.usage.requests === 1, 'the held call settled');
+          const charged = promptEstimate(body) + Math.ceil(text.length / 4);
+          expect(await ledgerRow(p, 'session', id)).to.deep.equal({ spent: charged, reserved: 0, in_flight: 0 });
+        },
+      );
+    } finally {
+      await model.close();
+    }
+  });
+
   it('over its concurrency a call waits, then is refused with 429 in OpenAI’s shape; nothing of it reaches the upstream', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { loadConfig, type Config } from '../../../infra/config.js';
 import { createDb, type Db } from '../../../infra/db/db.js';
 import { silentLogger } from '../../../lib/logger.js';
-import { budgetedBody, expireOrphans, reserve, settle, promptEstimate, type Reservation } from '../../../services/llm/ledger.js';
+import { budgetedBody, EXPIRY_GRACE_MS, expireOrphans, reserve, settle, promptEstimate, type Reservation } from '../../../services/llm/ledger.js';
 import { startLedgerSweep } from '../../../workers/llm-ledger.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { until } from '../../support/wait.js';
@@ -32,6 +32,7 @@ describe('the model ledger', function () {
   afterEach(() => t.drop());
 
   it('a reservation whose process died holds the budget until the upstream timeout, then is charged in full', async () => {
+    // (Expiry is the timeout plus a grace, in which a live process cuts its call and settles it itself.)
     const config = configOf({ SVC_LLM_SESSION_TOKEN_BUDGET: '100', SVC_LLM_UPSTREAM_TIMEOUT_MS: '60000' });
     const caller = { session_id: randomUUID(), account_id: randomUUID() };
     const t0 = new Date('2026-01-01T00:00:00Z');
@@ -42,13 +43,14 @@ describe('the model ledger', function () {
     expect(budgetedBody(body, orphan)).to.deep.equal({ ...body, max_tokens: 100 - promptEstimate(body) });
 
     // Another call before the timeout: held (it waits, sweeping once, finds nothing expired), then 429.
-    const held = await reserve({ config, db: t.db }, caller, body, { now: () => new Date(t0.getTime() + 59_999), waitMs: 200 }).catch((e: Error & { details?: unknown }) => e);
+    const expiry = t0.getTime() + 60_000 + EXPIRY_GRACE_MS;
+    const held = await reserve({ config, db: t.db }, caller, body, { now: () => new Date(expiry - 1), waitMs: 200 }).catch((e: Error & { details?: unknown }) => e);
     expect(held).to.be.instanceOf(Error).and.have.property('details').that.deep.equals({ code: 'session_budget_exceeded' });
     expect((held as Error).message).to.include('held by its calls in flight');
     expect(await ledgerOf(t.db, caller.session_id)).to.deep.equal({ spent: 0, reserved: 100, in_flight: 1 });
 
-    expect(await expireOrphans(t.db, new Date(t0.getTime() + 59_999))).to.equal(0);
-    expect(await expireOrphans(t.db, new Date(t0.getTime() + 60_000))).to.equal(1);
+    expect(await expireOrphans(t.db, new Date(expiry - 1))).to.equal(0);
+    expect(await expireOrphans(t.db, new Date(expiry))).to.equal(1);
     expect(await ledgerOf(t.db, caller.session_id), 'charged in full').to.deep.equal({ spent: 100, reserved: 0, in_flight: 0 });
     // The process comes back and settles late: nothing changes (it was charged already).
     expect(await settle(t.db, orphan, { kind: 'usage', usage: { input_tokens: 1, output_tokens: 1 } })).to.equal(0);
@@ -64,7 +66,8 @@ describe('the model ledger', function () {
     const r = await reserve({ config, db: t.db }, caller, { ...body, max_tokens: 50 });
     const before = await ledgerOf(t.db, caller.account_id);
     expect(before).to.deep.equal({ spent: 0, reserved: r.amount, in_flight: 0 });
-    const sweep = startLedgerSweep({ db: t.db, logger: silentLogger, upstreamTimeoutMs: config.SVC_LLM_UPSTREAM_TIMEOUT_MS });
+    // The worker's clock, past the timeout and its grace.
+    const sweep = startLedgerSweep({ db: t.db, logger: silentLogger, upstreamTimeoutMs: config.SVC_LLM_UPSTREAM_TIMEOUT_MS }, { now: () => new Date(Date.now() + 400 + EXPIRY_GRACE_MS) });
     try {
       await until(async () => (await ledgerOf(t.db, caller.session_id))!.in_flight === 0, 'the orphan expired');
     } finally {
