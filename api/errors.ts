@@ -121,23 +121,26 @@ export function openAiErrorHandler(logger: Logger): ErrorRequestHandler {
     let status = 500;
     let message = 'Something went wrong on our side.';
     let code: string | null = 'internal_error';
+    let type: string | undefined;
     if (err instanceof DomainError) {
       status = statusOf[err.code];
       message = err.message;
       code = typeof err.details.code === 'string' ? err.details.code : err.code;
+      if (typeof err.details.type === 'string') type = err.details.type;
     } else {
-      const type = (err as { type?: string }).type;
+      const parseType = (err as { type?: string }).type;
       const s = (err as { status?: unknown }).status;
-      if (type === 'entity.parse.failed') [status, message, code] = [400, 'The request body is not valid JSON.', 'invalid_json'];
-      else if (type === 'entity.too.large') [status, message, code] = [413, 'The request body is too large.', 'request_too_large'];
+      if (parseType === 'entity.parse.failed') [status, message, code] = [400, 'The request body is not valid JSON.', 'invalid_json'];
+      else if (parseType === 'entity.too.large') [status, message, code] = [413, 'The request body is too large.', 'request_too_large'];
       else if (typeof s === 'number' && s >= 400 && s < 500) [status, message, code] = [s, 'The request could not be read.', 'invalid_request'];
       else logger.error({ err, method: req.method, path: req.path }, 'unhandled gateway error');
     }
-    res.status(status).json(openAiError(status, message, code));
+    res.status(status).json(openAiError(status, message, code, type));
   };
 }
 
-export function openAiError(status: number, message: string, code: string | null) {
-  const type = status === 401 ? 'authentication_error' : status === 429 ? 'insufficient_quota' : status >= 500 ? 'server_error' : 'invalid_request_error';
+/** A 429 is a spent quota unless the error says otherwise (`rate_limit_error`: retry later). */
+export function openAiError(status: number, message: string, code: string | null, type?: string) {
+  type ??= status === 401 ? 'authentication_error' : status === 429 ? 'insufficient_quota' : status >= 500 ? 'server_error' : 'invalid_request_error';
   return { error: { message, type, param: null, code } };
 }

@@ -173,8 +173,12 @@ const schema = z.object({
   SVC_LLM_SESSION_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
   /** Tokens one account's sessions may spend through the gateway per window; 0: no limit. */
   SVC_LLM_ACCOUNT_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
-  /** The account budget's rolling window, in hours. */
+  /** The account budget's period, in hours: fixed windows aligned to the Unix epoch (UTC). */
   SVC_LLM_ACCOUNT_BUDGET_HOURS: z.coerce.number().positive().max(8784).default(720),
+  /** Model calls one session may have in flight through the gateway (the runtime's title and main calls run together). */
+  SVC_LLM_SESSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
+  /** How long one model call may take upstream; a reservation a dead process left expires after it, charged in full. */
+  SVC_LLM_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(600_000),
   // --- manifest, triggers, apps (issue 12; docs/manifest.md) ---
   /** How often each worker looks for due triggers. */
   SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),

@@ -2,6 +2,7 @@ import express, { Router, type Request, type Response } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { openAiError, openAiErrorHandler } from '../errors.js';
 import * as gateway from '../../services/llm/gateway.js';
+import * as ledger from '../../services/llm/ledger.js';
 import { gatewayModels } from '../../services/sessions/model-choice.js';
 import { sandboxProvider } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
@@ -36,8 +37,17 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
     }
     const model = gateway.assertModelAllowed(deps.config, (body as { model?: unknown }).model);
     gateway.upstreamUrl(deps.config);
-    await gateway.assertBudget(g, p);
-    await relay(g, p, model, body as Record<string, unknown>, req, res);
+    const abort = new AbortController();
+    res.on('close', () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    // Reserved before anything goes upstream, settled however the call ends (services/llm/ledger.ts).
+    const reservation = await ledger.reserve(g, p, body as Record<string, unknown>, { signal: abort.signal }).catch((err: unknown) => {
+      if (abort.signal.aborted) return null; // the caller left while waiting: nothing reserved, nobody to answer
+      throw err;
+    });
+    if (!reservation) return;
+    await relay(g, p, model, reservation, ledger.budgetedBody(body as Record<string, unknown>, reservation), req, res, abort.signal);
   });
 
   r.use((req, res) => {
@@ -47,13 +57,52 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-/** Streams the upstream's answer to the caller chunk by chunk (no buffering), counting its usage. */
-async function relay(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: string, body: Record<string, unknown>, req: Request, res: Response): Promise<void> {
-  const abort = new AbortController();
-  res.on('close', () => {
-    if (!res.writableFinished) abort.abort();
-  });
-  const up = await gateway.callUpstream(g, body, req.headers.accept, abort.signal);
+/**
+ * Streams the upstream's answer to the caller chunk by chunk (no buffering), counting its
+ * usage, and settles the call's reservation however it ends: to the usage the upstream
+ * reported; without it (the caller left, the upstream died) to what streamed plus the
+ * prompt's estimate; refused upstream, to nothing. Settled and recorded before the answer
+ * ends, so a caller reading its usage next sees this call.
+ */
+async function relay(
+  g: gateway.GatewayDeps,
+  p: gateway.LlmPrincipal,
+  model: string,
+  reservation: ledger.Reservation,
+  body: Record<string, unknown>,
+  req: Request,
+  res: Response,
+  signal: AbortSignal,
+): Promise<void> {
+  const call: Call = { end: { kind: 'refused' }, status: 0, finish: () => undefined };
+  try {
+    const leftBefore = signal.aborted; // then nothing is sent: charged nothing
+    const up = await gateway.callUpstream(g, body, req.headers.accept, signal).catch((err: unknown) => {
+      // The caller left with the request upstream: the prompt may have been read.
+      if (signal.aborted && !leftBefore) call.end = { kind: 'unreported', outputChars: 0 };
+      throw err;
+    });
+    call.status = up.status;
+    await answer(g, p, model, up, res, call);
+  } catch (err) {
+    if (!signal.aborted) throw err;
+  } finally {
+    await ledger.settle(g.db, reservation, call.end).catch((err: Error) => g.logger.error({ err: err.message }, 'model call not settled'));
+    if (call.end.kind !== 'refused') {
+      await gateway.recordUsage(g, p, model, ledger.usageOfCall(reservation, call.end), call.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
+    }
+  }
+  call.finish();
+}
+
+/** How a call is going: what it will be charged, and how its answer ends once settled. */
+interface Call {
+  end: ledger.CallEnd;
+  status: number;
+  finish: () => void;
+}
+
+async function answer(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: string, up: globalThis.Response, res: Response, call: Call): Promise<void> {
   const type = up.headers.get('content-type') ?? 'application/json';
   if (!up.ok) {
     const text = await up.text().catch(() => '');
@@ -72,30 +121,31 @@ async function relay(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: str
     );
     return;
   }
+  // From here the upstream took the call: never charged less than the prompt.
+  call.end = { kind: 'unreported', outputChars: 0 };
   if (!/text\/event-stream/i.test(type) || !up.body) {
     const text = await up.text();
-    // Recorded before the answer: a caller that reads its session's usage next sees this call.
-    await gateway.recordUsage(g, p, model, gateway.UsageTap.ofJson(text), up.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
-    res.status(up.status).type(type).send(text);
+    const usage = gateway.UsageTap.ofJson(text);
+    call.end = usage ? { kind: 'usage', usage } : { kind: 'unreported', outputChars: gateway.UsageTap.outputCharsOfJson(text) };
+    call.finish = () => res.status(up.status).type(type).send(text);
     return;
   }
   res.status(up.status);
   res.set({ 'content-type': type, 'cache-control': 'no-cache', 'x-accel-buffering': 'no' });
   res.flushHeaders();
   const tap = new gateway.UsageTap();
-  const record = () => gateway.recordUsage(g, p, model, tap.end(), up.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
   try {
     for await (const chunk of up.body as unknown as AsyncIterable<Uint8Array>) {
       tap.feed(chunk);
+      call.end = { kind: 'unreported', outputChars: tap.outputChars };
       if (!res.write(chunk)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
       if (res.destroyed) break;
     }
-    // The usage chunk has passed: recorded before the stream ends, so it counts at once.
-    await record();
-    res.end();
+    call.finish = () => res.end();
   } catch (err) {
     g.logger.warn({ session_id: p.session_id, model, err: (err as Error).message }, 'model stream cut');
-    await record();
-    res.destroy();
+    call.finish = () => res.destroy();
   }
+  const usage = tap.end();
+  call.end = usage ? { kind: 'usage', usage } : { kind: 'unreported', outputChars: tap.outputChars };
 }

@@ -14,7 +14,7 @@ import { UsageTap, type TokenUsage } from './usage-tap.js';
  * (streamed or not, tool calls included) and `models`. The request's headers stay here:
  * the upstream gets a fresh set (its own key, content type, accept), so no organization,
  * project, cookie or svc header leaves. Tokens the upstream reports are recorded per call
- * and budgeted per session and per account.
+ * and budgeted per session and per account by reservations (ledger.ts).
  */
 export interface GatewayDeps {
   config: Config;
@@ -52,19 +52,6 @@ export function assertModelAllowed(config: Config, model: unknown): string {
   return model;
 }
 
-export async function assertBudget(deps: GatewayDeps, p: LlmPrincipal, now = new Date()): Promise<void> {
-  const { SVC_LLM_SESSION_TOKEN_BUDGET: perSession, SVC_LLM_ACCOUNT_TOKEN_BUDGET: perAccount, SVC_LLM_ACCOUNT_BUDGET_HOURS: hours } = deps.config;
-  if (!perSession && !perAccount) return;
-  const since = new Date(now.getTime() - hours * 3_600_000);
-  const spent = (await deps.db.one<{ session: number; account: number }>(llmUsageQueries.spent(p.session_id, p.account_id, since)))!;
-  if (perSession && spent.session >= perSession) {
-    throw gatewayError('rate_limited', 'Budget spent', `This session has spent its token budget (${perSession} tokens, SVC_LLM_SESSION_TOKEN_BUDGET).`, 'session_budget_exceeded');
-  }
-  if (perAccount && spent.account >= perAccount) {
-    throw gatewayError('rate_limited', 'Budget spent', `This account has spent its token budget (${perAccount} tokens per ${hours} h, SVC_LLM_ACCOUNT_TOKEN_BUDGET).`, 'account_budget_exceeded');
-  }
-}
-
 /** The headers the upstream gets: nothing of the caller's but what the body needs. */
 export function upstreamHeaders(config: Config, accept: string | undefined): Record<string, string> {
   return {
@@ -84,18 +71,22 @@ export function upstreamBody(body: Record<string, unknown>): string {
   return JSON.stringify(out);
 }
 
+/**
+ * Calls the upstream, for SVC_LLM_UPSTREAM_TIMEOUT_MS at most (the stream included): past
+ * it, the call's reservation may be expired by the sweep as a dead process's.
+ */
 export async function callUpstream(deps: GatewayDeps, body: Record<string, unknown>, accept: string | undefined, signal: AbortSignal): Promise<Response> {
   const url = `${upstreamUrl(deps.config)}/chat/completions`;
+  const bounded = AbortSignal.any([signal, AbortSignal.timeout(deps.config.SVC_LLM_UPSTREAM_TIMEOUT_MS)]);
   try {
-    return await fetch(url, { method: 'POST', headers: upstreamHeaders(deps.config, accept), body: upstreamBody(body), signal });
+    return await fetch(url, { method: 'POST', headers: upstreamHeaders(deps.config, accept), body: upstreamBody(body), signal: bounded });
   } catch (err) {
     if (signal.aborted) throw err;
     throw gatewayError('unavailable', 'Upstream unreachable', `The model upstream did not answer: ${(err as Error).message}`, 'upstream_unreachable');
   }
 }
 
-export async function recordUsage(deps: GatewayDeps, p: LlmPrincipal, model: string, usage: TokenUsage | null, status: number): Promise<void> {
-  const u = usage ?? { input_tokens: 0, output_tokens: 0 };
+export async function recordUsage(deps: GatewayDeps, p: LlmPrincipal, model: string, u: TokenUsage, status: number): Promise<void> {
   await deps.db.run(
     llmUsageQueries.insert({ accountId: p.account_id, projectId: p.project_id, sessionId: p.session_id, sandboxId: p.sandbox_id, model, inputTokens: u.input_tokens, outputTokens: u.output_tokens, status }),
   );

@@ -3,17 +3,9 @@ import type { Query } from '../query.js';
 /** The model gateway's usage rows (migration 060): one per model call. */
 export const llmUsageQueries = {
   insert: (u: { accountId: string; projectId: string; sessionId: string; sandboxId: string; model: string; inputTokens: number; outputTokens: number; status: number }): Query => ({
-    text: `INSERT INTO llm_usage (account_id, project_id, session_id, sandbox_id, model, input_tokens, output_tokens, status)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    text: `INSERT INTO llm_usage (account_id, project_id, session_id, sandbox_id, model, input_tokens, output_tokens, status, ledgered)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true)`,
     values: [u.accountId, u.projectId, u.sessionId, u.sandboxId, u.model, u.inputTokens, u.outputTokens, u.status],
-  }),
-  /** Tokens spent by a session, and by its account since `since`. */
-  spent: (sessionId: string, accountId: string, since: Date): Query => ({
-    name: 'llm_usage_spent',
-    text: `SELECT
-        (SELECT COALESCE(sum(input_tokens + output_tokens), 0)::float8 FROM llm_usage WHERE session_id = $1) AS session,
-        (SELECT COALESCE(sum(input_tokens + output_tokens), 0)::float8 FROM llm_usage WHERE account_id = $2 AND created_at >= $3) AS account`,
-    values: [sessionId, accountId, since],
   }),
   bySession: (sessionId: string): Query => ({
     name: 'llm_usage_by_session',

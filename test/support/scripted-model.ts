@@ -7,7 +7,9 @@
  *
  * The step of a request is the number of assistant messages already in its conversation:
  * a runtime retrying a request gets the same step again, and requests without tools (a
- * runtime's title or summary calls) get a short text answer and do not consume the script.
+ * runtime's title or summary calls) get a short text answer (or `plain`'s) and do not consume
+ * the script. As a real upstream, it reports no more output than the request's max_tokens;
+ * a step can wait for a test's gate, or end its stream without the usage chunk (`cut`).
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,6 +23,10 @@ export interface ScriptedStep {
   tool_calls?: ScriptedToolCall[];
   text?: string;
   usage?: { prompt_tokens: number; completion_tokens: number };
+  /** Answered once this settles (a test holding calls in flight). */
+  gate?: Promise<unknown>;
+  /** A stream that ends without its usage chunk after the text: held open until the caller leaves, or cut. */
+  cut?: 'hold' | 'destroy';
 }
 
 export interface RecordedRequest {
@@ -46,6 +52,8 @@ export interface ScriptedModelOptions {
   models?: string[];
   /** The steps, or a function of the request and its step index. Past the end: a closing text. */
   script: ScriptedStep[] | ((body: any, step: number) => ScriptedStep);
+  /** The answer to requests without tools (a runtime's title calls); default a short title with the default usage. */
+  plain?: (body: any) => ScriptedStep;
 }
 
 const DEFAULT_USAGE = { prompt_tokens: 100, completion_tokens: 10 };
@@ -111,8 +119,19 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
       if (req.method !== 'POST' || path !== '/v1/chat/completions') return fail(404, `No route ${req.method} ${path}.`, 'invalid_request_error');
       if (!body || typeof body.model !== 'string') return fail(400, 'model is required.', 'invalid_request_error');
       const withTools = Array.isArray(body.tools) && body.tools.length > 0;
-      const step: ScriptedStep = withTools ? stepOf(body) : { text: 'Scripted title' };
-      const usage = step.usage ?? DEFAULT_USAGE;
+      const step: ScriptedStep = withTools ? stepOf(body) : (opts.plain?.(body) ?? { text: 'Scripted title' });
+      if (step.gate) {
+        void step.gate.then(() => answer(body, step));
+        return;
+      }
+      answer(body, step);
+    });
+    const answer = (body: any, step: ScriptedStep) => {
+      // As a real upstream: never more output than max_tokens (per choice) allows.
+      const asked = [body.max_tokens, body.max_completion_tokens].filter((v: unknown): v is number => typeof v === 'number');
+      const cap = asked.length ? Math.min(...asked) * (Number.isInteger(body.n) && body.n > 1 ? body.n : 1) : Infinity;
+      const reported = step.usage ?? DEFAULT_USAGE;
+      const usage = { ...reported, completion_tokens: Math.min(reported.completion_tokens, cap) };
       const id = `chatcmpl-${++callSeq}`;
       const created = Math.floor(Date.now() / 1000);
       const toolCalls = (step.tool_calls ?? []).map((t, i) => ({
@@ -143,10 +162,15 @@ export async function startScriptedModel(opts: ScriptedModelOptions): Promise<Sc
       send([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }]);
       if (step.text) send([{ index: 0, delta: { content: step.text }, finish_reason: null }]);
       if (toolCalls.length) send([{ index: 0, delta: { tool_calls: toolCalls }, finish_reason: null }]);
+      if (step.cut === 'hold') return; // the last text chunk, then nothing: the caller leaves first
+      if (step.cut === 'destroy') {
+        res.write(': cut\n\n', () => res.socket?.destroy()); // once what streamed has left
+        return;
+      }
       send([{ index: 0, delta: {}, finish_reason: finish }]);
       send([], { usage: usageJson });
       res.end('data: [DONE]\n\n');
-    });
+    };
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
