@@ -331,9 +331,9 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       expect(JSON.parse(o.stdout)).to.deep.equal(makeCR());
     });
 
-    it('401: exit 1 suggesting svc login', async () => {
+    it('401 with the token from SVC_CLI_TOKEN: exit 1 naming the variable (it overrides any login)', async () => {
       api().post(`${CRS}/3/close`).reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
-      await failsWith(['cr', 'close', '3'], "error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); run 'svc login'");
+      await failsWith(['cr', 'close', '3'], "error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); the token comes from SVC_CLI_TOKEN, which overrides any 'svc login'");
     });
   });
 
@@ -352,6 +352,6 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     const r = await run(['cr', 'ls'], { env: env({ SVC_API_URL: `http://127.0.0.1:${port}` }) });
     nock.disableNetConnect();
     expect(r.code).to.equal(1);
-    expect(r.stderr).to.match(new RegExp(`error: cannot reach http://127\\.0\\.0\\.1:${port}/v1: ECONNREFUSED\n$`));
+    expect(r.stderr).to.match(new RegExp(`error: cannot reach http://127\\.0\\.0\\.1:${port}/v1: ECONNREFUSED; is svc-server running at http://127\\.0\\.0\\.1:${port}\\? start it with 'svc-server start'.*\n$`));
   });
 });
