@@ -39,6 +39,11 @@ export const CreateSessionBody = z.strictObject({
     })
     .optional(),
   prompt: text(1, 100_000).optional(),
+  /**
+   * A prompt follows this create (`svc sessions chat --new`): refused now, 409 `no_model`
+   * naming what to set, when no model could answer it, before any sandbox boots.
+   */
+  expect_prompt: z.boolean().optional(),
 });
 export type CreateSessionInput = z.input<typeof CreateSessionBody>;
 

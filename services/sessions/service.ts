@@ -34,6 +34,8 @@ export interface CreateSessionInput {
   model?: string | undefined;
   baseRef?: string | undefined;
   prompt?: string | undefined;
+  /** A prompt follows at once (a chat's first message): the model is checked as for `prompt`. */
+  expectPrompt?: boolean;
   /** What spawned it (a trigger's slug, an app); null for an interactive create. */
   trigger?: string | undefined;
 }
@@ -64,8 +66,9 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
   if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
   assertModelOffered(deps.config, input.model);
-  // A first prompt no model can answer would be lost in the sandbox: refused now, like any prompt.
-  if (input.prompt !== undefined) await assertModelAvailable(deps, input.project, input.model ?? null);
+  // A first prompt no model can answer would be lost in the sandbox: refused now, like any
+  // prompt, and before a sandbox boots that would count against the cap for nothing.
+  if (input.prompt !== undefined || input.expectPrompt) await assertModelAvailable(deps, input.project, input.model ?? null);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
