@@ -94,6 +94,8 @@ export const SessionSchema = z.strictObject({
   branch: z.string(),
   agent: z.string(),
   model: z.string().nullable(),
+  /** Its first prompt (at create, or the first sent to its agent), cut to 200 characters; absent before one. */
+  title: z.string().optional(),
   sandbox: SessionSandboxSchema.nullable(),
   /** `log`: the failed sandbox's last output, secrets redacted (GET of one session only). */
   error: z.strictObject({ code: z.string(), message: z.string(), at: time, log: z.string().optional() }).nullable(),

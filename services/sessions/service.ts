@@ -90,6 +90,7 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
     {
       before: async (tx) => {
         await admitLive(tx, deps, input.project.account_id, false);
+        if (input.prompt) await tx.run(sessionQueries.noteTitle(sessionId, input.project.project_id, titleOf(input.prompt)));
         // A prepared sandbox of the project, when one matches (pool.ts); else the worker starts one cold.
         await claimPoolSandbox(tx, deps, { project: input.project, sessionId, model: input.model ?? null });
       },
@@ -224,6 +225,13 @@ export async function removeSession(deps: SessionDeps, projectId: string, sessio
   const handle = before ? handleOf(before) : null;
   if (handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
   await dropSavedState(deps, projectId, sessionId);
+  await deps.db.run(sessionQueries.dropTitle(sessionId));
+}
+
+/** A prompt as a one-line title: whitespace folded, at most 200 characters. */
+export function titleOf(prompt: string): string {
+  const line = prompt.replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
 export interface LiveTarget {
@@ -281,7 +289,11 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
   } catch {
     json = null;
   }
-  if (path === '/svc/prompt' && res.ok) await touchSession(deps, t.session.session_id);
+  if (path === '/svc/prompt' && res.ok) {
+    await touchSession(deps, t.session.session_id);
+    const text = (body as { text?: unknown }).text;
+    if (t.session.title === undefined && typeof text === 'string' && text.trim()) await deps.db.run(sessionQueries.noteTitle(t.session.session_id, t.session.project_id, titleOf(text)));
+  }
   if (res.status >= 500) {
     throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
   }

@@ -140,6 +140,15 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       for (const line of meta) expect(line).to.match(/^[a-z_]+:\t/);
     });
 
+    it('piped, without a description: no bare `--` lines', async () => {
+      api().get(`${CRS}/3`).reply(200, { change_request: makeCR({ description: '' }) });
+      api().get(`${CRS}/${makeCR().cr_id}/merge-preview`).reply(200, preview);
+      const r = await run(['cr', 'show', '3']);
+      expect(r.code).to.equal(0);
+      expect(r.stdout).to.match(/\nurl:\thttp\S+\/3\n$/);
+      expect(r.stdout.split('\n')).to.not.include('--');
+    });
+
     it('a merged CR has no preview request', async () => {
       const merged = makeCR({ status: 'merged', merged_at: '2026-01-01T11:59:00.000Z', merge_commit_sha: 'c'.repeat(40) });
       api().get(`${CRS}/${merged.cr_id}`).reply(200, { change_request: merged });
