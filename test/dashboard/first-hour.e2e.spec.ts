@@ -29,7 +29,8 @@ describe('dashboard pages that say what happened, in chromium', function () {
   it('sessions list: first prompts, status, agent state, CRs; a preview with nothing listening shows its empty state; tokens: the person’s first, sandboxes’ folded per session', () =>
     withSessionProject({ slug: 'firsthour' }, async (p) => {
       // One session created with its first prompt, one whose first prompt went to its agent later.
-      const a = (await p.api.post(p.sessions, { prompt: 'Add a greeting section to README.md' })).body.session;
+      // Markup in a prompt is text on the page (the title is another person's words there).
+      const a = (await p.api.post(p.sessions, { prompt: 'Add a <b>greeting</b> section to README.md' })).body.session;
       const b = (await p.api.post(p.sessions, {})).body.session;
       await waitForStatus(p.api, `${p.sessions}/${a.session_id}`, ['running']);
       await waitForStatus(p.api, `${p.sessions}/${b.session_id}`, ['running']);
@@ -51,7 +52,8 @@ describe('dashboard pages that say what happened, in chromium', function () {
       await page.goto(`${p.srv.url}/projects/${a.project_id}/sessions`);
       const rowA = page.locator(`tr[data-session="${a.session_id}"]`);
       const rowB = page.locator(`tr[data-session="${b.session_id}"]`);
-      expect(await rowA.getByRole('link', { name: /Add a greeting section to README\.md/ }).count()).to.equal(1);
+      expect(await rowA.getByRole('link', { name: /Add a <b>greeting<\/b> section to README\.md/ }).count()).to.equal(1);
+      expect(await rowA.locator('b').count(), 'no markup from the prompt').to.equal(0);
       expect(await rowB.getByRole('link', { name: /Fix the footer links/ }).count()).to.equal(1);
       expect(await rowA.innerText()).to.contain('running').and.contain('ready').and.contain(`#${cr.body.change_request.number}`);
       expect(await rowB.innerText()).to.contain('none'); // no CR yet

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { mkdir, mkdtemp, rename, rm } from 'node:fs/promises';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -81,6 +82,31 @@ describe('project repositories are checked at creation and named when they fail'
     } finally {
       silent.close();
       await served.close();
+    }
+  });
+
+  it('the probe follows no redirect: a remote that answers 302 to another host gets a 400, and the other host sees no request (nor the credentials)', async () => {
+    const api = client(srv.url, srv.token);
+    const seen: Array<string | undefined> = [];
+    const other = http.createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="x"' }).end();
+    });
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
+    const otherPort = (other.address() as net.AddressInfo).port;
+    const redirecting = http.createServer((req, res) => {
+      res.writeHead(302, { location: `http://127.0.0.1:${otherPort}${req.url}` }).end();
+    });
+    await new Promise<void>((r) => redirecting.listen(0, '127.0.0.1', r));
+    const port = (redirecting.address() as net.AddressInfo).port;
+    try {
+      const r = await api.post('/v1/projects', { name: 'redirect', repo_url: `http://alice:s3cret-pw@127.0.0.1:${port}/x.git` });
+      expect(r.status).to.equal(400);
+      expect(r.body.message).to.include(`127.0.0.1:${port}`).and.not.include('s3cret-pw');
+      expect(seen, 'the redirect target was never asked').to.deep.equal([]);
+    } finally {
+      redirecting.close();
+      other.close();
     }
   });
 
