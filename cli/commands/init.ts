@@ -74,6 +74,18 @@ export async function run(opts: InitOptions): Promise<void> {
  * pushed there and becomes a project with `svc projects create --repo-url`; a directory
  * with no remote, or one `svc ship` already set up, ships to a managed repository.
  */
+/** A remote's URL as printed: a token in it stays out of the terminal (svc projects create takes it again if needed). */
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
+  }
+}
+
 async function nextSteps(f: Factory, root: string): Promise<string> {
   const commit = 'git add -A && git commit -m "svc init"';
   const remote = async (name: string) => {
@@ -83,7 +95,7 @@ async function nextSteps(f: Factory, root: string): Promise<string> {
   const origin = await remote('origin');
   if (origin === null || (await remote('svc')) !== null || (await findLink(root))) return `${commit} && svc ship`;
   const local = path.isAbsolute(origin) || /^file:/i.test(origin);
-  const repoUrl = local && !/^file:/i.test(origin) ? pathToFileURL(origin).href : origin;
+  const repoUrl = local && !/^file:/i.test(origin) ? pathToFileURL(origin).href : withoutPassword(origin);
   const name = path.basename(origin.replace(/\/+$/, '')).replace(/\.git$/, '').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'project';
   return [
     `${commit} && git push origin HEAD:main   # the default branch must exist before sessions start`,
