@@ -12,6 +12,7 @@ import { liveTarget, touchSession, type LiveTarget } from '../services/sessions/
 import { freshContext } from '../services/sessions/user-context.js';
 import { SESSION_COOKIE } from '../services/dashboard/sessions.js';
 import type { ApiDeps } from './deps.js';
+import { isNothingListening, nothingListensPage, readSmallBody } from './preview-empty.js';
 import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { cookieHeaderWithout, NOT_FORWARDED, previewOriginResponseHeaders } from './proxy-headers.js';
@@ -102,6 +103,20 @@ export function previewHostHandler(deps: ApiDeps): RequestHandler {
       const { path, headers } = upstreamOf(req, target, g);
       const up = sandboxRequest(target.url, { path, method: req.method, headers });
       up.on('response', (r) => {
+        if (r.statusCode === 502 && isNavigation(req)) {
+          void readSmallBody(r).then((body) => {
+            if (!body) return void res.destroy();
+            if (body.complete && isNothingListening(body.head, g.port)) {
+              const own = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': '5', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" };
+              return void res.writeHead(503, previewOriginResponseHeaders(own, g.frame_origin, PREVIEW_COOKIE)).end(nothingListensPage(g.port));
+            }
+            res.writeHead(502, previewOriginResponseHeaders(r.headers, g.frame_origin, PREVIEW_COOKIE));
+            res.write(body.head);
+            if (body.complete) return void res.end();
+            r.pipe(res);
+          });
+          return;
+        }
         res.writeHead(r.statusCode ?? 502, previewOriginResponseHeaders(r.headers, g.frame_origin, PREVIEW_COOKIE));
         res.flushHeaders();
         r.pipe(res);

@@ -18,6 +18,8 @@ export interface ApiClientOptions {
   token?: string;
   fetch: FetchLike;
   userAgent?: string;
+  /** Said when the token is refused (401): where it came from and how to replace it. */
+  refusedHint?: string;
 }
 
 export class ApiClient {
@@ -57,7 +59,8 @@ export class ApiClient {
       const b = parsed && typeof parsed === 'object' && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
       const reason = typeof b.error === 'string' ? b.error : `HTTP ${res.status}`;
       const message = typeof b.message === 'string' && b.message ? b.message : reason;
-      throw new ApiError(res.status, codeForStatus(res.status, reason), reason, message, b);
+      const hint = res.status === 401 && this.opts.token ? this.opts.refusedHint : undefined;
+      throw new ApiError(res.status, codeForStatus(res.status, reason), reason, message, b, hint);
     }
     if (parsed === undefined && text !== '') {
       throw new ApiError(res.status, 'http_error', 'Bad response', `${method} ${path}: response is not JSON`, {});

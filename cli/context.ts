@@ -18,8 +18,25 @@ export interface HostContext {
   api: ApiClient;
 }
 
-export function apiFor(f: Factory, url: string, token: string | undefined): ApiClient {
-  return new ApiClient({ baseUrl: url, fetch: f.fetch, userAgent: `svc-cli/${f.version}`, ...(token ? { token } : {}) });
+export function apiFor(f: Factory, url: string, token: string | undefined, refusedHint?: string): ApiClient {
+  return new ApiClient({ baseUrl: url, fetch: f.fetch, userAgent: `svc-cli/${f.version}`, ...(token ? { token } : {}), ...(refusedHint ? { refusedHint } : {}) });
+}
+
+/**
+ * What to do when the server refuses this token, by where it came from: a variable in the
+ * environment overrides any login (logging in again would change nothing), a stored one is
+ * replaced by logging in again.
+ */
+export function refusedTokenHint(f: Factory, host: ResolvedHost): string | undefined {
+  switch (host.tokenSource) {
+    case 'SVC_CLI_TOKEN':
+    case 'SVC_EXECUTOR_TOKEN':
+      return `the token comes from ${host.tokenSource}, which overrides any 'svc login': set it to a valid token (svc auth token create), or unset it to use the stored login`;
+    case 'config':
+      return `the token stored for host "${host.name}" in ${f.configPath} was refused: run 'svc login${host.source === 'active' ? '' : ` --host ${host.name}`}'`;
+    default:
+      return undefined;
+  }
 }
 
 /** Resolves the host; prints it on stderr first, as the spec asks of operational commands. */
@@ -31,7 +48,7 @@ export async function hostContext(f: Factory, flags: HostFlags, announce = true)
     const login = host.source === 'env' ? 'set SVC_CLI_TOKEN' : `run 'svc login${host.source === 'active' ? '' : ` --host ${host.name}`}' or set SVC_CLI_TOKEN`;
     throw new CliError(`not logged in to ${host.name}`, login);
   }
-  const ctx: HostContext = { config, host, api: apiFor(f, host.url, host.token) };
+  const ctx: HostContext = { config, host, api: apiFor(f, host.url, host.token, refusedTokenHint(f, host)) };
   if (link) ctx.link = link;
   return ctx;
 }

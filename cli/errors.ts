@@ -38,6 +38,8 @@ export class ApiError extends Error {
     readonly reason: string,
     message: string,
     readonly body: Record<string, unknown>,
+    /** What to do, when the client knows better than the server (a refused token's source). */
+    readonly hint?: string,
   ) {
     super(message);
   }
@@ -46,11 +48,44 @@ export class ApiError extends Error {
 /** The host could not be reached at all. */
 export class NetworkError extends Error {
   override name = 'NetworkError';
+  /** The system's error code (ECONNREFUSED, ENOTFOUND ...), also when fetch wraps it. */
+  readonly errno: string | undefined;
   constructor(
     readonly url: string,
     override readonly cause: unknown,
   ) {
-    super(`cannot reach ${url}: ${cause instanceof Error ? ((cause as NodeJS.ErrnoException).code ?? cause.message) : String(cause)}`);
+    const errno = errnoOf(cause);
+    super(`cannot reach ${url}: ${errno ?? (cause instanceof Error ? cause.message : String(cause))}`);
+    this.errno = errno;
+  }
+}
+
+function errnoOf(e: unknown, depth = 0): string | undefined {
+  if (!e || typeof e !== 'object' || depth > 3) return undefined;
+  const x = e as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof x.code === 'string' && /^E[A-Z_]+$/.test(x.code)) return x.code;
+  return errnoOf(x.cause, depth + 1) ?? (Array.isArray(x.errors) ? errnoOf(x.errors[0], depth + 1) : undefined);
+}
+
+/** What to do when nothing answers: start the server, or fix the host's URL. */
+function networkHint(err: NetworkError): string {
+  let origin = err.url;
+  let host = err.url;
+  try {
+    const u = new URL(err.url);
+    origin = u.origin;
+    host = u.hostname;
+  } catch {
+    /* as given */
+  }
+  switch (err.errno) {
+    case 'ECONNREFUSED':
+      return `is svc-server running at ${origin}? start it with 'svc-server start' ('npm start' in its checkout), or use another host ('svc hosts ls', SVC_API_URL)`;
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `the name ${host} does not resolve: check the host's URL ('svc hosts ls', SVC_API_URL)`;
+    default:
+      return `check that svc-server runs at ${origin} and that this machine can reach it ('svc hosts ls', SVC_API_URL)`;
   }
 }
 
@@ -93,7 +128,7 @@ export function describeError(err: unknown): string {
   if (err instanceof ApiError) {
     switch (err.code) {
       case 'unauthorized':
-        return withHint(`${err.message} (HTTP 401)`, "run 'svc login' to authenticate");
+        return withHint(`${err.message} (HTTP 401)`, err.hint ?? "run 'svc login' to authenticate");
       case 'merge_failed': {
         const conflicts = Array.isArray(err.body.conflicts) ? (err.body.conflicts as unknown[]).map(String) : [];
         return withHint(
@@ -106,6 +141,7 @@ export function describeError(err: unknown): string {
     }
   }
   if (err instanceof CliError) return withHint(err.message, err.hint);
+  if (err instanceof NetworkError) return withHint(err.message, networkHint(err));
   if (err instanceof Error) return err.message;
   return String(err);
 }

@@ -72,6 +72,9 @@ export const ErrorSchema = z.strictObject({
   outcome: z.string().optional(),
   /** 503 repository unavailable: git's exit code. */
   git_exit_code: z.number().int().nullable().optional(),
+  /** 400/503 repository not reachable: its path (file://) or URL, and why (not found, auth refused, unreachable ...). */
+  repository: z.string().optional(),
+  cause: z.string().optional(),
   /** 504: the budget that ran out. */
   timeout_ms: z.number().int().optional(),
   /** 400 repo_url refused by the URL policy: the rule. */

@@ -39,6 +39,11 @@ export const CreateSessionBody = z.strictObject({
     })
     .optional(),
   prompt: text(1, 100_000).optional(),
+  /**
+   * A prompt follows this create (`svc sessions chat --new`): refused now, 409 `no_model`
+   * naming what to set, when no model could answer it, before any sandbox boots.
+   */
+  expect_prompt: z.boolean().optional(),
 });
 export type CreateSessionInput = z.input<typeof CreateSessionBody>;
 
@@ -89,6 +94,8 @@ export const SessionSchema = z.strictObject({
   branch: z.string(),
   agent: z.string(),
   model: z.string().nullable(),
+  /** Its first prompt (at create, or the first sent to its agent), cut to 200 characters; absent before one. */
+  title: z.string().optional(),
   sandbox: SessionSandboxSchema.nullable(),
   /** `log`: the failed sandbox's last output, secrets redacted (GET of one session only). */
   error: z.strictObject({ code: z.string(), message: z.string(), at: time, log: z.string().optional() }).nullable(),

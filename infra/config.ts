@@ -75,6 +75,8 @@ const schema = z.object({
     .enum(['0', '1', 'true', 'false'])
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
+  /** Budget of the `ls-remote` that checks a new project's remote repository answers. */
+  SVC_REPO_CHECK_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
   /** Budget of the refresh a read of an open CR makes; past it the stored CR is served. */
   SVC_REFRESH_TIMEOUT_MS: z.coerce.number().int().min(1).max(600_000).default(1500),
   /** Budget of a diff or merge preview; past it 504. */

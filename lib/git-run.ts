@@ -167,11 +167,23 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
       stdio: ['pipe', 'pipe', 'pipe'],
       shell: false,
       windowsHide: true,
+      // With a budget git runs in a process group of its own, so the timeout kills its
+      // transport helper too (git-remote-http holds the pipes open: killing git alone left
+      // the call waiting on a silent host forever).
+      detached: opts.timeoutMs !== undefined,
     });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;
-    if (opts.timeoutMs) timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    if (opts.timeoutMs) {
+      timer = setTimeout(() => {
+        try {
+          if (child.pid) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          child.kill('SIGKILL');
+        }
+      }, opts.timeoutMs);
+    }
     let outBytes = 0;
     let cut = false;
     child.stdout.on('data', (b: Buffer) => {

@@ -24,6 +24,13 @@ done
 if [ -z "$base" ]; then
   if docker image inspect svc-sandbox-base:local >/dev/null 2>&1; then base=svc-sandbox-base:local; else base=node:20-slim; fi
 fi
+docker info >/dev/null 2>&1 || { echo "sandbox-image: no Docker engine answers ('docker info' fails): start dockerd, then run this again" >&2; exit 1; }
+# A base neither here nor pullable (no registry): say which script builds one, not Docker's raw registry error.
+if ! docker image inspect "$base" >/dev/null 2>&1 && ! pull_err=$(docker pull -q "$base" 2>&1 >/dev/null); then
+  echo "sandbox-image: the base image $base is not on this machine and could not be pulled (${pull_err%%$'\n'*})" >&2
+  echo "sandbox-image: build the local base without a registry with ops/sandbox-base-image.sh, then run this again (it uses svc-sandbox-base:local), or pass --base <an image you have>" >&2
+  exit 1
+fi
 [ -f dist/agentd/svc-agent.js ] && [ -f dist/ops/sandbox-context.js ] || npm run build
 ctx=$(mktemp -d /tmp/svc-sandbox-ctx.XXXXXX)
 trap 'rm -rf "$ctx"' EXIT

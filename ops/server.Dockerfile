@@ -14,8 +14,8 @@ WORKDIR /src
 COPY . .
 # A context from ops/server-context.ts carries the compiled server and its production
 # packages (`.prebuilt`); a plain checkout is compiled here and pruned to production deps
-# (optional ones stay: the embedded PostgreSQL binaries are an optional dependency; nodegit
-# may fail to build on a slim image, which npm tolerates and the git engine does not need).
+# (optional ones stay: the embedded PostgreSQL binaries are an optional dependency; nodegit,
+# the libgit2 engine, is not a dependency: the image runs the git engine).
 # `rootfs-extra/` (offline contexts for a minimal local base only) holds system libraries
 # the bundled PostgreSQL binaries load (node:20-slim has them) and the host's bwrap.
 RUN if [ -f .prebuilt ]; then echo "prebuilt context: no npm"; \

@@ -17,6 +17,7 @@ import { startServer } from './server.js';
 import { addKeyToFile, loadKeyring, secretBox } from '../infra/secret-box.js';
 import { rotateSecrets } from '../services/secrets/rotate.js';
 import { setPassword } from '../services/dashboard/passwords.js';
+import { closest } from '../lib/spelling.js';
 
 /** Every `admin` action with its usage; the command's summary line lists them all. */
 const ADMIN_ACTIONS = {
@@ -90,7 +91,22 @@ async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>
   }
 }
 
+const COMMANDS = ['start', 'api', 'worker', 'migrate', 'projections', 'admin'] as const;
+
+/** A first word that is no command: a usage error with the nearest command, as `svc` does. */
+function unknownCommand(argv: string[]): string | undefined {
+  const word = argv.find((a) => !a.startsWith('-'));
+  if (word === undefined || (COMMANDS as readonly string[]).includes(word)) return undefined;
+  const near = closest(word, COMMANDS.map((c) => ({ name: c, words: [c] })));
+  return `unknown command "${word}" for "svc-server"; ${near ? `did you mean "${near}"?` : `run 'svc-server --help'`}`;
+}
+
 export async function main(argv: string[]): Promise<void> {
+  const unknown = unknownCommand(argv);
+  if (unknown) {
+    process.stderr.write(`error: ${unknown}\n`);
+    process.exit(2);
+  }
   await yargs(argv)
     .scriptName('svc-server')
     .usage('$0 <command>')
@@ -156,7 +172,7 @@ export async function main(argv: string[]): Promise<void> {
         process.stdout.write(`${out.token.token}\n`);
       },
     )
-    .demandCommand(1, 'name a command: start, api, worker, migrate, projections, admin')
+    .demandCommand(1, `name a command: ${COMMANDS.join(', ')}`)
     .strict()
     .fail((msg, err) => {
       if (err) throw err;

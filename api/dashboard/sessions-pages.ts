@@ -4,6 +4,7 @@ import { z } from 'zod';
 import * as sessions from '../../services/sessions/service.js';
 import type { SessionView } from '../../services/sessions/view.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { refreshSession } from '../../services/sessions/refresh.js';
 import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
@@ -29,8 +30,15 @@ import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 const PageQuery = z.object({ port: z.string().regex(/^\d{1,5}$/).optional(), notice: z.string().optional(), error: z.string().optional() });
 const Prompt = z.object({ _csrf: z.string().optional(), text: z.string().min(1).max(65_536), session_id: z.string().optional() });
 
-const sessionRow = (pid: string, s: SessionView) => html`<tr><td><a href="/projects/${pid}/sessions/${s.session_id}"><code>${s.session_id.slice(0, 8)}</code></a></td>
-<td>${statusBadge(s.status)}</td><td>${s.agent}${s.model ? html` <span class="muted">${s.model}</span>` : ''}</td><td><code>${s.base_ref}</code></td><td>${timeAgo(s.created_at)}</td></tr>`;
+/**
+ * One row: what it was asked (its first prompt), where it stands (status, the agent's
+ * state), what came of it (its CRs) and when it last did something.
+ */
+const sessionRow = (pid: string, s: SessionView, crs: ChangeRequest[]) => html`<tr data-session="${s.session_id}"><td><a href="/projects/${pid}/sessions/${s.session_id}">${s.title ? html`<span class="title">${s.title}</span>` : html`<span class="muted">no prompt yet</span>`} <code class="muted">${s.session_id.slice(0, 8)}</code></a>
+<br><span class="muted">${s.agent}${s.model ? ` · ${s.model}` : ''} · from <code>${s.base_ref}</code></span></td>
+<td>${statusBadge(s.status)}</td><td>${s.status === 'running' || s.agent_state === 'error' ? s.agent_state : '–'}</td>
+<td>${crs.length ? crs.map((c, i) => html`${i ? ' ' : ''}<a href="/projects/${pid}/change-requests/${c.number}" title="${c.title} (${c.status})">#${c.number}</a>`) : html`<span class="muted">none</span>`}</td>
+<td>${timeAgo(s.last_activity_at)}</td></tr>`;
 
 export function sessionPages(deps: ApiDeps): Router {
   const r = Router();
@@ -42,9 +50,13 @@ export function sessionPages(deps: ApiDeps): Router {
   r.get('/projects/:projectId/sessions', async (req, res) => {
     const project = await projectOf(deps, req, res);
     // A server without a session service still shows the page, saying so.
-    const list = await Promise.resolve()
-      .then(() => sessions.listSessions(sessionDepsOf(deps), project.project_id, null))
-      .catch((e: unknown) => e as Error);
+    const [list, crs] = await Promise.all([
+      Promise.resolve()
+        .then(() => sessions.listSessions(sessionDepsOf(deps), project.project_id, null))
+        .catch((e: unknown) => e as Error),
+      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests).catch(() => [] as ChangeRequest[]),
+    ]);
+    const crsOf = (s: SessionView) => crs.filter((c) => c.origin_session_id === s.session_id || c.head_ref === s.branch);
     const base = `/projects/${project.project_id}/sessions`;
     res.type('html').send(page({
       title: `Sessions · ${project.name}`, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project, { href: base, label: 'Sessions' }),
@@ -54,8 +66,8 @@ export function sessionPages(deps: ApiDeps): Router {
 <div data-live="sessions">${list instanceof Error
         ? html`<p class="warn">Sessions cannot be listed: ${list.message}</p>`
         : list.length === 0 ? html`<p class="muted">No sessions.</p>`
-        : html`<table class="list"><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Base</th><th scope="col">Created</th></tr></thead>
-<tbody>${list.map((s) => sessionRow(project.project_id, s))}</tbody></table>`}</div>`,
+        : html`<table class="list"><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Change requests</th><th scope="col">Last activity</th></tr></thead>
+<tbody>${list.map((s) => sessionRow(project.project_id, s, crsOf(s)))}</tbody></table>`}</div>`,
     }));
   });
 

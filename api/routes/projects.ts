@@ -6,7 +6,7 @@ import { principalOf } from '../auth.js';
 import { CreateProjectBody, ListProjectsQuery } from '../../contracts/projects.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
-import { createProject, deleteProject, listProjectsForUser, projectsById } from '../../services/projects/service.js';
+import { assertRepoReachable, createProject, deleteProject, listProjectsForUser, projectsById } from '../../services/projects/service.js';
 import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { mintToken } from '../../services/tokens/service.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
@@ -80,8 +80,18 @@ export function projectRoutes(deps: ApiDeps): Router {
     // No repo_url: a managed repository, hosted here and served at <public url>/git/<slug>.git.
     const managed = !body.repo_url;
     const { url, credentials } = managed ? { url: '', credentials: null } : splitCredentials(body.repo_url!);
-    if (!managed) await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
     const defaultBranch = body.default_branch ?? 'main';
+    if (!managed) {
+      const target = await checkRepoUrl(url, repoUrlPolicy(deps.config), { hasCredentials: credentials !== null });
+      await assertRepoReachable({
+        url,
+        credentials,
+        target,
+        allowHttpCredentials: deps.config.SVC_REPO_ALLOW_HTTP_CREDENTIALS,
+        defaultBranch,
+        timeoutMs: deps.config.SVC_REPO_CHECK_TIMEOUT_MS,
+      });
+    }
     const gitBase = managed ? publicBaseUrl(req, deps.config) : '';
     const project = await createProject(
       { db: deps.db, reposDir: reposDirOf(deps.config) },

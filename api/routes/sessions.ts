@@ -43,6 +43,7 @@ export function sessionRoutes(deps: ApiDeps): Router {
         model: body.model,
         baseRef: body.base_ref,
         prompt: body.prompt,
+        expectPrompt: body.expect_prompt === true,
       });
       res.status(201).json({ session });
     } catch (err) {

@@ -1,5 +1,6 @@
 import { mkdir, readdir, realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Argv } from 'yargs';
 import type { Args } from '../command-table.js';
 import { CliError, UsageError } from '../errors.js';
@@ -7,6 +8,7 @@ import type { Factory } from '../factory.js';
 import { str, withJson } from '../flags.js';
 import { gitExec } from '../git-exec.js';
 import { printJson } from '../output.js';
+import { findLink } from '../link.js';
 import { writeScaffold, type Written } from '../scaffold/write.js';
 
 export interface InitOptions {
@@ -63,7 +65,43 @@ export async function run(opts: InitOptions): Promise<void> {
   if (opts.json) return printJson(f.io, { root, files: written });
   report(f, written);
   if (created) f.io.err.write(`\nNext: cd ${opts.name} && git add -A && git commit -m init && svc ship\n`);
-  else if (written.some((w) => w.action !== 'unchanged')) f.io.err.write('\nNext: git add -A && git commit -m "svc init" && svc ship\n');
+  else if (written.some((w) => w.action !== 'unchanged')) f.io.err.write(`\nNext: ${await nextSteps(f, root)}\n`);
+}
+
+/**
+ * The next steps by the kind of repository this is, as the README's step 3 says: a clone
+ * of a repository that is not the server's (a path on this machine, or a git host) is
+ * pushed there and becomes a project with `svc projects create --repo-url`; a directory
+ * with no remote, or one `svc ship` already set up, ships to a managed repository.
+ */
+/** A remote's URL as printed: a token in it stays out of the terminal (svc projects create takes it again if needed). */
+function withoutPassword(url: string): string {
+  try {
+    const u = new URL(url);
+    if (!u.password) return url;
+    u.password = '';
+    return u.href;
+  } catch {
+    return url;
+  }
+}
+
+async function nextSteps(f: Factory, root: string): Promise<string> {
+  const commit = 'git add -A && git commit -m "svc init"';
+  const remote = async (name: string) => {
+    const r = await gitExec(f, ['remote', 'get-url', name], { cwd: root });
+    return r.code === 0 ? r.stdout.trim() : null;
+  };
+  const origin = await remote('origin');
+  if (origin === null || (await remote('svc')) !== null || (await findLink(root))) return `${commit} && svc ship`;
+  const local = path.isAbsolute(origin) || /^file:/i.test(origin);
+  const repoUrl = local && !/^file:/i.test(origin) ? pathToFileURL(origin).href : withoutPassword(origin);
+  const name = path.basename(origin.replace(/\/+$/, '')).replace(/\.git$/, '').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '') || 'project';
+  return [
+    `${commit} && git push origin HEAD:main   # the default branch must exist before sessions start`,
+    `      svc projects create ${name} --repo-url "${repoUrl}"${local ? '   # the server needs SVC_ALLOW_FILE_REPOS=1' : ''}`,
+    `      svc projects link ${name}`,
+  ].join('\n');
 }
 
 function report(f: Factory, written: Written[]): void {

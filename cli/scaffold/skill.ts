@@ -25,7 +25,10 @@ changes.
 3. **Open a CR**: \`svc cr open --title "<what and why>" --description "<details>"\`
    (inside a session the head branch, project and session come from the environment).
    If a CR for this branch is already open, just push: the open CR follows the branch.
-4. **Show the CR number to the user** (\`#<n>\` and its URL, as \`svc cr open\` prints them).
+4. **Show the CR number to the user** (\`#<n>\` and its URL, exactly as \`svc cr open\`
+   prints them: the URL is on the dashboard the user opens, \`$SVC_DASHBOARD_URL\`). Never
+   give the user a \`127.0.0.1\` or \`localhost:4080\` address from this sandbox (its gateway):
+   only the sandbox reaches it.
 5. **Stop.** Hand back to the user.
 
 **You never merge your own CR.** Merging is done by the user, from the dashboard or with

@@ -1,5 +1,6 @@
 import { DomainError } from '../../domain/errors.js';
 import type { GitCommandError } from '../../lib/git-run.js';
+import { describeRepoProblem, type RepoProblem } from './repo-reach.js';
 
 
 export const mergeFailed = (conflicts: string[]): DomainError =>
@@ -21,10 +22,16 @@ export const headModified = (expected: string, actual: string | null): DomainErr
     head_sha: actual,
   });
 
-export const repoUnavailable = (cause?: GitCommandError): DomainError =>
+/**
+ * The project's repository cannot be used: names the path or host and why when known
+ * (./repo-reach.ts), so a person knows what to fix (restore the path, the credentials ...).
+ */
+export const repoUnavailable = (problem?: RepoProblem, cause?: GitCommandError): DomainError =>
   new DomainError(
     'unavailable',
     'Repository unavailable',
-    'The project repository cannot be reached.',
-    cause ? { git_exit_code: cause.exitCode } : {},
+    problem
+      ? `The project repository cannot be reached: ${describeRepoProblem(problem)}. Restore it, or point the project at another repository.`
+      : 'The project repository cannot be reached.',
+    { ...(cause ? { git_exit_code: cause.exitCode } : {}), ...(problem ? { repository: problem.repository, cause: problem.cause } : {}) },
   );

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { assertBranchName } from '../../domain/refs.js';
-import { fileURLToPath } from 'node:url';
 import { repoUnavailable } from './errors.js';
+import { fileRepoDir as fileDirOf, localRepoProblem } from './repo-reach.js';
 import { localRefReader } from './local-refs.js';
 import { openLocalRepo } from './local-repo.js';
 import { ensureView, localGitDir, viewPathFor } from './local-view.js';
@@ -36,7 +36,7 @@ export function openProjectRepo(opts: OpenProjectRepoOptions): ProjectRepo {
     ...(check ? { check: async () => void (await check()) } : {}),
     prepare: async () => {
       const found = localGitDir(dir);
-      if (found === null) throw repoUnavailable();
+      if (found === null) throw repoUnavailable(localRepoProblem(dir) ?? { repository: dir, cause: 'unreadable' });
       gitDir = found;
       view = viewPathFor(opts.mirrorsDir, opts.location.projectId, found);
       await ensureView(view, found);
@@ -55,7 +55,7 @@ export async function servedLocalView(url: string, mirrorsDir: string, projectId
   const dir = fileDirOf(assertRemoteUrl(url));
   if (dir === null) return null;
   const gitDir = localGitDir(dir);
-  if (gitDir === null) throw repoUnavailable();
+  if (gitDir === null) throw repoUnavailable(localRepoProblem(dir) ?? { repository: dir, cause: 'unreadable' });
   const view = viewPathFor(mirrorsDir, projectId, gitDir);
   await ensureView(view, gitDir);
   await setViewHead(view, assertBranchName(defaultBranch));
@@ -72,12 +72,3 @@ async function setViewHead(view: string, branch: string): Promise<void> {
   await rename(tmp, head);
 }
 
-/** The directory a `file://` URL names, else null (any other transport). */
-function fileDirOf(url: string): string | null {
-  if (!/^file:/i.test(url)) return null;
-  try {
-    return path.resolve(fileURLToPath(url));
-  } catch {
-    return null;
-  }
-}

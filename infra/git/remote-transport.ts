@@ -3,8 +3,9 @@ import { isGitCommandError, runGit, type GitRunOptions } from '../../lib/git-run
 import type { Logger } from '../../lib/logger.js';
 import type { GitAuth } from './credentials.js';
 import { repoUnavailable } from './errors.js';
+import { causeOfGitFailure, repoWhere } from './repo-reach.js';
 import type { MirrorState } from './mirror.js';
-import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
+import { checkRepoUrl, type CheckedTarget, type RepoUrlPolicy } from './url-policy.js';
 
 /**
  * git's network calls to one remote, run in its mirror: the URL policy checked again right
@@ -101,7 +102,7 @@ export class RemoteTransport {
   unavailable(e: unknown): Error {
     if (!isGitCommandError(e)) return e instanceof Error ? e : new Error(String(e));
     this.o.log?.warn({ exit_code: e.exitCode, stderr: e.stderr }, 'remote repository unreachable');
-    return repoUnavailable(e);
+    return repoUnavailable({ ...repoWhere(this.url), cause: causeOfGitFailure(e) }, e);
   }
 
   /**
@@ -110,13 +111,17 @@ export class RemoteTransport {
    * cannot land elsewhere. Redirects are never followed, no proxy is used.
    */
   private async connectArgs(): Promise<string[]> {
-    const args = ['-c', 'http.followRedirects=false', '-c', 'http.proxy='];
-    if (!this.o.policy) return args;
-    const t = await checkRepoUrl(this.url, this.o.policy, { hasCredentials: this.o.hasCredentials });
-    if ((t.protocol === 'http:' || t.protocol === 'https:') && t.port && !net.isIP(t.host) && t.addresses.length > 0) {
-      const addrs = t.addresses.map((a) => (net.isIPv6(a) ? `[${a}]` : a)).join(',');
-      args.push('-c', `http.curloptResolve=${t.host}:${t.port}:${addrs}`);
-    }
-    return args;
+    if (!this.o.policy) return connectArgsFor(null);
+    return connectArgsFor(await checkRepoUrl(this.url, this.o.policy, { hasCredentials: this.o.hasCredentials }));
   }
+}
+
+/** git's `-c` options for one connection: no redirect, no proxy, http(s) pinned to the checked addresses. */
+export function connectArgsFor(t: CheckedTarget | null): string[] {
+  const args = ['-c', 'http.followRedirects=false', '-c', 'http.proxy='];
+  if (t && (t.protocol === 'http:' || t.protocol === 'https:') && t.port && !net.isIP(t.host) && t.addresses.length > 0) {
+    const addrs = t.addresses.map((a) => (net.isIPv6(a) ? `[${a}]` : a)).join(',');
+    args.push('-c', `http.curloptResolve=${t.host}:${t.port}:${addrs}`);
+  }
+  return args;
 }

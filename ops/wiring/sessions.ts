@@ -48,8 +48,15 @@ export function wireSessions(
       : provider;
   // A stop must not wait out a provisioning deadline (minutes): the jobs' waits end on it.
   const stopping = new AbortController();
+  // The dashboard as a person opens it: the public URL, else the first listed origin, else this listener.
+  const publicOrigin = config.SVC_PUBLIC_URL ?? config.SVC_PUBLIC_HOSTS.split(',').map((s) => s.trim()).find(Boolean);
+  const dashboardUrl = () => {
+    if (publicOrigin) return publicOrigin.replace(/\/+$/, '');
+    const host = ['0.0.0.0', '::', '127.0.0.1', '::1', 'localhost'].includes(config.HOST) ? 'localhost' : config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST;
+    return `http://${host}:${opts.listenPort()}`;
+  };
   const deps: SessionDeps = {
-    config, db, logger, secrets, repos, queue, apiUrl, activity: new Map(), stopping: stopping.signal,
+    config, db, logger, secrets, repos, queue, apiUrl, dashboardUrl, activity: new Map(), stopping: stopping.signal,
     ...(provider ? { provider } : {}),
     ...(providers ? { providers } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),

@@ -5,6 +5,10 @@ import { pgCode, type Db, type Executor } from '../../infra/db/db.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { createManagedRepo, managedRepoPath, removeManagedRepo } from '../../infra/git/managed-repo.js';
 import { relayRepoPath } from '../../infra/git/relay.js';
+import { gitAuth } from '../../infra/git/credentials.js';
+import { connectArgsFor } from '../../infra/git/remote-transport.js';
+import { describeRepoProblem, fileRepoDir, localRepoProblem, probeRemote } from '../../infra/git/repo-reach.js';
+import type { CheckedTarget } from '../../infra/git/url-policy.js';
 import type { Logger } from '../../lib/logger.js';
 import { accountsOfUser } from '../accounts/service.js';
 import { projectQueries, type NewProject } from '../../sql/queries/projects.js';
@@ -37,6 +41,46 @@ export interface CreateProjectInput {
   /** No remote: a repository hosted here, served at `<gitBase>/git/<slug>.git`. */
   managed: boolean;
   gitBase: string;
+}
+
+/**
+ * A new project's repository must exist before the project does: a `file://` path is a git
+ * repository, a remote answers `ls-remote` within the budget. Refused with a 400 naming the
+ * path or host and the cause (not found, auth refused, unreachable), so a typo is caught
+ * here rather than by every CR and session later. The URL policy has already passed.
+ */
+export async function assertRepoReachable(input: {
+  url: string;
+  credentials: { username: string; password: string } | null;
+  target: CheckedTarget;
+  allowHttpCredentials: boolean;
+  defaultBranch: string;
+  timeoutMs: number;
+}): Promise<void> {
+  const dir = fileRepoDir(input.url);
+  const problem =
+    dir !== null
+      ? localRepoProblem(dir)
+      : await probeRemote(input.url, {
+          auth: gitAuth({ projectId: '', url: input.url, ...(input.credentials ? { credentials: input.credentials } : {}) }, { allowHttp: input.allowHttpCredentials }),
+          connect: connectArgsFor(input.target),
+          timeoutMs: input.timeoutMs,
+          branch: input.defaultBranch,
+        });
+  if (!problem) return;
+  const fix =
+    problem.cause === 'auth refused'
+      ? 'check the credentials (https://user:token@host/...) or the server\'s SSH key'
+      : problem.cause === 'not found' || problem.cause === 'not a git repository'
+        ? dir !== null
+          ? 'create it first (git init --bare), or give the path of an existing repository'
+          : 'check the URL, or create the repository first'
+        : 'check the host and that this server can reach it';
+  throw new DomainError('validation', 'Repository not reachable', `The repository ${describeRepoProblem(problem)}: ${fix}.`, {
+    repository: problem.repository,
+    cause: problem.cause,
+    issues: [{ path: 'repo_url', message: problem.cause }],
+  });
 }
 
 export async function createProject(deps: ProjectDeps, input: CreateProjectInput): Promise<ProjectRecord> {

@@ -26,6 +26,11 @@ export interface SessionDeps {
   providers?: { get(name: string): SandboxProvider | undefined; loadable(): SandboxProvider[] };
   /** The API base (ending in /v1) as a sandbox reaches it; known once the server listens. */
   apiUrl: () => string;
+  /**
+   * Where a person opens the dashboard (SVC_PUBLIC_URL, else this server's listener), for
+   * links the agent shows: never the sandbox's gateway, which only the sandbox reaches.
+   */
+  dashboardUrl?: () => string;
   /** The project's secrets for a sandbox's environment (the secrets feature); absent: none. */
   projectSecrets?: (projectId: string) => Promise<ProjectSecrets>;
   now?: () => Date;

@@ -118,6 +118,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         project,
         repoUrl: repoUrlOf(deps, project),
         apiUrl: deps.apiUrl(),
+        dashboardUrl: deps.dashboardUrl?.(),
         serviceKey: creds!.serviceKey,
         cliToken: creds!.cliToken,
         secrets,

@@ -21,6 +21,8 @@ export function sandboxEnv(i: {
   project: ProjectRecord;
   repoUrl: string;
   apiUrl: string;
+  /** SVC_DASHBOARD_URL: the links `svc cr open` prints are ones the person can open. */
+  dashboardUrl?: string | undefined;
   serviceKey: string;
   cliToken: string;
   secrets: ProjectSecrets;
@@ -42,6 +44,7 @@ export function sandboxEnv(i: {
     SVC_BASE_REF: s.base_ref,
     SVC_SERVICE_PORT: '8000',
     SVC_API_URL: i.apiUrl,
+    ...(i.dashboardUrl ? { SVC_DASHBOARD_URL: i.dashboardUrl } : {}),
     SVC_AGENT_NAME: s.agent,
     ...(s.model ? { SVC_AGENT_MODEL: s.model } : {}),
     ...i.agent,

@@ -34,6 +34,8 @@ export interface CreateSessionInput {
   model?: string | undefined;
   baseRef?: string | undefined;
   prompt?: string | undefined;
+  /** A prompt follows at once (a chat's first message): the model is checked as for `prompt`. */
+  expectPrompt?: boolean;
   /** What spawned it (a trigger's slug, an app); null for an interactive create. */
   trigger?: string | undefined;
 }
@@ -64,8 +66,9 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   const baseRef = assertBranchName(input.baseRef ?? input.project.default_branch, 'base_ref');
   if (input.agent !== undefined) await assertKnownAgent(deps.repos, input.project, baseRef, input.agent);
   assertModelOffered(deps.config, input.model);
-  // A first prompt no model can answer would be lost in the sandbox: refused now, like any prompt.
-  if (input.prompt !== undefined) await assertModelAvailable(deps, input.project, input.model ?? null);
+  // A first prompt no model can answer would be lost in the sandbox: refused now, like any
+  // prompt, and before a sandbox boots that would count against the cap for nothing.
+  if (input.prompt !== undefined || input.expectPrompt) await assertModelAvailable(deps, input.project, input.model ?? null);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
@@ -87,6 +90,7 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
     {
       before: async (tx) => {
         await admitLive(tx, deps, input.project.account_id, false);
+        if (input.prompt) await tx.run(sessionQueries.noteTitle(sessionId, input.project.project_id, titleOf(input.prompt)));
         // A prepared sandbox of the project, when one matches (pool.ts); else the worker starts one cold.
         await claimPoolSandbox(tx, deps, { project: input.project, sessionId, model: input.model ?? null });
       },
@@ -221,6 +225,13 @@ export async function removeSession(deps: SessionDeps, projectId: string, sessio
   const handle = before ? handleOf(before) : null;
   if (handle) await dispatchStop(deps, { session_id: sessionId, sandbox: handle });
   await dropSavedState(deps, projectId, sessionId);
+  await deps.db.run(sessionQueries.dropTitle(sessionId));
+}
+
+/** A prompt as a one-line title: whitespace folded, at most 200 characters. */
+export function titleOf(prompt: string): string {
+  const line = prompt.replace(/\s+/g, ' ').trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
 
 export interface LiveTarget {
@@ -278,7 +289,11 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
   } catch {
     json = null;
   }
-  if (path === '/svc/prompt' && res.ok) await touchSession(deps, t.session.session_id);
+  if (path === '/svc/prompt' && res.ok) {
+    await touchSession(deps, t.session.session_id);
+    const text = (body as { text?: unknown }).text;
+    if (t.session.title === undefined && typeof text === 'string' && text.trim()) await deps.db.run(sessionQueries.noteTitle(t.session.session_id, t.session.project_id, titleOf(text)));
+  }
   if (res.status >= 500) {
     throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
   }

@@ -45,6 +45,7 @@ export function viewOfRow(r: Record<string, unknown>, publicUrl = ''): SessionVi
     branch: r.branch_name as string,
     agent: r.agent_name as string,
     model: (r.agent_model as string | null) ?? null,
+    ...(typeof r.title === 'string' ? { title: r.title } : {}),
     sandbox: r.sb_id
       ? {
           sandbox_id: r.sb_id as string,

@@ -121,6 +121,10 @@ export interface TokenListing {
   created_at: Date;
   expires_at: Date | null;
   last_used_at: Date | null;
+  /** Issued to a sandbox (its CLI token, clone credentials): null for the person's own. */
+  sandbox_id: string | null;
+  /** That sandbox's session, when known. */
+  session_id: string | null;
 }
 
 /** The user's live tokens (user and project tokens), newest first; never their values. */

@@ -99,9 +99,10 @@ export const tokenQueries = {
   }),
   /** The user's live tokens (not revoked, not expired), newest first. */
   listForUser: (userId: string): Query => ({
-    text: `SELECT token_id, name, project_id, created_at, expires_at, last_used_at FROM tokens
-      WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
-      ORDER BY created_at DESC, token_id`,
+    text: `SELECT t.token_id, t.name, t.project_id, t.created_at, t.expires_at, t.last_used_at, t.sandbox_id, c.session_id
+      FROM tokens t LEFT JOIN sandbox_credentials c ON c.sandbox_id = t.sandbox_id
+      WHERE t.user_id = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+      ORDER BY t.created_at DESC, t.token_id`,
     values: [userId],
   }),
   /** Revokes one of the user's tokens; no row for another user's or an unknown token. */

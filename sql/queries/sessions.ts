@@ -16,12 +16,23 @@ const setAll = (cols: readonly string[], key: string) =>
 
 /** A session row with its current sandbox (the newest incarnation), for the API. */
 const selectWithSandbox = `SELECT s.*, sb.sandbox_id AS sb_id, sb.provider AS sb_provider, sb.state AS sb_state,
-    sb.url AS sb_url, sb.ref AS sb_ref
+    sb.url AS sb_url, sb.ref AS sb_ref, st.title AS title
   FROM project_sessions s
+  LEFT JOIN session_titles st ON st.session_id = s.session_id
   LEFT JOIN LATERAL (SELECT * FROM session_sandboxes x WHERE x.session_id = s.session_id
     ORDER BY x.created_at DESC, x.sandbox_id DESC LIMIT 1) sb ON true`;
 
 export const sessionQueries = {
+  /** The session's title, once: its first prompt (later ones leave it). */
+  noteTitle: (sessionId: string, projectId: string, title: string): Query => ({
+    name: 'session_title_note',
+    text: 'INSERT INTO session_titles (session_id, project_id, title) VALUES ($1, $2, $3) ON CONFLICT (session_id) DO NOTHING',
+    values: [sessionId, projectId, title],
+  }),
+  dropTitle: (sessionId: string): Query => ({
+    text: 'DELETE FROM session_titles WHERE session_id = $1',
+    values: [sessionId],
+  }),
   /** Of `sandboxIds`, those no longer serving a running session (stopped, restarted, removed). */
   sandboxesNotLiveAmong: (sandboxIds: string[]): Query => ({
     name: 'sandboxes_not_live_among',

@@ -178,7 +178,7 @@ describe('svc login / logout / whoami / hosts (HTTP stubbed with nock)', () => {
         expect(page.status).to.equal(500);
         expect(page.body).to.contain('Login failed').and.contain('cannot reach');
         expect(await done).to.equal(1);
-        expect(t.stderr()).to.contain(`error: the login failed: cannot reach ${API}/v1: ECONNREFUSED; run 'svc login' again\n`);
+        expect(t.stderr()).to.contain(`error: the login failed: cannot reach ${API}/v1: ECONNREFUSED; is svc-server running at ${new URL(API).origin}?`).and.contain("; run 'svc login' again\n");
       } finally {
         nock.disableNetConnect();
       }

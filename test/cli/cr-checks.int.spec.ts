@@ -42,6 +42,19 @@ describe('svc cr checks, merge --when-green, the checks line of cr show (HTTP st
     ]);
   });
 
+  it('cr checks with none says so: on the terminal, and on stderr when piped (stdout stays empty)', async () => {
+    const NONE = { checks: [], statuses: [], auto_merge: null };
+    api().get(`${CRS}/3/checks`).reply(200, NONE);
+    const tty = await run(['cr', 'checks', '3'], true);
+    expect(tty.code).to.equal(0);
+    expect(tty.stdout).to.match(/^no checks: none are configured \(\[\[checks\]\] in svc\.toml\)/);
+    api().get(`${CRS}/3/checks`).reply(200, NONE);
+    const piped = await run(['cr', 'checks', '3']);
+    expect(piped.code).to.equal(0);
+    expect(piped.stdout).to.equal('');
+    expect(piped.stderr).to.match(/^no checks: /m);
+  });
+
   it('cr checks on a TTY: marks, the pair, merge when green; --json is the response', async () => {
     api().get(`${CRS}/3/checks`).reply(200, CHECKS);
     const r = await run(['cr', 'checks', '#3'], true);

@@ -140,6 +140,15 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       for (const line of meta) expect(line).to.match(/^[a-z_]+:\t/);
     });
 
+    it('piped, without a description: no bare `--` lines', async () => {
+      api().get(`${CRS}/3`).reply(200, { change_request: makeCR({ description: '' }) });
+      api().get(`${CRS}/${makeCR().cr_id}/merge-preview`).reply(200, preview);
+      const r = await run(['cr', 'show', '3']);
+      expect(r.code).to.equal(0);
+      expect(r.stdout).to.match(/\nurl:\thttp\S+\/3\n$/);
+      expect(r.stdout.split('\n')).to.not.include('--');
+    });
+
     it('a merged CR has no preview request', async () => {
       const merged = makeCR({ status: 'merged', merged_at: '2026-01-01T11:59:00.000Z', merge_commit_sha: 'c'.repeat(40) });
       api().get(`${CRS}/${merged.cr_id}`).reply(200, { change_request: merged });
@@ -331,9 +340,9 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       expect(JSON.parse(o.stdout)).to.deep.equal(makeCR());
     });
 
-    it('401: exit 1 suggesting svc login', async () => {
+    it('401 with the token from SVC_CLI_TOKEN: exit 1 naming the variable (it overrides any login)', async () => {
       api().post(`${CRS}/3/close`).reply(401, { error: 'Unauthorized', message: 'A valid token is required: Authorization: Bearer svc_pat_...' });
-      await failsWith(['cr', 'close', '3'], "error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); run 'svc login'");
+      await failsWith(['cr', 'close', '3'], "error: A valid token is required: Authorization: Bearer svc_pat_... (HTTP 401); the token comes from SVC_CLI_TOKEN, which overrides any 'svc login'");
     });
   });
 
@@ -352,6 +361,6 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     const r = await run(['cr', 'ls'], { env: env({ SVC_API_URL: `http://127.0.0.1:${port}` }) });
     nock.disableNetConnect();
     expect(r.code).to.equal(1);
-    expect(r.stderr).to.match(new RegExp(`error: cannot reach http://127\\.0\\.0\\.1:${port}/v1: ECONNREFUSED\n$`));
+    expect(r.stderr).to.match(new RegExp(`error: cannot reach http://127\\.0\\.0\\.1:${port}/v1: ECONNREFUSED; is svc-server running at http://127\\.0\\.0\\.1:${port}\\? start it with 'svc-server start'.*\n$`));
   });
 });

@@ -96,6 +96,7 @@ describe('svc init and svc <project-name>', function () {
       'git push origin HEAD',
       'svc cr open',
       'Show the CR number to the user',
+      '$SVC_DASHBOARD_URL',
       '**Stop.**',
       'You never merge your own CR',
       'svc cr merge <n>',
@@ -121,6 +122,24 @@ describe('svc init and svc <project-name>', function () {
       expect(SKILL_MD.replace(/\s+/g, ' ').toLowerCase(), phrase).to.contain(phrase.toLowerCase());
     }
     expect(SKILL_MD).to.match(/^---\nname: svc\ndescription: .+\n---\n/);
+  });
+
+  it("the next steps match the repository: a clone of a path pushes and creates the project there (the README's step 3); no remote ships", async () => {
+    const bare = path.join(sb.dir, 'repos', 'demo.git');
+    await mkdir(path.dirname(bare), { recursive: true });
+    await gitOk(sb.dir, ['init', '-q', '--bare', '-b', 'main', bare], { env: env() });
+    const clone = path.join(sb.dir, 'demo');
+    await gitOk(sb.dir, ['clone', '-q', bare, clone], { env: env() });
+    const cloned = await run(['init'], clone);
+    expect(cloned.code, cloned.stderr).to.equal(0);
+    const next = cloned.stderr.slice(cloned.stderr.indexOf('Next:'));
+    expect(next).to.contain('git push origin HEAD:main');
+    expect(next).to.contain(`svc projects create demo --repo-url "file://${bare}"`);
+    expect(next).to.contain('svc projects link demo');
+    expect(next).to.not.contain('svc ship');
+
+    const plain = await run(['init']);
+    expect(plain.stderr).to.contain('Next: git add -A && git commit -m "svc init" && svc ship');
   });
 
   it('svc <project-name> scaffolds a new directory with git init; a second time it refuses', async () => {

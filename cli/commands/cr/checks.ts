@@ -18,6 +18,9 @@ export async function run(o: CrChecksOptions): Promise<void> {
   const checks = await ctx.api.getChecks(ctx.projectId, crId);
   if (json) return printJson(f.io, checks);
   const c = colors(f.io, f.env);
+  const none = checks.checks.length === 0 && checks.statuses.length === 0 && !checks.auto_merge;
+  // Nothing to list still says so: on stdout on a terminal, on stderr when piped (stdout stays empty for scripts).
+  if (none) return void (f.io.stdoutIsTTY ? f.io.out : f.io.err).write('no checks: none are configured ([[checks]] in svc.toml) and no commit status was posted\n');
   f.io.out.write(f.io.stdoutIsTTY ? renderTTY(c, checks) : renderPlain(checks));
 }
 

@@ -76,7 +76,7 @@ function renderTTY(f: Factory, c: Colors, cr: ChangeRequest, p: MergePreview | u
   return lines.join('\n') + '\n';
 }
 
-/** gh's piped shape: `key:\tvalue` lines (the URL among them), then the description between `--` lines. */
+/** gh's piped shape: `key:\tvalue` lines (the URL among them), then the description, if any, between `--` lines. */
 function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined, checks: string | null = null): string {
   const rows: Array<[string, string | number | null]> = [
     ['number', cr.number],
@@ -101,5 +101,7 @@ function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined
   if (checks) rows.push(['checks', checks]);
   rows.push(['url', url]);
   const head = rows.map(([k, v]) => `${k}:\t${v ?? ''}`).join('\n');
-  return `${head}\n--\n${cr.description}${cr.description.endsWith('\n') || !cr.description ? '' : '\n'}--\n`;
+  // No description: no empty `--` block (two bare lines that said nothing).
+  if (!cr.description) return `${head}\n`;
+  return `${head}\n--\n${cr.description}${cr.description.endsWith('\n') ? '' : '\n'}--\n`;
 }

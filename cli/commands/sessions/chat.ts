@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { AgentChat, type AgentEvent } from '../../agent-chat.js';
 import type { Args } from '../../command-table.js';
 import type { ProjectContext } from '../../context.js';
-import { CliError, UsageError } from '../../errors.js';
+import { ApiError, CliError, UsageError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
 import { str } from '../../flags.js';
 import { ChatProgress } from '../../chat-progress.js';
@@ -41,7 +41,8 @@ async function target(f: Factory, ctx: ProjectContext, o: ChatOptions): Promise<
   // With --new, --prompt is this chat's first message, not the session's initial prompt.
   if (o.isNew) {
     const { prompt: _p, ...input } = inputOf(o.argv);
-    return createRunning(f, ctx, input, o.json);
+    // The chat prompts at once: a session no model can answer is refused before its sandbox boots.
+    return createRunning(f, ctx, { ...input, expect_prompt: true }, o.json);
   }
   const s = o.id ? await waitRunning(f, ctx, o.id, { quiet: o.json }) : await newestRunning(ctx);
   sameChoice(o.argv, s);
@@ -179,6 +180,14 @@ export async function run(f: Factory, o: ChatOptions): Promise<void> {
       if (end === 'closed' && interrupts > 0) break;
     }
     rl.close();
+  } catch (err) {
+    // A session this chat started that no model can answer (a server that did not check
+    // at create) would keep its sandbox and count against the cap: stopped, and said so.
+    if (o.isNew && err instanceof ApiError && err.body.code === 'no_model') {
+      await sapi.stop(ctx.projectId, s.session_id).catch(() => undefined);
+      throw new CliError(err.message, `session ${s.session_id} was stopped: it had no model to answer with`);
+    }
+    throw err;
   } finally {
     stopListening?.();
     chat.close();

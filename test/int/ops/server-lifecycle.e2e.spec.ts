@@ -7,6 +7,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { projectRoot } from '../../../lib/paths.js';
 import { client } from '../../support/http.js';
+import { fixtureRepo } from '../../support/repo.js';
 import { spawnTestServer, traversableTempDir } from '../../support/server.js';
 
 const run = promisify(execFile);
@@ -81,7 +82,13 @@ describe('svc-server on the embedded database (real processes)', function () {
       expect(alive(pid)).to.equal(true);
       const api = client(server.url, token);
       expect((await api.get('/v1/accounts/me')).body.user.email).to.equal('owner@example.test');
-      expect((await api.post('/v1/projects', { name: 'Keep me', repo_url: 'file:///nonexistent/repo.git' })).status).to.equal(201);
+      // A repository that exists: project creation checks it.
+      const repo = await fixtureRepo();
+      try {
+        expect((await api.post('/v1/projects', { name: 'Keep me', repo_url: repo.url })).status).to.equal(201);
+      } finally {
+        await repo.cleanup();
+      }
 
       expect(await server.stop()).to.equal(0);
       stopped = true;

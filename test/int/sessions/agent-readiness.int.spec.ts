@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { client } from '../../support/http.js';
 import { agentReady, waitForStatus, withSessionProject } from '../../support/sessions.js';
 import { until } from '../../support/wait.js';
+import { runSvc, sandbox } from '../../cli/helpers.js';
 
 /** Unset ('' is unset): no gateway, no server model. */
 const NO_MODEL = { SVC_LLM_UPSTREAM_URL: '', SVC_LLM_UPSTREAM_KEY: '', SVC_LLM_MODEL: '' };
@@ -87,6 +88,31 @@ describe('sessions: agent readiness, no model, failures that say why (scripted r
       let taken = await api.post(`${two}/prompt`, { text: 'hello' });
       while (taken.status === 503) taken = await api.post(`${two}/prompt`, { text: 'hello' });
       expect(taken.status, JSON.stringify(taken.body)).to.equal(202);
+    }));
+
+  it('no model: svc sessions chat --new --prompt is refused before any sandbox boots (409 naming what to set), so nothing counts against the cap', () =>
+    withSessionProject({ slug: 'nomodel-chat', env: NO_MODEL }, async ({ srv, api, sessions }) => {
+      const refused = await api.post(sessions, { expect_prompt: true });
+      expect(refused.status).to.equal(409);
+      expect(refused.body).to.include({ code: 'no_model' });
+      expect(refused.body.message).to.match(/SVC_LLM_UPSTREAM_URL/);
+      const sb = await sandbox();
+      try {
+        const r = await runSvc(['sessions', 'chat', '--new', '--prompt', 'hello'], {
+          configPath: sb.configPath,
+          cwd: sb.dir,
+          env: { SVC_API_URL: `${srv.url}/v1`, SVC_CLI_TOKEN: srv.token, SVC_PROJECT_ID: 'nomodel-chat' },
+        });
+        expect(r.code).to.equal(1);
+        expect(r.stderr).to.match(/SVC_LLM_UPSTREAM_URL/).and.match(/docs\/models\.md/);
+        expect(r.stderr).to.not.include('Created session');
+      } finally {
+        await sb.cleanup();
+      }
+      // No session, no sandbox: nothing was admitted against the account's cap.
+      expect((await api.get(`${sessions}?status=all`)).body.sessions).to.deep.equal([]);
+      const rows = await srv.db.db.rows({ text: 'SELECT 1 FROM session_sandboxes', values: [] });
+      expect(rows).to.have.length(0);
     }));
 
   it('a sandbox that fails to start keeps its log tail, secrets redacted, on the row (not in an event)', () =>

@@ -52,6 +52,8 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(env.SVC_BRANCH_NAME).to.equal(s.session_id);
       expect(env.SVC_PROJECT_ID).to.equal(s.project_id);
       expect(env.SVC_API_URL).to.match(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      // The dashboard as the person opens it (this server's listener: no SVC_PUBLIC_URL here), for the links `svc cr open` prints.
+      expect(env.SVC_DASHBOARD_URL).to.equal(`http://localhost:${new URL(srv.url).port}`);
       expect(env.SVC_INITIAL_PROMPT).to.equal('hello there');
       expect(env.SVC_BOOTSTRAP_AGENT_SESSION).to.equal('1');
       expect(env.SVC_PROJECT_AUTO_CLONE).to.equal('1');

@@ -40,6 +40,11 @@ describe('the injected sandbox environment', () => {
     });
   });
 
+  it('adds SVC_DASHBOARD_URL when the server knows where people open the dashboard (never the sandbox gateway)', () => {
+    const env = sandboxEnv({ ...base, dashboardUrl: 'https://svc.example.com', session: fold([created()])!, secrets: { env: {}, names: [], revision: 0 }, withPrompt: true });
+    expect(env.SVC_DASHBOARD_URL).to.equal('https://svc.example.com');
+  });
+
   it('adds the model and the first prompt when there are ones; the prompt only for the first sandbox', () => {
     const s = fold([created({ prompt: 'fix it', model: 'anthropic/x' })])!;
     const first = sandboxEnv({ ...base, session: s, secrets: { env: {}, names: [], revision: 0 }, withPrompt: true });
