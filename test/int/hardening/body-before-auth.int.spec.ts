@@ -26,7 +26,7 @@ describe('hardening: nothing is read before authentication', function () {
   /** Bytes the server read on the connection a push used (request head included). */
   const readOn = (before: number) => sockets.slice(before).reduce((n, s) => n + s.bytesRead, 0);
 
-  it('30 MB bodies without a valid credential, 8 at once, are answered without being read: the server takes under 1 MiB of each', async () => {
+  it('30 MB bodies without a valid credential, 10 at once, are answered without being read: the server takes under 1 MiB of each', async () => {
     const bad = 'Bearer svc_pat_' + 'A'.repeat(43);
     const doors: { method: string; path: string; headers: Record<string, string>; chunked?: boolean; status: number[] }[] = [
       { method: 'POST', path: '/v1/llm/chat/completions', headers: { authorization: bad, 'content-type': 'application/json' }, status: [401] },
@@ -37,6 +37,8 @@ describe('hardening: nothing is read before authentication', function () {
       { method: 'POST', path: '/projects/p/secrets', headers: { 'content-type': 'application/x-www-form-urlencoded' }, status: [401] },
       { method: 'POST', path: '/v1/cli/login/token', headers: { 'content-type': 'application/json' }, status: [413] },
       { method: 'POST', path: '/login', headers: { 'content-type': 'application/x-www-form-urlencoded' }, chunked: true, status: [413] },
+      { method: 'POST', path: '/git/p.git/git-receive-pack', headers: { authorization: 'Basic eDp5', 'content-type': 'application/x-git-receive-pack-request' }, status: [401, 404] },
+      { method: 'POST', path: '/v1/projects/p/sessions/00000000-0000-4000-8000-000000000001/agent/x', headers: { authorization: bad, 'content-type': 'application/json' }, chunked: true, status: [401] },
     ];
     const first = sockets.length;
     const rssBefore = process.memoryUsage().rss;
