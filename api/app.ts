@@ -1,4 +1,5 @@
 import express, { type Express } from 'express';
+import { BODY_LIMIT, CREDENTIAL_BODY_LIMIT, readBody, unreadBodies } from './body.js';
 import type { ApiDeps } from './deps.js';
 import { authGuardOf, requireAuth } from './auth.js';
 import { errorHandler, notFoundHandler } from './errors.js';
@@ -36,6 +37,9 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('query parser', 'simple');
+  // No body is read before its caller is known (api/body.ts): a refused request's large body
+  // is never read, its connection closed after the answer.
+  app.use(unreadBodies);
   // A preview's own origin (p<port>-<session>.<preview domain>) is routed by Host before
   // anything else: it never reaches the API or the dashboard.
   app.use(previewHostHandler(deps));
@@ -47,16 +51,16 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
   app.use('/v1/projects/:projectId/sessions/:sessionId/wip', sessionWipRoutes(deps)); // SVC_TOKEN of the session's sandbox only; a binary body
-  app.use('/v1/llm', llmGatewayRoutes(deps)); // sandbox keys only; OpenAI-shaped errors; its own body limit
-  app.use(express.json({ limit: '1mb', strict: false }));
+  app.use('/v1/llm', llmGatewayRoutes(deps)); // sandbox keys only; OpenAI-shaped errors; its own body limit, read after the key
 
   const v1 = express.Router();
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
-  v1.use('/cli/login', cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet
+  v1.use('/cli/login', readBody(CREDENTIAL_BODY_LIMIT), cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet, 16 KiB
   // GET of a CR by number: token, project and CR in one statement, the same checks (issue 24 item 8).
   v1.get('/projects/:projectId/change-requests/:crId', crReadRoute(deps, authGuardOf(deps.config)));
   v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
+  v1.use(readBody(BODY_LIMIT)); // the API's bodies: read only now, the caller known
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));

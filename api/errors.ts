@@ -41,6 +41,13 @@ export function bodyOf(err: DomainError): ErrorBody {
 export const zodIssues = (err: z.ZodError) =>
   err.issues.map((i) => ({ path: i.path.join('.') || '(body)', message: i.message }));
 
+/** The limit a body-size error names (api/body.ts sets `limitText`; body-parser sets `limit` in bytes). */
+export const limitText = (err: unknown): string => {
+  const e = err as { limitText?: unknown; limit?: unknown };
+  if (typeof e.limitText === 'string') return e.limitText;
+  return typeof e.limit === 'number' ? (e.limit % 1024 === 0 ? `${e.limit / 1024} KiB` : `${e.limit} bytes`) : 'its limit';
+};
+
 /** Turns anything thrown into the contract's error body; never leaks internals. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err, req, res, _next) => {
@@ -58,7 +65,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     // body-parser's typed failures
     const type = (err as { type?: string }).type;
     if (type === 'entity.too.large') {
-      res.status(413).json({ error: 'Payload too large', message: 'The request body is larger than 1 MiB.' });
+      res.status(413).json({ error: 'Payload too large', message: `The request body is larger than ${limitText(err)}.` });
       return;
     }
     if (type === 'entity.parse.failed') {
@@ -131,7 +138,7 @@ export function openAiErrorHandler(logger: Logger): ErrorRequestHandler {
       const parseType = (err as { type?: string }).type;
       const s = (err as { status?: unknown }).status;
       if (parseType === 'entity.parse.failed') [status, message, code] = [400, 'The request body is not valid JSON.', 'invalid_json'];
-      else if (parseType === 'entity.too.large') [status, message, code] = [413, 'The request body is too large.', 'request_too_large'];
+      else if (parseType === 'entity.too.large') [status, message, code] = [413, `The request body is larger than ${limitText(err)}.`, 'request_too_large'];
       else if (typeof s === 'number' && s >= 400 && s < 500) [status, message, code] = [s, 'The request could not be read.', 'invalid_request'];
       else logger.error({ err, method: req.method, path: req.path }, 'unhandled gateway error');
     }

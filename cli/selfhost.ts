@@ -174,6 +174,7 @@ export function composeArgs(f: Factory, runtime: string[], args: string[]): { cm
   return {
     cmd: runtime[0]!,
     args: [...runtime.slice(1), '-p', projectName(f), '-f', composeFile(), '--env-file', envFilePath(f), ...args],
-    env: { SVC_ENV_FILE: envFilePath(f) },
+    // The compose file names its seccomp profile by this directory (docker-compose reads it relative to the caller's cwd).
+    env: { SVC_ENV_FILE: envFilePath(f), SVC_COMPOSE_DIR: path.dirname(composeFile()) },
   };
 }

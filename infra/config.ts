@@ -100,6 +100,19 @@ const schema = z.object({
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }
     }),
+  /**
+   * `/metrics` on the public listener answers only this Bearer token (unset: 401 there).
+   * Long and random: it is compared, never rate limited by account.
+   */
+  SVC_METRICS_TOKEN: z.string().min(32, 'at least 32 characters').max(512).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces').optional(),
+  /**
+   * A listener of its own serving `GET /metrics` without a credential: `host:port`
+   * (`[v6]:port`), loopback by default; `off`: none.
+   */
+  SVC_METRICS_ADDR: z
+    .string()
+    .default('127.0.0.1:9464')
+    .refine((v) => v === 'off' || /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/.test(v) && Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535, 'host:port, [v6]:port or off'),
   /** Diff limits (GitHub's shape): per-file and total patch bytes and lines. */
   SVC_DIFF_MAX_FILE_BYTES: z.coerce.number().int().min(1).default(500_000),
   SVC_DIFF_MAX_FILE_LINES: z.coerce.number().int().min(1).default(20_000),

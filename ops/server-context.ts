@@ -10,7 +10,7 @@
  *
  * --host-libs: also put the system libraries the bundled PostgreSQL binaries load
  * (librt, libstdc++, ...: glibc and gcc runtime, present in node:20-slim) and this host's
- * bubblewrap (`/usr/bin/bwrap` and the libraries it loads) under `rootfs-extra/`, for a
+ * bubblewrap (`/usr/bin/bwrap`, with `mount` and `setpriv`, and the libraries they load) under `rootfs-extra/`, for a
  * minimal local base (ops/sandbox-base-image.sh) that lacks them.
  *
  * The sandbox daemon's entry points (`agentd/svc-entrypoint.js`, `agentd/svc-agent.js`)
@@ -65,12 +65,14 @@ function main(): void {
     const copied = copySystemLibs(pgBinaries(native), extra, native);
     process.stdout.write(`server context: ${copied.length} system libraries for PostgreSQL (${copied.map((l) => path.basename(l)).join(', ')})\n`);
     // bubblewrap for the bwrap sandbox provider (the default): the binary and its libraries.
-    const bwrap = '/usr/bin/bwrap';
-    if (!existsSync(bwrap)) throw new Error(`${bwrap} is missing: apt-get install bubblewrap (the image runs bwrap sandboxes)`);
+    // With mount and setpriv, which the compose stack's entrypoint uses to give bwrap a /proc
+    // it may mount, then drop to uid 1000 without capabilities (ops/compose.yaml).
+    const tools = ['/usr/bin/bwrap', '/usr/bin/mount', '/usr/bin/setpriv'];
+    for (const tool of tools) if (!existsSync(tool)) throw new Error(`${tool} is missing: apt-get install bubblewrap util-linux mount (the image runs bwrap sandboxes)`);
     mkdirSync(path.join(extra, 'usr', 'bin'), { recursive: true });
-    cpSync(realpathSync(bwrap), path.join(extra, bwrap), { dereference: true });
-    const bwrapLibs = copySystemLibs([bwrap], extra);
-    process.stdout.write(`server context: bwrap and ${bwrapLibs.length} libraries (${bwrapLibs.map((l) => path.basename(l)).join(', ')})\n`);
+    for (const tool of tools) cpSync(realpathSync(tool), path.join(extra, tool), { dereference: true });
+    const bwrapLibs = copySystemLibs(tools, extra);
+    process.stdout.write(`server context: bwrap, mount, setpriv and ${bwrapLibs.length} libraries (${bwrapLibs.map((l) => path.basename(l)).join(', ')})\n`);
   }
   writeFileSync(path.join(out, '.prebuilt'), `dist/ and node_modules/ assembled by ops/server-context.ts\n`);
   process.stdout.write(`server context: ${files.size} dist files, ${pkgs.length} packages (${pkgs.join(', ')}) and their dependencies in ${out}\n`);

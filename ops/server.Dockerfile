@@ -25,10 +25,12 @@ RUN if [ -f .prebuilt ]; then echo "prebuilt context: no npm"; \
  && if [ -d rootfs-extra ]; then cp -a rootfs-extra/. /extra/; fi
 
 FROM ${BASE_IMAGE}
-# git, and bubblewrap for the bwrap sandbox provider (an offline context brings both in
+# git, and bubblewrap for the bwrap sandbox provider (an offline context brings them in
 # rootfs-extra/, so nothing is installed then).
 COPY --from=build /extra/ /
-RUN { command -v git && command -v bwrap; } >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap && rm -rf /var/lib/apt/lists/*; }
+# mount and setpriv: the compose stack's entrypoint (ops/compose.yaml) mounts a procfs for
+# bwrap, then drops to uid 1000 without capabilities.
+RUN { command -v git && command -v bwrap && command -v mount && command -v setpriv; } >/dev/null 2>&1 || { apt-get update && apt-get install -y --no-install-recommends git ca-certificates bubblewrap util-linux mount && rm -rf /var/lib/apt/lists/*; }
 COPY --from=build /app /opt/svc/server
 RUN mkdir -p /var/lib/svc \
  && chown 1000:1000 /var/lib/svc \

@@ -1,9 +1,10 @@
-import express, { Router, type ErrorRequestHandler } from 'express';
+import { Router, type ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
 import { sessionStoreOf } from './store.js';
 import type { ApiDeps } from '../deps.js';
-import { bodyOf, statusOf, zodIssues } from '../errors.js';
+import { bodyOf, limitText, statusOf, zodIssues } from '../errors.js';
+import { BODY_LIMIT, CREDENTIAL_BODY_LIMIT, readBody } from '../body.js';
 import { authGuardOf } from '../auth.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
@@ -46,8 +47,9 @@ export function dashboardRoutes(deps: ApiDeps): Router {
     });
     next();
   });
-  r.use(express.urlencoded({ extended: false, limit: '1mb', parameterLimit: 100 }));
   r.use(loadSession(getStore));
+  // The form is read once the cookie named a session (the password form before any: 16 KiB).
+  r.use(readBody((req, res) => (locals(res).session ? BODY_LIMIT : req.method === 'POST' && req.path === '/login' ? CREDENTIAL_BODY_LIMIT : null), { forms: true }));
   r.use(signInRoutes(deps.db, authGuardOf(deps.config).keyOf));
   r.use(requireSession);
   r.use(cliLoginRoutes(deps.db));
@@ -79,7 +81,7 @@ function dashboardErrors(logger: ApiDeps['logger']): ErrorRequestHandler {
     }
     if (!(err instanceof DomainError)) {
       const type = (err as { type?: string }).type;
-      if (type === 'entity.too.large') err = new DomainError('payload_too_large', 'Payload too large', 'The form is larger than 1 MiB.');
+      if (type === 'entity.too.large') err = new DomainError('payload_too_large', 'Payload too large', `The form is larger than ${limitText(err)}.`);
       else if (typeof type === 'string' && type.startsWith('entity.') || type === 'parameters.too.many') err = new DomainError('validation', 'Bad request', 'The form could not be read.');
       else {
         logger.error({ err, method: req.method, path: req.path }, 'dashboard error');

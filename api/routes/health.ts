@@ -1,7 +1,11 @@
 import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
+import { publicMetricsHandler } from '../metrics.js';
 
-/** `/healthz` (process up), `/readyz` (database and queue reachable), `/metrics`. */
+/**
+ * `/healthz` (process up), `/readyz` (database and queue reachable), `/metrics` (with
+ * SVC_METRICS_TOKEN only, never through a sandbox's gateway: api/metrics.ts).
+ */
 export function healthRoutes(deps: ApiDeps): Router {
   const r = Router();
   r.get('/healthz', (_req, res) => {
@@ -24,8 +28,6 @@ export function healthRoutes(deps: ApiDeps): Router {
     const ready = Object.values(checks).every((v) => v === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
   });
-  r.get('/metrics', async (_req, res) => {
-    res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
-  });
+  r.get('/metrics', publicMetricsHandler(deps.metrics, deps.config.SVC_METRICS_TOKEN));
   return r;
 }

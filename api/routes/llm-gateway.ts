@@ -1,4 +1,5 @@
-import express, { Router, type Request, type Response } from 'express';
+import { Router, type NextFunction, type Request, type Response } from 'express';
+import { readBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { openAiError, openAiErrorHandler } from '../errors.js';
 import * as gateway from '../../services/llm/gateway.js';
@@ -6,6 +7,12 @@ import * as ledger from '../../services/llm/ledger.js';
 import { gatewayModels } from '../../services/sessions/model-choice.js';
 import { sandboxProvider } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
+
+/**
+ * A chat completion's body limit (docs/models.md): conversations with long tool outputs
+ * are larger than the API's 1 MiB. Read only once the sandbox key was checked.
+ */
+export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
 
 /**
  * `/v1/llm`: the model gateway (services/llm/gateway.ts, docs/models.md). Sandbox keys
@@ -28,8 +35,15 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
     res.json({ object: 'list', data: gatewayModels(deps.config).map((id) => ({ id, object: 'model', created: 0, owned_by: 'svc' })) });
   });
 
-  r.post('/chat/completions', express.json({ limit: '32mb' }), async (req, res) => {
-    const p = await authorize(req);
+  // The key first, from the header; the body (up to GATEWAY_BODY_LIMIT) only after it.
+  const authorized = (req: Request, res: Response, next: NextFunction) => {
+    authorize(req).then((p) => {
+      (res.locals as { llm?: gateway.LlmPrincipal }).llm = p;
+      next();
+    }, next);
+  };
+  r.post('/chat/completions', authorized, readBody(GATEWAY_BODY_LIMIT), async (req, res) => {
+    const p = (res.locals as { llm: gateway.LlmPrincipal }).llm;
     const body = req.body as unknown;
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
       res.status(400).json(openAiError(400, 'The body must be a JSON object.', 'invalid_request'));

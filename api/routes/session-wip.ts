@@ -1,10 +1,11 @@
-import express, { Router, type Request } from 'express';
+import { Router, type Request } from 'express';
+import { declaredLength } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { authGuardOf, unauthorized } from '../auth.js';
 import { checkGateway } from '../gateway.js';
 import { projectById } from '../../services/projects/service.js';
 import { authenticateSandboxKey, sandboxProvider, type SandboxPrincipal } from '../../services/sessions/credentials.js';
-import { acceptCheckpoint, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
+import { acceptCheckpointStream, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
 import { FRAME_CONTENT_TYPE } from '../../lib/checkpoint-frame.js';
 import { DomainError, retryLater } from '../../domain/errors.js';
 import { CheckpointLimiter } from '../../services/sessions/checkpoint-limit.js';
@@ -17,11 +18,15 @@ import { sessionDepsOf } from './sessions.js';
  * gateway; every other credential is 401 (people see what was saved in the session's JSON).
  * Mounted before the PAT middleware and the JSON parser (the body is a binary frame).
  * Checkpoints are not activity: the idle sweep does not see them. A session's checkpoints are
- * rate limited (services/sessions/checkpoint-limit.ts: 429 with Retry-After).
+ * rate limited (services/sessions/checkpoint-limit.ts: 429 with Retry-After), one at a time,
+ * and streamed: the bundle goes to disk as it arrives, memory holds at most the capped
+ * conversation archive.
  */
 export function sessionWipRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   const limiter = new CheckpointLimiter();
+  /** Sessions whose checkpoint is streaming in now (this process holds their gateway sockets). */
+  const inFlight = new Set<string>();
 
   async function sandboxOf(req: Request): Promise<SandboxPrincipal> {
     const header = req.headers.authorization;
@@ -38,16 +43,23 @@ export function sessionWipRoutes(deps: ApiDeps): Router {
     return sandbox;
   }
 
-  r.put('/', async (req, res, next) => {
+  r.put('/', async (req, res) => {
     const s = sessionDepsOf(deps);
     const who = await sandboxOf(req);
+    // One checkpoint in flight per session: a second one while the first streams in is
+    // refused before its body is read (api/body.ts closes the connection under it).
+    if (inFlight.has(who.session_id)) throw retryLater('rate_limited', 'Too many requests', 'A checkpoint of this session is still being received: try again when it is done.', 5);
     const wait = limiter.take(who.session_id);
     if (wait) throw retryLater('rate_limited', 'Too many requests', `Checkpoints of this session come too fast: try again in ${wait} s.`, wait);
-    express.raw({ type: () => true, limit: checkpointBodyLimit(s.config) })(req, res, (err?: unknown) => {
-      if (err) return next(err);
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      acceptCheckpoint(s, who, body).then((saved) => res.json(saved), next);
-    });
+    const cap = checkpointBodyLimit(s.config);
+    const declared = declaredLength(req);
+    if (declared !== null && declared > cap) throw new DomainError('payload_too_large', 'Payload too large', `A checkpoint is at most ${cap} bytes.`);
+    inFlight.add(who.session_id);
+    try {
+      res.json(await acceptCheckpointStream(s, who, req));
+    } finally {
+      inFlight.delete(who.session_id);
+    }
   });
 
   r.get('/', async (req, res) => {

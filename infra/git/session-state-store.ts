@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DomainError } from '../../domain/errors.js';
@@ -34,10 +34,23 @@ const badBundle = (message: string) => new DomainError('validation', 'Bad checkp
 export interface SessionStateStore {
   /** Verifies `bundle` and points the session's wip ref at its commit, which must be `sha`. */
   accept(projectId: string, sessionId: string, bundle: Buffer, sha: string): Promise<void>;
+  /**
+   * A fresh file for an incoming bundle of `projectId`, streamed there before `acceptFile`:
+   * `open` creates it (0600, never an existing file), `discard` removes it.
+   */
+  incoming(projectId: string): Promise<IncomingBundle>;
+  /** As `accept`, for a bundle already in `file` (from `incoming`), which is removed either way. */
+  acceptFile(projectId: string, sessionId: string, file: string, sha: string): Promise<void>;
   /** A bundle of the session's wip ref (prerequisite-free), or null when there is none. */
   bundle(projectId: string, sessionId: string): Promise<Buffer | null>;
   /** Deletes the session's wip ref (its objects go with the next gc). */
   remove(projectId: string, sessionId: string): Promise<void>;
+}
+
+export interface IncomingBundle {
+  file: string;
+  open(): NodeJS.WritableStream;
+  discard(): Promise<void>;
 }
 
 export function sessionStateStore(reposDir: string): SessionStateStore {
@@ -58,11 +71,19 @@ export function sessionStateStore(reposDir: string): SessionStateStore {
 
   return {
     async accept(projectId, sessionId, bundle, sha) {
-      if (!SHA.test(sha)) throw badBundle('The checkpoint names no commit.');
-      const dir = await ensure(projectId);
+      const { file } = await this.incoming(projectId);
+      await writeFile(file, bundle, { mode: 0o600, flag: 'wx' });
+      await this.acceptFile(projectId, sessionId, file, sha);
+    },
+    async incoming(projectId) {
+      await ensure(projectId);
       const file = tmpFile();
-      await writeFile(file, bundle, { mode: 0o600 });
+      return { file, open: () => createWriteStream(file, { mode: 0o600, flags: 'wx' }), discard: () => rm(file, { force: true }) };
+    },
+    async acceptFile(projectId, sessionId, file, sha) {
       try {
+        if (!SHA.test(sha)) throw badBundle('The checkpoint names no commit.');
+        const dir = await ensure(projectId);
         const verify = await runGit(['bundle', 'verify', '--quiet', file], { cwd: dir, okCodes: [0, 1, 128], timeoutMs: 120_000 });
         if (verify.code !== 0) throw badBundle('The checkpoint is not a valid git bundle.');
         const fetched = await runGit(

@@ -107,6 +107,10 @@ for (const [a, p] of [
 const V6_LOCAL = new net.BlockList();
 for (const [a, p] of [
   ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8], ['100::', 64], ['2001:db8::', 32],
+  // Teredo: a tunnel whose far end (and the IPv4 it wraps, obfuscated) no rule here can judge.
+  ['2001::', 32],
+  // NAT64 for local use (RFC 8215): translated to IPv4 at any prefix length, so no fixed place to read it.
+  ['64:ff9b:1::', 48],
 ] as const) V6_LOCAL.addSubnet(a, p, 'ipv6');
 
 /** The 8 16-bit groups of an IPv6 address (with an embedded dotted IPv4 tail). */
@@ -124,7 +128,7 @@ function v6Groups(ip: string): number[] {
   return [...h, ...Array(fill).fill('0'), ...r].map((g) => parseInt(g || '0', 16));
 }
 
-/** Loopback, private, link-local, multicast, unspecified, reserved or documentation ranges. */
+/** Loopback, private, link-local, multicast, unspecified, reserved or documentation ranges; tunnels (Teredo) whose target cannot be judged. */
 export function isLocalAddress(ip: string): boolean {
   if (net.isIPv4(ip)) return V4_LOCAL.check(ip, 'ipv4');
   if (!net.isIPv6(ip)) return true; // not an address: never trusted
@@ -133,6 +137,8 @@ export function isLocalAddress(ip: string): boolean {
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::/96): the embedded IPv4 decides.
   if (g.slice(0, 5).every((x) => x === 0) && (g[5] === 0xffff || g[5] === 0)) return isLocalAddress(v4(g[6]!, g[7]!));
+  // SIIT's IPv4-translated addresses (::ffff:0:a.b.c.d, ::ffff:0:0:0/96): the embedded IPv4 decides too.
+  if (g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0) return isLocalAddress(v4(g[6]!, g[7]!));
   if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return isLocalAddress(v4(g[6]!, g[7]!));
   // 6to4 (2002:aabb:ccdd::/16) embeds an IPv4 in groups 1-2.
   if (g[0] === 0x2002) return isLocalAddress(v4(g[1]!, g[2]!));

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { createApp } from '../../api/app.js';
 import { clientErrorHandler } from '../../api/errors.js';
-import { createMetrics } from '../../api/metrics.js';
+import { createMetrics, metricsListenerHandler, type Metrics } from '../../api/metrics.js';
+import type { Logger } from '../../lib/logger.js';
 import { healthRoutes } from '../../api/routes/health.js';
 import { createEventsFeed } from '../../api/routes/events-feed.js';
 import { sessionUpgradeHandler } from '../../api/routes/session-proxy.js';
@@ -32,7 +33,8 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   const { sessions, spawnSession } = opts;
-  const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue, sessions, spawnSession,
+  const metrics = createMetrics();
+  const apiDeps = { config, db, logger, metrics, secrets, repos, crCommands, queue, sessions, spawnSession,
     // Running sandboxes get secret changes through their daemon's POST /svc/env.
     onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
       void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
@@ -47,7 +49,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   } else {
     const health = express();
     health.disable('x-powered-by');
-    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue }));
+    health.use(healthRoutes({ config, db, logger, metrics, secrets, repos, crCommands, queue }));
     server = http.createServer(health);
     // A worker-only process starts sandboxes and holds their gateway sockets: they reach
     // the API there, in-process (clone credentials, smart HTTP, the model gateway), while
@@ -62,10 +64,15 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
     listening.once('error', reject);
     listening.listen(config.PORT, config.HOST, () => resolve());
   });
+  const metricsServer = await listenMetrics(config.SVC_METRICS_ADDR, metrics, logger);
   return {
     port: (listening.address() as AddressInfo).port,
     server: listening,
     async stop() {
+      if (metricsServer) {
+        metricsServer.close();
+        metricsServer.closeAllConnections();
+      }
       const closed = new Promise<void>((r) => listening.close(() => r()));
       listening.closeIdleConnections();
       setTimeout(() => listening.closeAllConnections(), 5000).unref();
@@ -73,4 +80,37 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
       await closed;
     },
   };
+}
+
+/**
+ * The metrics' own listener (`SVC_METRICS_ADDR`, loopback by default): no credential, so
+ * it is bound where only the operator's scraper reaches. A listener that cannot be opened
+ * (the address taken, e.g. two servers on one host) is logged and the server runs on
+ * without it: metrics are not worth an outage.
+ */
+async function listenMetrics(addr: string, metrics: Metrics, logger: Logger): Promise<http.Server | null> {
+  if (addr === 'off') return null;
+  const at = addr.lastIndexOf(':');
+  const host = addr.slice(0, at).replace(/^\[(.*)\]$/, '$1');
+  const port = Number(addr.slice(at + 1));
+  const server = http.createServer(metricsListenerHandler(metrics));
+  server.on('clientError', (_e, socket) => socket.destroy());
+  server.requestTimeout = 10_000;
+  server.headersTimeout = 5_000;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    logger.error({ err: (err as Error).message, addr }, 'metrics listener not opened (SVC_METRICS_ADDR)');
+    return null;
+  }
+  server.on('error', (err) => logger.warn({ err: err.message }, 'metrics listener error'));
+  const a = server.address() as AddressInfo;
+  logger.info({ metrics_addr: `${a.address}:${a.port}` }, 'metrics listening');
+  return server;
 }

@@ -4,10 +4,43 @@ import { open, stat } from 'node:fs/promises';
 const MIN_MASKED = 4;
 const MASK = '***';
 
-/** Every known secret value in `text` replaced with ***, longest first (one may contain another). */
+/**
+ * The spellings of a secret a command prints by accident: itself, its base64 (padded or
+ * not, and the stable prefix the encoding of a longer text starting with it shares, as
+ * `echo "$S" | base64` gives), its base64url, its hex (either case) and its URL encoding
+ * (either case of escape, `+` for spaces, a form's encoding). Masking stops accidents, not a check that wants
+ * to leak a secret (it can print it reversed, split, or encrypted): docs/checks.md.
+ */
+export function secretForms(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const aligned = bytes.subarray(0, bytes.length - (bytes.length % 3));
+  const b64 = bytes.toString('base64');
+  const url = encodeURIComponent(value);
+  const forms = [
+    value,
+    b64,
+    b64.replace(/=+$/, ''),
+    aligned.toString('base64'),
+    bytes.toString('base64url'),
+    aligned.toString('base64url'),
+    bytes.toString('hex'),
+    bytes.toString('hex').toUpperCase(),
+    url,
+    url.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
+    url.replace(/%20/g, '+'),
+    new URLSearchParams([['', value]]).toString().slice(1), // a form's encoding: also ! ' ( ) ~ escaped
+  ];
+  return [...new Set(forms)].filter((f) => f.length >= MIN_MASKED);
+}
+
+/** Every spelling of a value worth masking, longest first (one may contain another). */
+const maskable = (values: string[]) =>
+  [...new Set(values.filter((x) => x.length >= MIN_MASKED).flatMap(secretForms))].sort((a, b) => b.length - a.length);
+
+/** Every known secret value in `text`, in each of its `secretForms`, replaced with ***. */
 export function maskSecrets(text: string, values: string[]): string {
   let out = text;
-  for (const v of [...new Set(values)].filter((x) => x.length >= MIN_MASKED).sort((a, b) => b.length - a.length)) out = out.split(v).join(MASK);
+  for (const v of maskable(values)) out = out.split(v).join(MASK);
   return out;
 }
 
@@ -42,8 +75,9 @@ export async function boundedMaskedLog(file: string, maxBytes: number, secrets: 
     };
     if (size <= maxBytes) return { body: maskSecrets(await read(0, size), secrets), truncated: false };
     const half = Math.floor(maxBytes / 2);
-    const head = maskCutEdges(maskSecrets(await read(0, half), secrets), secrets, 'end');
-    const tail = maskCutEdges(maskSecrets(await read(size - half, half), secrets), secrets, 'start');
+    const forms = maskable(secrets);
+    const head = maskCutEdges(maskSecrets(await read(0, half), secrets), forms, 'end');
+    const tail = maskCutEdges(maskSecrets(await read(size - half, half), secrets), forms, 'start');
     return { body: `${head}\n[... ${size - 2 * half} bytes left out ...]\n${tail}`, truncated: true };
   } finally {
     await fh.close();

@@ -4,7 +4,7 @@ import { liveSandbox, type Session } from '../../domain/session/index.js';
 import type { Config } from '../../infra/config.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
 import { sessionStateStore, type SessionStateStore } from '../../infra/git/session-state-store.js';
-import { decodeFrame, encodeFrame, type ArchivedFile } from '../../lib/checkpoint-frame.js';
+import { bundleHeadProblem, decodeFrame, encodeFrame, FrameError, readFrameStream, type ArchivedFile, type StreamedFrame } from '../../lib/checkpoint-frame.js';
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { savedStateQueries, type SavedStateRow } from '../../sql/queries/session-saved-state.js';
 import { serviceKeyOf } from './credentials.js';
@@ -61,7 +61,7 @@ export interface CheckpointAccepted {
   conversation: boolean;
 }
 
-/** `PUT …/sessions/:id/wip`: a checkpoint from the session's live sandbox (its key already checked). */
+/** `PUT …/sessions/:id/wip`: a checkpoint from the session's live sandbox (its key already checked), whole in memory. */
 export async function acceptCheckpoint(deps: SessionDeps, who: { session_id: string; project_id: string }, body: Buffer): Promise<CheckpointAccepted> {
   let parts;
   try {
@@ -69,10 +69,46 @@ export async function acceptCheckpoint(deps: SessionDeps, who: { session_id: str
   } catch (err) {
     throw badCheckpoint(`Not a checkpoint: ${(err as Error).message}.`);
   }
+  const store = storeOf(deps.config);
+  return settleCheckpoint(deps, who, { header: parts.header, bundleBytes: parts.bundle.length, conversation: parts.conversation }, (sha) =>
+    store.accept(who.project_id, who.session_id, parts.bundle, sha),
+  );
+}
+
+/**
+ * `PUT …/sessions/:id/wip` as the route takes it: the body read as it streams in, the
+ * bundle straight to a file of the state store (never whole in memory), under the
+ * checkpoint's cap (413 past it, before the bundle's first byte when the header says so).
+ * Only the conversation archive, itself capped, is held in memory.
+ */
+export async function acceptCheckpointStream(deps: SessionDeps, who: { session_id: string; project_id: string }, body: NodeJS.ReadableStream): Promise<CheckpointAccepted> {
+  const store = storeOf(deps.config);
+  const incoming = await store.incoming(who.project_id);
+  let frame: StreamedFrame;
+  try {
+    frame = await readFrameStream(body, { maxBytes: checkpointBodyLimit(deps.config), maxConversation: deps.config.SVC_SESSION_WIP_MAX_BYTES, openBundle: incoming.open, bundleStart: bundleHeadProblem });
+  } catch (err) {
+    await incoming.discard();
+    if (err instanceof FrameError && err.tooLarge) throw new DomainError('payload_too_large', 'Payload too large', `Not accepted: ${err.message}.`);
+    throw badCheckpoint(`Not a checkpoint: ${(err as Error).message}.`);
+  }
+  try {
+    return await settleCheckpoint(deps, who, frame, (sha) => store.acceptFile(who.project_id, who.session_id, incoming.file, sha));
+  } finally {
+    await incoming.discard();
+  }
+}
+
+async function settleCheckpoint(
+  deps: SessionDeps,
+  who: { session_id: string; project_id: string },
+  parts: StreamedFrame,
+  acceptBundle: (sha: string) => Promise<void>,
+): Promise<CheckpointAccepted> {
   const parsed = CheckpointHeader.safeParse(parts.header);
   if (!parsed.success) throw badCheckpoint('The checkpoint header is malformed.');
   const h = parsed.data;
-  if ((h.wip_sha === null) !== (parts.bundle.length === 0)) throw badCheckpoint('A checkpoint names a commit exactly when it carries a bundle.');
+  if ((h.wip_sha === null) !== (parts.bundleBytes === 0)) throw badCheckpoint('A checkpoint names a commit exactly when it carries a bundle.');
   let conversation: string | null = null;
   if (parts.conversation.length > 0) {
     if (parts.conversation.length > deps.config.SVC_SESSION_WIP_MAX_BYTES) throw badCheckpoint('The conversation is larger than the cap.');
@@ -85,9 +121,8 @@ export async function acceptCheckpoint(deps: SessionDeps, who: { session_id: str
     for (const f of files) if (conversationPathProblem(f.path)) throw badCheckpoint(`Conversation file ${JSON.stringify(f.path)}: ${conversationPathProblem(f.path)}.`);
     conversation = deps.secrets.seal(parts.conversation.toString('base64'), aadOf(who.session_id));
   }
-  const store = storeOf(deps.config);
-  if (h.wip_sha) await store.accept(who.project_id, who.session_id, parts.bundle, h.wip_sha);
-  else await store.remove(who.project_id, who.session_id);
+  if (h.wip_sha) await acceptBundle(h.wip_sha);
+  else await storeOf(deps.config).remove(who.project_id, who.session_id);
   await deps.db.run(
     savedStateQueries.upsert({
       session_id: who.session_id,

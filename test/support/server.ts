@@ -39,6 +39,8 @@ export const TEST_ENV: Record<string, string> = {
   SVC_LLM_UPSTREAM_URL: 'http://127.0.0.1:9/v1',
   SVC_LLM_UPSTREAM_KEY: 'test-upstream-key-never-in-a-sandbox',
   SVC_LLM_MODEL: 'test-model',
+  // Many servers share this machine: each its own metrics port (the default is one fixed port).
+  SVC_METRICS_ADDR: '127.0.0.1:0',
 };
 
 export interface TestServer {
@@ -49,6 +51,8 @@ export interface TestServer {
   accountId: string;
   db: TestDb;
   dataDir: string;
+  /** The listening server of the current start (specs that read its app's routes). */
+  readonly httpServer: import('node:http').Server;
   /** Another user token for a fresh user in another account. */
   newUser(email: string): Promise<{ token: string; userId: string; accountId: string }>;
   /**
@@ -101,6 +105,9 @@ export async function startTestServer(
     accountId: first.account_id,
     db,
     dataDir,
+    get httpServer() {
+      return server.httpServer;
+    },
     async newUser(email) {
       const u = await bootstrapUser(db.db, { email });
       return { token: u.token.token, userId: u.user_id, accountId: u.account_id };

@@ -75,7 +75,7 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
   const svc = (args: string[]) => spawnSvc(args, { env: { HOME: sb!.home, SVC_SELFHOST_PROJECT: project, CI: '1' }, cwd: sb!.dir });
   const dc = (args: string[]) =>
     run(compose![0]!, [...compose!.slice(1), '-p', project, '-f', composeFile, '--env-file', envFile(), ...args], {
-      env: { ...process.env, SVC_ENV_FILE: envFile() },
+      env: { ...process.env, SVC_ENV_FILE: envFile(), SVC_COMPOSE_DIR: path.dirname(composeFile) },
       maxBuffer: 16 << 20,
     });
   const timed: Record<string, number> = {};
@@ -102,8 +102,8 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
       if (process.getuid?.() !== 0) return skipUnlessCi(this, `${postgresImage} is missing and ops/postgres-image.sh needs root`);
       await time('postgres image', () => run(path.join(projectRoot, 'ops', 'postgres-image.sh'), ['--tag', postgresImage], { cwd: projectRoot }));
     }
-    if (!(await has(serverImage, 'command -v bwrap && test -f /opt/svc/server/dist/agentd/svc-entrypoint.js'))) {
-      // Missing, or built before it carried bwrap and the sandbox daemon.
+    if (!(await has(serverImage, 'command -v bwrap && command -v mount && command -v setpriv && test -f /opt/svc/server/dist/agentd/svc-entrypoint.js'))) {
+      // Missing, or built before it carried bwrap, the sandbox daemon, and mount and setpriv (the compose entrypoint).
       await time('server image', () => run(path.join(projectRoot, 'ops', 'server-image.sh'), ['--tag', serverImage], { cwd: projectRoot }));
     }
     sb = await sandbox();
@@ -223,9 +223,19 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
   it('the api and worker containers run bwrap sandboxes: uid 1000 without capabilities, and a sandbox reaches no host port', async () => {
     const worker = (await dc(['ps', '-q', 'worker'])).stdout.trim();
     expect(worker, 'the worker is running').to.match(/^[0-9a-f]{12,}$/);
-    const inWorker = (args: string[]) => run('docker', ['exec', worker, ...args]).then((r) => r.stdout.trim());
+    // No service is privileged; the sandboxes' two run confined by seccomp (ops/seccomp-sandboxes.json).
+    const ids = (await dc(['ps', '-q'])).stdout.trim().split('\n').filter(Boolean);
+    const modes = (await run('docker', ['inspect', '-f', '{{index .Config.Labels "com.docker.compose.service"}} {{.HostConfig.Privileged}}', ...ids])).stdout.trim().split('\n');
+    for (const m of modes) expect(m, m).to.match(/ false$/);
+    // The server (pid 1 after the entrypoint's exec): uid 1000, no capability even in its bounding set, no-new-privileges, seccomp on.
+    const status = (await run('docker', ['exec', '-u', '1000:1000', worker, 'cat', '/proc/1/status'])).stdout;
+    expect(status).to.match(/^Uid:\s+1000\s+1000\s+1000\s+1000$/m);
+    expect(status).to.match(/^CapEff:\s+0+$/m).and.match(/^CapBnd:\s+0+$/m).and.match(/^NoNewPrivs:\s+1$/m).and.match(/^Seccomp:\s+2$/m);
+    const inWorker = (args: string[]) => run('docker', ['exec', '-u', '1000:1000', worker, ...args]).then((r) => r.stdout.trim());
     expect(await inWorker(['id', '-u'])).to.equal('1000');
     expect(await inWorker(['sh', '-c', "grep '^CapEff' /proc/self/status"])).to.match(/^CapEff:\s+0+$/);
+    // The container's own /proc stays masked; the unmasked one bwrap relies on is out of the server's reach.
+    expect(await inWorker(['sh', '-c', 'ls /run/svc-proc/proc >/dev/null 2>&1 && echo readable || echo hidden'])).to.equal('hidden');
     // The server's own probe of the bwrap provider (user, pid, ipc, uts namespaces and a fresh /proc).
     const probe = JSON.parse(await inWorker(['node', '-e', "import('/opt/svc/server/dist/infra/sandbox/bwrap.js').then((m) => console.log(JSON.stringify(m.probeBwrap())))"])) as { ok: boolean; reason?: string };
     expect(probe, probe.reason).to.deep.equal({ ok: true, path: '/usr/bin/bwrap' });

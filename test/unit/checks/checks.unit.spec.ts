@@ -78,4 +78,28 @@ describe('log masking', () => {
   it('masks every known value, longest first; leaves short values alone', () => {
     expect(maskSecrets('k=sk-123456 and sk-123456789 and ab', ['sk-123456', 'sk-123456789', 'ab'])).to.equal('k=*** and *** and ab');
   });
+
+  it('masks the base64, base64url, hex and URL-encoded forms of a secret, as a check prints them by accident', () => {
+    const secret = 'p@ss w0rd/+?~é!'; // bytes whose encodings differ: '/', '+', spaces, non-ASCII
+    const b = Buffer.from(secret);
+    const printed = [
+      `plain ${secret}`,
+      `base64 ${b.toString('base64')}`,
+      `base64-unpadded ${b.toString('base64').replace(/=+$/, '')}`,
+      `base64-with-newline ${Buffer.from(`${secret}\n`).toString('base64')}`, // echo "$S" | base64
+      `base64url ${b.toString('base64url')}`,
+      `hex ${b.toString('hex')}`,
+      `HEX ${b.toString('hex').toUpperCase()}`,
+      `url ${encodeURIComponent(secret)}`,
+      `url-lower ${encodeURIComponent(secret).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase())}`,
+      `form ${new URLSearchParams({ s: secret }).toString()}`,
+    ].join('\n');
+    const masked = maskSecrets(printed, [secret]);
+    for (const line of masked.split('\n')) expect(line, line).to.include('***');
+    const encodings = [b.toString('base64').slice(0, 12), b.toString('base64url').slice(0, 12), b.toString('hex').slice(0, 12), encodeURIComponent(secret).slice(0, 12)];
+    for (const e of encodings) expect(masked, e).to.not.include(e);
+    expect(masked).to.not.include(secret);
+    // Ordinary text is left alone.
+    expect(maskSecrets('nothing to hide here', [secret])).to.equal('nothing to hide here');
+  });
 });
