@@ -82,7 +82,10 @@ export const AppSchema = z.strictObject({
   name: z.string(),
   status: z.string(),
   commit_sha: z.string().nullable(),
+  /** The app's own origin (`<app>-<project id>.<apps domain>`), served by the server; null until a version is live. */
   url: z.string().nullable(),
+  /** Anyone may open it (`public = true`); else the project's members, through the dashboard. */
+  public: z.boolean(),
   manifest_hash: z.string(),
   deployed_at: time.nullable(),
   last_error: z.string().nullable(),

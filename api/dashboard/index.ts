@@ -43,6 +43,8 @@ export function dashboardRoutes(deps: ApiDeps): Router {
       // Frames: the previews' own origins only (docs/sessions.md "Previews").
       'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self' ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'`,
       'X-Content-Type-Options': 'nosniff',
+      // A link out (an app, a preview, a CR's URL) never tells the other site which page it came from.
+      'Referrer-Policy': 'no-referrer',
     });
     next();
   });

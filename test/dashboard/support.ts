@@ -43,12 +43,12 @@ export async function signInHttp(url: string, email = 'owner@example.test', pass
   const csrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
   const signedIn = await fetch(`${url}/login`, {
     method: 'POST', redirect: 'manual',
-    headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: url },
     body: new URLSearchParams({ _csrf: csrf, email, password }),
   });
   const cookie = /svc_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')?.[1];
   if (signedIn.status !== 303 || !cookie) throw new Error(`sign-in of ${email} failed: ${signedIn.status}`);
-  return `svc_session=${cookie}`;
+  return `__Host-svc_session=${cookie}`;
 }
 
 /** A dashboard request as a signed-in browser (no redirects followed): status, body, Location. */

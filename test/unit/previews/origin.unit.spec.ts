@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../../infra/config.js';
 import { parsePreviewHost, previewOrigin } from '../../../services/previews/origin.js';
 import { PREVIEW_COOKIE, signPreviewCookie, verifyPreviewCookie } from '../../../services/previews/grants.js';
-import { apiOriginResponseHeaders, cookieHeaderWithout, hostOnlyCookie, previewOriginResponseHeaders } from '../../../api/proxy-headers.js';
+import { apiOriginResponseHeaders, hostOnlyCookie, ownOriginRequestHeaders, previewOriginResponseHeaders } from '../../../api/proxy-headers.js';
 
 const ID = '0c0c37c3-06e9-4719-bac7-17af2bf1cc6f';
 
@@ -49,10 +49,18 @@ describe('previews: origins, the cookie, header rules', () => {
     const api = apiOriginResponseHeaders({ 'access-control-allow-origin': '*', 'set-cookie': ['a=1'], 'content-security-policy': 'default-src *', 'content-type': 'text/html', connection: 'close' });
     expect(api).to.deep.equal({ 'content-type': 'text/html', 'content-security-policy': 'sandbox', 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer' });
     expect(hostOnlyCookie('a=1; Domain=.example.com; Path=/;domain=x')).to.equal('a=1; Path=/');
-    const pv = previewOriginResponseHeaders({ 'set-cookie': [`${PREVIEW_COOKIE}=x; Path=/`, 'a=1; Domain=localhost'], 'content-security-policy': "script-src 'self'" }, 'http://127.0.0.1:1', PREVIEW_COOKIE);
+    const pv = previewOriginResponseHeaders({ 'set-cookie': [`${PREVIEW_COOKIE}=x; Path=/`, 'a=1; Domain=localhost'], 'content-security-policy': "script-src 'self'" }, 'http://127.0.0.1:1');
     expect(pv['set-cookie']).to.deep.equal(['a=1']);
     expect(pv['content-security-policy']).to.deep.equal(["script-src 'self'", 'frame-ancestors http://127.0.0.1:1']);
-    expect(cookieHeaderWithout(`a=1; ${PREVIEW_COOKIE}=x; svc_session=y`, new Set([PREVIEW_COOKIE, 'svc_session']))).to.equal('a=1');
-    expect(cookieHeaderWithout(`${PREVIEW_COOKIE}=x`, new Set([PREVIEW_COOKIE]))).to.equal(undefined);
+  });
+
+  it('passes an app its own Authorization and cookies, and no credential of this server', () => {
+    const h = ownOriginRequestHeaders({
+      host: 'app-0123456789ab.localhost:8080', authorization: 'Basic dTpw', cookie: `a=1; ${PREVIEW_COOKIE}=x; __Host-svc_session=y; svc_session=z; __Host-svc_app=g; t=svc_pat_abcdefghijkl; b=2`,
+      'x-svc-user-context': 'forged', 'x-api-key': 'svc_llm_0123456789abcdef', 'x-other': 'kept', connection: 'keep-alive',
+      referer: 'http://127.0.0.1:8080/projects/secret',
+    }, 'app-0123456789ab.localhost:8080');
+    expect(h).to.deep.equal({ authorization: 'Basic dTpw', 'x-other': 'kept', cookie: 'a=1; b=2' });
+    expect(ownOriginRequestHeaders({ authorization: 'Bearer svc_pat_0123456789abcdef', referer: 'http://a.localhost/x' }, 'a.localhost')).to.deep.equal({ referer: 'http://a.localhost/x' });
   });
 });
