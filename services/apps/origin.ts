@@ -72,3 +72,14 @@ export function appOrigin(config: AppsConfig, name: string, projectId: string, l
   const p = pub && isLoopbackHost(pub.hostname) && pub.port ? pub.port : String(listenPort);
   return `http://${label}.localhost:${p}`;
 }
+
+/**
+ * Every app origin, as a CSP source: the dashboard's `form-action` holds it, because the
+ * sign-in form a members-only app sent the browser to redirects back to the app.
+ */
+export function appsSource(config: AppsConfig): string {
+  const domain = config.SVC_APPS_DOMAIN ?? config.SVC_PREVIEW_DOMAIN;
+  if (!domain) return 'http://*.localhost:*';
+  const scheme = config.SVC_PUBLIC_URL ? new URL(config.SVC_PUBLIC_URL).protocol : 'http:';
+  return `${scheme}//*.${domain.toLowerCase()}`;
+}
