@@ -82,73 +82,77 @@ describe('apps on their own origin in chromium: another tenant\'s app', function
     browser = undefined;
   });
 
-  for (const setup of setups) {
-    it(`(${setup.name}) a signed-in person opening another tenant's public app reaches it and sends it no svc cookie; its cookie tossing leaves the dashboard theirs; a members-only app without its cookie goes to sign-in`, () =>
-      withProject({ slug: 'tenant', env: { SVC_SCHEDULER: '0', SVC_APP_HEALTH_TIMEOUT_MS: '20000', ...setup.env } }, async (p: TestProject) => {
-        const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-app-origins-'));
-        const front = setup.env.SVC_PUBLIC_URL ? await tlsFront(p.srv.url, dir) : null;
-        try {
-          const dash = setup.env.SVC_PUBLIC_URL ?? p.srv.url;
-          // The tenant (the project's owner) signs in to get a session of its own to toss.
-          await withPassword(p.srv);
-          const tenantSession = (await signInHttp(p.srv.url)).split('=').slice(1).join('=');
-          const pp = projectPath(p);
-          await mergeChange(p, 'apps', { 'server.js': SERVER_JS, 'svc.toml': manifest(tenantSession, setup.site) });
-          const apps = await eventually(async () => {
-            const list = (await p.api.get(`${pp}/apps`)).body.apps as Array<{ name: string; status: string; url: string }>;
-            return list.length === 2 && list.every((a) => a.status === 'live') ? Object.fromEntries(list.map((a) => [a.name, a.url])) : null;
-          }, 'the apps live', 60_000);
-          if (front) expect(apps.shop).to.match(/^https:\/\/shop-[0-9a-f]{12}\.apps\.svc\.test\/$/);
-          else expect(apps.shop).to.match(new RegExp(`^http://shop-[0-9a-f]{12}\\.localhost:${new URL(p.srv.url).port}/$`));
+  it("local defaults: a signed-in person opening another tenant's public app reaches it and sends it no svc cookie; its cookie tossing leaves the dashboard theirs; a members-only app without its cookie goes to sign-in", () =>
+    scenario(setups[0]!));
 
-          // The victim: another account, signed in to the dashboard.
-          await p.srv.newUser('victim@example.test');
-          await withPassword(p.srv, 'victim@example.test');
-          browser = await launch(front ? [`--host-resolver-rules=MAP svc.test 127.0.0.1:${front.port}, MAP *.svc.test 127.0.0.1:${front.port}`, '--ignore-certificate-errors'] : []);
-          const ctx = await browser.newContext();
-          const page = await ctx.newPage();
-          await signIn(page, dash, 'victim@example.test');
-          const mine = (await ctx.cookies(dash)).find((c) => c.name === '__Host-svc_session')!;
-          expect(mine.secure).to.equal(true);
+  it("https://svc.test, apps on *.apps.svc.test: a signed-in person opening another tenant's public app reaches it and sends it no svc cookie; its cookie tossing leaves the dashboard theirs; a members-only app without its cookie goes to sign-in", () =>
+    scenario(setups[1]!));
 
-          // The public app: reached, and nothing of the dashboard's went along.
-          await page.goto(apps.shop!);
-          await page.waitForFunction('document.title === "tossed"');
-          await screenshot(page, `app-origin-${front ? 'https' : 'local'}`);
-          const seen = JSON.parse((await page.textContent('#seen'))!) as Record<string, string>;
-          expect(seen.cookie ?? '').to.not.match(/svc_/);
-          expect(seen).to.not.have.any.keys('authorization', 'x-svc-user-context');
-          expect(seen.referer ?? '').to.not.contain('/projects');
+  const scenario = (setup: (typeof setups)[number]) =>
+    withProject({ slug: 'tenant', env: { SVC_SCHEDULER: '0', SVC_APP_HEALTH_TIMEOUT_MS: '20000', ...setup.env } }, async (p: TestProject) => {
+      const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-app-origins-'));
+      const front = setup.env.SVC_PUBLIC_URL ? await tlsFront(p.srv.url, dir) : null;
+      try {
+        const dash = setup.env.SVC_PUBLIC_URL ?? p.srv.url;
+        // The tenant (the project's owner) signs in to get a session of its own to toss.
+        await withPassword(p.srv);
+        const tenantSession = (await signInHttp(p.srv.url)).split('=').slice(1).join('=');
+        const pp = projectPath(p);
+        await mergeChange(p, 'apps', { 'server.js': SERVER_JS, 'svc.toml': manifest(tenantSession, setup.site) });
+        const apps = await eventually(async () => {
+          const list = (await p.api.get(`${pp}/apps`)).body.apps as Array<{ name: string; status: string; url: string }>;
+          return list.length === 2 && list.every((a) => a.status === 'live') ? Object.fromEntries(list.map((a) => [a.name, a.url])) : null;
+        }, 'the apps live', 60_000);
+        if (front) expect(apps.shop).to.match(/^https:\/\/shop-[0-9a-f]{12}\.apps\.svc\.test\/$/);
+        else expect(apps.shop).to.match(new RegExp(`^http://shop-[0-9a-f]{12}\\.localhost:${new URL(p.srv.url).port}/$`));
 
-          // The tossing landed where a browser lets it (https: a bare-named cookie for the whole
-          // site, sent to the dashboard too) and changed nothing the dashboard reads: still the
-          // victim, same session.
-          const tossed = (await ctx.cookies(dash)).filter((c) => c.name === 'svc_session' && c.value === tenantSession);
-          expect(tossed.length).to.equal(front ? 1 : 0);
-          await page.goto(`${dash}/projects`);
-          expect(await page.textContent('body')).to.contain('victim@example.test');
-          expect(await page.textContent('body')).to.not.contain('owner@example.test');
-          const after = (await ctx.cookies(dash)).find((c) => c.name === '__Host-svc_session')!;
-          expect(after.value).to.equal(mine.value);
+        // The victim: another account, signed in to the dashboard.
+        await p.srv.newUser('victim@example.test');
+        await withPassword(p.srv, 'victim@example.test');
+        browser = await launch(front ? [`--host-resolver-rules=MAP svc.test 127.0.0.1:${front.port}, MAP *.svc.test 127.0.0.1:${front.port}`, '--ignore-certificate-errors'] : []);
+        const ctx = await browser.newContext();
+        const page = await ctx.newPage();
+        await signIn(page, dash, 'victim@example.test');
+        const mine = (await ctx.cookies(dash)).find((c) => c.name === '__Host-svc_session')!;
+        expect(mine.secure).to.equal(true);
 
-          // The members-only app, without its cookie: to the dashboard's sign-in.
-          const fresh = await browser.newContext();
-          const visitor = await fresh.newPage();
-          await visitor.goto(`${apps.admin}deep?q=1`);
-          expect(visitor.url()).to.match(new RegExp(`^${dash.replace(/[.]/g, '\\.')}/login\\?next=`));
-          // Signed in as the project's member, the browser comes back to the app itself.
-          await visitor.getByLabel('Email').fill('owner@example.test');
-          await visitor.getByLabel('Password').fill('correct horse battery staple');
-          await Promise.all([visitor.waitForURL(`${apps.admin}deep?q=1`), visitor.getByRole('button', { name: 'Sign in', exact: true }).click()]);
-          const inside = JSON.parse((await visitor.textContent('#seen'))!) as Record<string, string>;
-          expect(inside.cookie ?? '').to.not.match(/svc_/);
-          // The victim, no member of that project, gets no way in.
-          const refused = await page.goto(`${apps.admin}`);
-          expect(refused!.status()).to.equal(404);
-        } finally {
-          await front?.close();
-          await rm(dir, { recursive: true, force: true });
-        }
-      }));
-  }
+        // The public app: reached, and nothing of the dashboard's went along.
+        await page.goto(apps.shop!);
+        await page.waitForFunction('document.title === "tossed"');
+        await screenshot(page, `app-origin-${front ? 'https' : 'local'}`);
+        const seen = JSON.parse((await page.textContent('#seen'))!) as Record<string, string>;
+        expect(seen.cookie ?? '').to.not.match(/svc_/);
+        expect(seen).to.not.have.any.keys('authorization', 'x-svc-user-context');
+        expect(seen.referer ?? '').to.not.contain('/projects');
+
+        // The tossing landed where a browser lets it (https: a bare-named cookie for the whole
+        // site, sent to the dashboard too) and changed nothing the dashboard reads: still the
+        // victim, same session.
+        const tossed = (await ctx.cookies(dash)).filter((c) => c.name === 'svc_session' && c.value === tenantSession);
+        expect(tossed.length).to.equal(front ? 1 : 0);
+        await page.goto(`${dash}/projects`);
+        expect(await page.textContent('body')).to.contain('victim@example.test');
+        expect(await page.textContent('body')).to.not.contain('owner@example.test');
+        const after = (await ctx.cookies(dash)).find((c) => c.name === '__Host-svc_session')!;
+        expect(after.value).to.equal(mine.value);
+
+        // The members-only app, without its cookie: to the dashboard's sign-in.
+        const fresh = await browser.newContext();
+        const visitor = await fresh.newPage();
+        await visitor.goto(`${apps.admin}deep?q=1`);
+        expect(visitor.url()).to.match(new RegExp(`^${dash.replace(/[.]/g, '\\.')}/login\\?next=`));
+        // Signed in as the project's member, the browser comes back to the app itself.
+        await visitor.getByLabel('Email').fill('owner@example.test');
+        await visitor.getByLabel('Password').fill('correct horse battery staple');
+        await Promise.all([visitor.waitForURL(`${apps.admin}deep?q=1`), visitor.getByRole('button', { name: 'Sign in', exact: true }).click()]);
+        const inside = JSON.parse((await visitor.textContent('#seen'))!) as Record<string, string>;
+        expect(inside.cookie ?? '').to.not.match(/svc_/);
+        // The victim, no member of that project, gets no way in.
+        const refused = await page.goto(`${apps.admin}`);
+        expect(refused!.status()).to.equal(404);
+      } finally {
+        await front?.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    });
 });
