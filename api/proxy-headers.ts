@@ -18,6 +18,10 @@ export const isSvcCookie = (name: string): boolean => /^(__host-|__secure-)?svc_
 /** A credential this server issued (`svc_pat_…`, `svc_sbx_…`, `svc_llm_…`, `svc_pool_…`) anywhere in a value. */
 const SVC_CREDENTIAL = /svc_[a-z]+_[A-Za-z0-9_-]{8,}/i;
 
+/** A request header no sandbox gets, whichever proxy: an `X-Svc-*` header, or one carrying a credential of this server. */
+export const isSvcHeader = (name: string, value: string | string[]): boolean =>
+  name.startsWith('x-svc-') || (Array.isArray(value) ? value : [value]).some((x) => SVC_CREDENTIAL.test(x));
+
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
 
 /**
@@ -30,8 +34,7 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'p
 export function ownOriginRequestHeaders(incoming: http.IncomingHttpHeaders, host: string | undefined): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(incoming)) {
-    if (v === undefined || HOP_BY_HOP.has(k) || k.startsWith('x-svc-') || k === 'cookie') continue;
-    if ((Array.isArray(v) ? v : [v]).some((x) => SVC_CREDENTIAL.test(x))) continue;
+    if (v === undefined || HOP_BY_HOP.has(k) || k === 'cookie' || isSvcHeader(k, v)) continue;
     if (k === 'referer' && !sameHost(v as string, host)) continue;
     out[k] = v;
   }

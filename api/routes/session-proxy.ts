@@ -5,7 +5,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { authGuardOf, requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
-import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
+import { apiOriginResponseHeaders, isSvcHeader, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
@@ -33,7 +33,7 @@ const HOP = NOT_FORWARDED;
 
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined && !isSvcHeader(k, v)) out[k] = v;
   out.host = sandboxHost(target);
   out['x-svc-user-context'] = ctx;
   return out;

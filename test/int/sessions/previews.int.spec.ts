@@ -39,7 +39,7 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
       const api = client(p.srv.url, p.srv.token);
       await agentReady(p.api, `${live}/agent/fake/hello`);
       for (const path of [`${live}/agent/fake/echo`, `${live}/preview/${app.port}/page`]) {
-        const r = await api.call('GET', path, undefined, { origin: 'http://evil.example', cookie: 'svc_session=x; other=1', referer: 'http://127.0.0.1/projects/secret' });
+        const r = await api.call('GET', path, undefined, { origin: 'http://evil.example', cookie: 'svc_session=x; other=1', referer: 'http://127.0.0.1/projects/secret', 'x-svc-trace': 'x', 'x-api-key': p.srv.token });
         expect(r.status, path).to.equal(200);
         expect(r.headers.get('content-security-policy'), path).to.equal('sandbox');
         expect(r.headers.get('x-content-type-options'), path).to.equal('nosniff');
@@ -48,10 +48,10 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
         expect([...r.headers.keys()].filter((k) => k.startsWith('access-control-')), path).to.deep.equal([]);
       }
       const seen = app.seen.at(-1)!;
-      expect(seen.headers).to.not.have.any.keys('cookie', 'authorization', 'referer');
+      expect(seen.headers).to.not.have.any.keys('cookie', 'authorization', 'referer', 'x-svc-trace', 'x-api-key');
       // The runtime saw none either.
-      const echo = (await api.call('GET', `${live}/agent/fake/echo`, undefined, { cookie: 'svc_session=x', referer: 'http://127.0.0.1/x' })).body;
-      expect(echo.headers).to.not.have.any.keys('cookie', 'authorization', 'referer');
+      const echo = (await api.call('GET', `${live}/agent/fake/echo`, undefined, { cookie: 'svc_session=x', referer: 'http://127.0.0.1/x', 'x-svc-trace': 'x', 'x-api-key': p.srv.token })).body;
+      expect(echo.headers).to.not.have.any.keys('cookie', 'authorization', 'referer', 'x-svc-trace', 'x-api-key');
     }));
 
   it('the dashboard cookie opens the proxy only from the same origin', () =>
