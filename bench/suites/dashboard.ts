@@ -114,7 +114,8 @@ export const run: BenchSuite = async ({ quick }) => {
       const browser = await launch();
       try {
         const ctx = await browser.newContext();
-        await ctx.addCookies([{ name: '__Host-svc_session', value: session, url: server.url, secure: true }]);
+        // CDP will not plant a __Host- cookie on an http URL: the header carries it instead.
+        await ctx.setExtraHTTPHeaders({ cookie: `__Host-svc_session=${session}` });
         const tab = await ctx.newPage();
         const dcl: number[] = [];
         const load: number[] = [];
