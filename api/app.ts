@@ -26,6 +26,7 @@ import { sessionWipRoutes } from './routes/session-wip.js';
 import { sessionProxyRoutes } from './routes/session-proxy.js';
 import { cloneCredentialRoutes } from './routes/clone-credential.js';
 import { previewHostHandler } from './preview-host.js';
+import { appHostHandler } from './app-host.js';
 import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
@@ -40,8 +41,10 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   // No body is read before its caller is known (api/body.ts): a refused request's large body
   // is never read, its connection closed after the answer.
   app.use(unreadBodies);
-  // A preview's own origin (p<port>-<session>.<preview domain>) is routed by Host before
-  // anything else: it never reaches the API or the dashboard.
+  // An app's and a preview's own origins (<app>-<project>.<apps domain>,
+  // p<port>-<session>.<preview domain>) are routed by Host before anything else: they never
+  // reach the API or the dashboard.
+  app.use(appHostHandler(deps));
   app.use(previewHostHandler(deps));
   app.use(metricsMiddleware(deps.metrics));
   app.use(healthRoutes(deps));

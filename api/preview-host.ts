@@ -10,12 +10,11 @@ import {
 import { dashboardOrigin, parsePreviewHost } from '../services/previews/origin.js';
 import { liveTarget, touchSession, type LiveTarget } from '../services/sessions/service.js';
 import { freshContext } from '../services/sessions/user-context.js';
-import { SESSION_COOKIE } from '../services/dashboard/sessions.js';
 import type { ApiDeps } from './deps.js';
 import { isNothingListening, nothingListensPage, readSmallBody } from './preview-empty.js';
 import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
-import { cookieHeaderWithout, NOT_FORWARDED, previewOriginResponseHeaders } from './proxy-headers.js';
+import { ownOriginRequestHeaders, previewOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
 import { sessionDepsOf } from './routes/sessions.js';
 
@@ -27,9 +26,6 @@ import { sessionDepsOf } from './routes/sessions.js';
  * navigation is sent to the dashboard, which checks access and sends it back with a
  * one-time code (`PREVIEW_AUTH_PATH`), redeemed here for the cookie.
  */
-
-/** Cookies the sandbox never sees: ours, and the dashboard's should a browser send them. */
-const OURS = new Set([PREVIEW_COOKIE, SESSION_COOKIE, 'svc_pre']);
 
 const keys = new WeakMap<object, Promise<Buffer>>();
 export function previewKeyOf(deps: Pick<ApiDeps, 'config'>): Promise<Buffer> {
@@ -67,14 +63,11 @@ async function targetOf(deps: ApiDeps, g: PreviewGrant): Promise<LiveTarget> {
   return target;
 }
 
-/** The request as the sandbox gets it: no credential, no Referer, no `access_token`. */
+/** The request as the sandbox gets it: no credential of this server, no `access_token`. */
 function upstreamOf(req: http.IncomingMessage, target: LiveTarget, g: PreviewGrant): { path: string; headers: http.OutgoingHttpHeaders } {
   const u = new URL(req.url ?? '/', 'http://x');
   u.searchParams.delete('access_token');
-  const headers: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(req.headers)) if (!NOT_FORWARDED.has(k) && v !== undefined) headers[k] = v;
-  const cookie = cookieHeaderWithout(req.headers.cookie, OURS);
-  if (cookie) headers.cookie = cookie;
+  const headers = ownOriginRequestHeaders(req.headers, req.headers.host);
   headers.host = sandboxHost(target.url);
   headers['x-svc-user-context'] = freshContext(target.key, g.user_id, g.port);
   return { path: `/proxy/${g.port}${u.pathname}${u.search}`, headers };
@@ -108,16 +101,16 @@ export function previewHostHandler(deps: ApiDeps): RequestHandler {
             if (!body) return void res.destroy();
             if (body.complete && isNothingListening(body.head, g.port)) {
               const own = { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'retry-after': '5', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" };
-              return void res.writeHead(503, previewOriginResponseHeaders(own, g.frame_origin, PREVIEW_COOKIE)).end(nothingListensPage(g.port));
+              return void res.writeHead(503, previewOriginResponseHeaders(own, g.frame_origin)).end(nothingListensPage(g.port));
             }
-            res.writeHead(502, previewOriginResponseHeaders(r.headers, g.frame_origin, PREVIEW_COOKIE));
+            res.writeHead(502, previewOriginResponseHeaders(r.headers, g.frame_origin));
             res.write(body.head);
             if (body.complete) return void res.end();
             r.pipe(res);
           });
           return;
         }
-        res.writeHead(r.statusCode ?? 502, previewOriginResponseHeaders(r.headers, g.frame_origin, PREVIEW_COOKIE));
+        res.writeHead(r.statusCode ?? 502, previewOriginResponseHeaders(r.headers, g.frame_origin));
         res.flushHeaders();
         r.pipe(res);
       });

@@ -12,6 +12,48 @@ export const NOT_FORWARDED = new Set([
   'authorization', 'x-svc-user-context', 'cookie', 'referer',
 ]);
 
+/** A cookie of this server (the dashboard's, a preview's or an app's grant), under any prefix. */
+export const isSvcCookie = (name: string): boolean => /^(__host-|__secure-)?svc_/i.test(name.trim());
+
+/** A credential this server issued (`svc_pat_…`, `svc_sbx_…`, `svc_llm_…`, `svc_pool_…`) anywhere in a value. */
+const SVC_CREDENTIAL = /svc_[a-z]+_[A-Za-z0-9_-]{8,}/i;
+
+/** A request header no sandbox gets, whichever proxy: an `X-Svc-*` header, or one carrying a credential of this server. */
+export const isSvcHeader = (name: string, value: string | string[]): boolean =>
+  name.startsWith('x-svc-') || (Array.isArray(value) ? value : [value]).some((x) => SVC_CREDENTIAL.test(x));
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+
+/**
+ * A request to a page on its own origin (an app, a preview) as the sandbox gets it: its own
+ * `Authorization` and cookies pass, as they would to any web server, but nothing of this
+ * server does: no svc cookie, no `X-Svc-*` header, no header carrying a credential this
+ * server issued (a personal token pasted into a client, a model key), no Referer from
+ * another origin (the dashboard's path).
+ */
+export function ownOriginRequestHeaders(incoming: http.IncomingHttpHeaders, host: string | undefined): http.OutgoingHttpHeaders {
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(incoming)) {
+    if (v === undefined || HOP_BY_HOP.has(k) || k === 'cookie' || isSvcHeader(k, v)) continue;
+    if (k === 'referer' && !sameHost(v as string, host)) continue;
+    out[k] = v;
+  }
+  const cookies = (incoming.cookie ?? '')
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p && !isSvcCookie(p.split('=', 1)[0]!) && !SVC_CREDENTIAL.test(p));
+  if (cookies.length) out.cookie = cookies.join('; ');
+  return out;
+}
+
+const sameHost = (url: string, host: string | undefined): boolean => {
+  try {
+    return host !== undefined && new URL(url).host.toLowerCase() === host.toLowerCase();
+  } catch {
+    return false;
+  }
+};
+
 /**
  * A response proxied on the dashboard/API origin (`…/agent/*`, `…/preview/:port/*`): it runs
  * in a unique opaque origin (`CSP: sandbox`: no script reaches the dashboard, its cookies or
@@ -40,33 +82,29 @@ export function hostOnlyCookie(value: string): string {
 }
 
 /**
- * A response on a preview's own origin: the app's cookies stay on that host (no `Domain=`),
- * it may not replace the server's preview cookie, and only the dashboard may frame it
- * (an extra CSP, which browsers enforce alongside the app's own).
+ * A response on an app's or a preview's own origin: its cookies stay on that host (no
+ * `Domain=`, so no sibling origin gets them) and none may take a name of this server's
+ * (its grant cookie, the dashboard's).
  */
-export function previewOriginResponseHeaders(upstream: http.IncomingHttpHeaders, frameOrigin: string, ownCookie: string): http.OutgoingHttpHeaders {
+export function ownOriginResponseHeaders(upstream: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(upstream)) {
     if (v === undefined || k === 'connection' || k === 'keep-alive') continue;
     out[k] = v;
   }
   const cookies = (upstream['set-cookie'] ?? [])
-    .filter((c) => c.split('=', 1)[0]!.trim() !== ownCookie)
+    .filter((c) => !isSvcCookie(c.split('=', 1)[0]!))
     .map(hostOnlyCookie);
   if (cookies.length) out['set-cookie'] = cookies;
   else delete out['set-cookie'];
+  return out;
+}
+
+/** A preview's own origin: as `ownOriginResponseHeaders`, and only the dashboard may frame it (an extra CSP, enforced alongside the app's own). */
+export function previewOriginResponseHeaders(upstream: http.IncomingHttpHeaders, frameOrigin: string): http.OutgoingHttpHeaders {
+  const out = ownOriginResponseHeaders(upstream);
   const csp = upstream['content-security-policy'] as string | string[] | undefined;
   const own = `frame-ancestors ${frameOrigin}`;
   (out as Record<string, string | string[]>)['content-security-policy'] = csp === undefined ? own : [...(Array.isArray(csp) ? csp : [csp]), own];
   return out;
-}
-
-/** The Cookie header without the named cookies (the preview's own and the dashboard's). */
-export function cookieHeaderWithout(header: string | undefined, names: ReadonlySet<string>): string | undefined {
-  if (!header) return undefined;
-  const kept = header
-    .split(';')
-    .map((p) => p.trim())
-    .filter((p) => p && !names.has(p.split('=', 1)[0]!.trim()));
-  return kept.length ? kept.join('; ') : undefined;
 }

@@ -23,7 +23,7 @@ export const ManifestSchema = z.strictObject({
     z.strictObject({ slug: z.string(), schedule: z.string(), prompt: z.string(), agent: z.string().optional(), model: z.string().optional(), enabled: z.boolean() }),
   ),
   apps: z.array(
-    z.strictObject({ name: z.string(), command: z.string(), port: z.number().int(), env: z.record(z.string(), z.string()).optional(), health_path: z.string().optional() }),
+    z.strictObject({ name: z.string(), command: z.string(), port: z.number().int(), env: z.record(z.string(), z.string()).optional(), health_path: z.string().optional(), public: z.boolean().optional() }),
   ),
   checks: z.array(z.strictObject({ name: z.string(), run: z.string(), timeout_minutes: z.number().int(), secrets: z.array(z.string()) })).optional(),
   review: z.strictObject({ required_statuses: z.array(z.string()), send_failures_to_agent: z.boolean(), max_agent_rounds: z.number().int() }).optional(),
@@ -82,7 +82,10 @@ export const AppSchema = z.strictObject({
   name: z.string(),
   status: z.string(),
   commit_sha: z.string().nullable(),
+  /** The app's own origin (`<app>-<project id>.<apps domain>`), served by the server; null until a version is live. */
   url: z.string().nullable(),
+  /** Anyone may open it (`public = true`); else the project's members, through the dashboard. */
+  public: z.boolean(),
   manifest_hash: z.string(),
   deployed_at: time.nullable(),
   last_error: z.string().nullable(),

@@ -205,8 +205,15 @@ const schema = z.object({
    * (recorded as failed) on installs where that is not acceptable.
    */
   SVC_APPS: z.enum(['0', '1', 'true', 'false']).default('1').transform((v) => v === '1' || v === 'true'),
-  /** Host name put in app URLs (apps listen on a free port of the worker's host). */
-  SVC_APPS_HOST: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:\[\]-]+$/).default('127.0.0.1'),
+  /**
+   * Apps are served by the API at `<app>-<first 12 hex of the project id>.<SVC_APPS_DOMAIN>`
+   * (a wildcard DNS name pointing at this server), each an origin of its own; default
+   * SVC_PREVIEW_DOMAIN, and on a loopback install `<app>-<id>.localhost:<PORT>`.
+   */
+  SVC_APPS_DOMAIN: z
+    .string()
+    .regex(/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:\d{1,5})?$/i, 'must be a DNS name (optionally :port)')
+    .optional(),
   /** How long a new app version has to answer its health path before the deploy fails. */
   SVC_APP_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 
@@ -230,9 +237,12 @@ export interface Config extends Env {
   dataDir: string;
 }
 
+const bareDomain = (d: string | undefined) => d?.toLowerCase().replace(/:\d+$/, '');
+
 /**
- * A public (non-loopback) server needs a preview domain, and that domain may not hold the
- * dashboard's host (a preview could otherwise set cookies the dashboard reads).
+ * A public (non-loopback) server needs a preview domain, and neither it nor the apps'
+ * domain may hold the dashboard's host: code a tenant wrote, served under a domain that
+ * holds the dashboard, could set cookies the dashboard's host receives.
  */
 function previewConfigProblems(env: Env): string[] {
   const loopback = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
@@ -241,11 +251,34 @@ function previewConfigProblems(env: Env): string[] {
   if (pub && !loopback(pub) && !env.SVC_PREVIEW_DOMAIN) {
     problems.push('SVC_PREVIEW_DOMAIN: required when SVC_PUBLIC_URL is not a loopback address (previews need an origin of their own)');
   }
-  const domain = env.SVC_PREVIEW_DOMAIN?.toLowerCase().replace(/:\d+$/, '');
-  if (domain && pub && (pub === domain || pub.endsWith(`.${domain}`))) {
-    problems.push(`SVC_PREVIEW_DOMAIN: must not hold the dashboard's host ${pub} (give previews a domain of their own)`);
+  for (const name of ['SVC_PREVIEW_DOMAIN', 'SVC_APPS_DOMAIN'] as const) {
+    const domain = bareDomain(env[name]);
+    if (domain && pub && (pub === domain || pub.endsWith(`.${domain}`))) {
+      problems.push(`${name}: must not hold the dashboard's host ${pub} (SVC_PUBLIC_URL); give ${name === 'SVC_APPS_DOMAIN' ? 'apps' : 'previews'} a domain of their own`);
+    }
   }
   return problems;
+}
+
+/** The last two labels: the registrable domain as far as a server without the public suffix list can tell. */
+const siteOf = (host: string) => host.split('.').slice(-2).join('.');
+
+/**
+ * What the server starts with but warns about: the dashboard sharing a site with apps or
+ * previews (they cannot set its `__Host-` cookies, but they are same-site: SameSite=Lax
+ * cookies go along on their requests to it), and SVC_APPS_HOST, no longer read.
+ */
+export function configWarnings(config: Config, env: NodeJS.ProcessEnv = process.env): string[] {
+  const out: string[] = [];
+  const pub = config.SVC_PUBLIC_URL ? new URL(config.SVC_PUBLIC_URL).hostname.toLowerCase() : null;
+  for (const name of ['SVC_PREVIEW_DOMAIN', 'SVC_APPS_DOMAIN'] as const) {
+    const domain = bareDomain(config[name]);
+    if (pub && domain && pub.includes('.') && !/^[\d.]+$/.test(pub) && siteOf(pub) === siteOf(domain)) {
+      out.push(`${name} (${domain}) and SVC_PUBLIC_URL (${pub}) share the site ${siteOf(pub)}: a domain of its own for tenants' code is safer (docs/operations.md)`);
+    }
+  }
+  if (env.SVC_APPS_HOST) out.push('SVC_APPS_HOST is no longer read: apps are served by the server at <app>-<project id>.<SVC_APPS_DOMAIN> (docs/manifest.md "Apps")');
+  return out;
 }
 
 export class ConfigError extends Error {

@@ -6,7 +6,7 @@
  */
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, loadConfig, type Config } from '../infra/config.js';
+import { ConfigError, configWarnings, loadConfig, type Config } from '../infra/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
 import { openDatabase } from '../infra/db/database.js';
 import { NoEmbeddedClusterError } from '../infra/db/embedded.js';
@@ -48,6 +48,7 @@ async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   if (!config.DATABASE_URL && !(roles.api && roles.worker)) {
     logger.warn('running one role on the embedded database: scale-out roles are meant for DATABASE_URL');
   }
+  for (const w of configWarnings(config)) logger.warn(w);
   // The handlers are in place before the start: /readyz answers as soon as the HTTP server
   // listens, while the workers still start, and a SIGTERM then must stop what started
   // (after the start finishes), not kill the process with the signal's default action.

@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { ProjectRecord } from '../../domain/project.js';
 import { appDeploys, listApps } from '../../services/apps/service.js';
 import { serializeApp } from '../../services/apps/deploy.js';
+import { appOrigin } from '../../services/apps/origin.js';
 import type { ApiDeps } from '../deps.js';
 import { csrfOf, projectOf, userOf } from './context.js';
 import { html, shortSha, timeAgo } from './html.js';
@@ -31,7 +32,7 @@ export function appsPage(deps: ApiDeps): Router {
 
   r.get('/projects/:projectId/apps', async (req, res) => {
     const project = await projectOf(deps, req, res);
-    const list = { apps: (await listApps(deps.db, project.project_id)).map(serializeApp) };
+    const list = { apps: (await listApps(deps.db, project.project_id)).map((a) => serializeApp(a, `${appOrigin(deps.config, a.name, a.project_id, req.socket.localPort ?? 0)}/`)) };
     const deploys = await Promise.all(list.apps.map((a, i) => i >= DETAIL_LIMIT
       ? Promise.resolve(null)
       : appDeploys(deps.db, project.project_id, a.name, 10).then((d) => d as unknown as Deploy[], () => null)));
@@ -57,7 +58,7 @@ ${projectNav(project.project_id, 'apps')}
 <div data-live="apps">${apps.length === 0 ? html`<p class="muted">No apps.</p>` : apps.map((a, i) => html`<section class="app" data-app="${a.name}">
 <h2>${a.name} ${statusBadge(a.status)}</h2>
 <dl class="facts"><dt>Commit</dt><dd>${a.commit_sha ? html`<code title="${a.commit_sha}">${shortSha(a.commit_sha)}</code>` : '–'}</dd>
-<dt>URL</dt><dd>${link(a.url)}</dd><dt>Deployed</dt><dd>${a.deployed_at ? timeAgo(a.deployed_at) : 'never'}</dd></dl>
+<dt>URL</dt><dd>${link(a.url)} <span class="muted">${a.public ? 'public: anyone may open it' : "the project's members only"}</span></dd><dt>Deployed</dt><dd>${a.deployed_at ? timeAgo(a.deployed_at) : 'never'}</dd></dl>
 ${a.last_error ? html`<div class="preview bad" role="alert"><strong>Last error</strong> <pre class="text">${a.last_error}</pre></div>` : ''}
 ${deploys[i] === null ? html`<p class="muted">Deploy history unavailable.</p>` : deploys[i]!.length === 0 ? html`<p class="muted">No deploys yet.</p>` : html`<details${i === 0 ? html` open` : ''}><summary>Recent deploys (${deploys[i]!.length})</summary>
 <table class="list"><thead><tr><th scope="col">Started</th><th scope="col">Commit</th><th scope="col">Status</th><th scope="col">Finished</th><th scope="col">Error</th></tr></thead>

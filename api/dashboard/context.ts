@@ -6,6 +6,7 @@ import { projectForCaller, type ProjectCaller } from '../../services/projects/ac
 import type { ApiDeps } from '../deps.js';
 import type { DashboardSession, SessionStore } from '../../services/dashboard/sessions.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
+import { isLoopbackHost } from '../../services/previews/origin.js';
 
 /** Per-request state of the dashboard, on `res.locals`. */
 export interface DashLocals {
@@ -33,14 +34,35 @@ export function parseCookies(header: string | undefined): Record<string, string>
 
 export const isSecure = (req: Request) => req.protocol === 'https' || req.headers['x-forwarded-proto'] === 'https';
 
-export function setCookie(req: Request, res: Response, name: string, value: string, maxAgeS: number | null): void {
+const requestHostname = (req: Request) => {
+  const h = (req.headers.host ?? '').trim().toLowerCase();
+  return h.startsWith('[') ? h.replace(/\]:\d*$/, ']') : h.replace(/:\d*$/, '');
+};
+
+/**
+ * The name a dashboard cookie has on this request: `__Host-<base>` (Secure, host-only,
+ * Path=/), which no other origin can set, replace or shadow, not even an app or preview
+ * under a sibling name of the same site (cookie tossing). Browsers keep Secure cookies on
+ * https and on loopback http (`localhost`, `*.localhost`, 127.0.0.1). Plain http on any
+ * other host would drop them: there the bare name is used, without that protection
+ * (docs/dashboard.md: serve a shared server over https).
+ */
+export function cookieName(req: Request, base: string): string {
+  return isSecure(req) || isLoopbackHost(requestHostname(req)) ? `__Host-${base}` : base;
+}
+
+/** The dashboard cookie `base` as this request carries it (under the name `cookieName` gives). */
+export const readCookie = (req: Request, base: string): string | undefined => parseCookies(req.headers.cookie)[cookieName(req, base)];
+
+export function setCookie(req: Request, res: Response, base: string, value: string, maxAgeS: number | null): void {
+  const name = cookieName(req, base);
   const attrs = [`${name}=${encodeURIComponent(value)}`, 'Path=/', 'HttpOnly', 'SameSite=Lax'];
   if (maxAgeS !== null) attrs.push(`Max-Age=${maxAgeS}`);
-  if (isSecure(req)) attrs.push('Secure');
+  if (name.startsWith('__Host-')) attrs.push('Secure');
   res.append('Set-Cookie', attrs.join('; '));
 }
 
-export const clearCookie = (req: Request, res: Response, name: string) => setCookie(req, res, name, '', 0);
+export const clearCookie = (req: Request, res: Response, base: string) => setCookie(req, res, base, '', 0);
 
 /** Loads the session behind the cookie (or none); never fails the request. */
 export function loadSession(store: () => Promise<SessionStore>): RequestHandler {
@@ -48,7 +70,7 @@ export function loadSession(store: () => Promise<SessionStore>): RequestHandler 
     store().then(async (s) => {
       const l = locals(res);
       l.store = s;
-      l.session = await s.resolve(parseCookies(req.headers.cookie)[SESSION_COOKIE]);
+      l.session = await s.resolve(readCookie(req, SESSION_COOKIE));
       next();
     }, next);
   };

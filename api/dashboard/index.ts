@@ -24,6 +24,7 @@ import { triggersPage } from './triggers-page.js';
 import { appsPage } from './apps-page.js';
 import { previewEntry } from './preview-entry.js';
 import { previewFrameSource } from '../../services/previews/origin.js';
+import { appsSource } from '../../services/apps/origin.js';
 
 /**
  * The dashboard, served at `/` by the API server: server-rendered pages over the services
@@ -34,6 +35,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   const getStore = sessionStoreOf(deps);
 
   const frameSrc = previewFrameSource(deps.config);
+  const appsSrc = appsSource(deps.config);
   const r = Router();
   r.use(assetRoutes());
   r.use((req, res, next) => {
@@ -41,9 +43,12 @@ export function dashboardRoutes(deps: ApiDeps): Router {
     // Pages are never framed by other sites, and hold no third-party content.
     res.set({
       'X-Frame-Options': 'SAMEORIGIN',
-      // Frames: the previews' own origins only (docs/sessions.md "Previews").
-      'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self' ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:*; base-uri 'none'`,
+      // Frames: the previews' own origins only (docs/sessions.md "Previews"). Forms may end
+      // on an app's origin: signing in on the way to a members-only app goes back to it.
+      'Content-Security-Policy': `default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-src 'self' ${frameSrc}; frame-ancestors 'self'; form-action 'self' http://127.0.0.1:* http://localhost:* ${appsSrc}; base-uri 'none'`,
       'X-Content-Type-Options': 'nosniff',
+      // A link out (an app, a preview, a CR's URL) never tells the other site which page it came from.
+      'Referrer-Policy': 'no-referrer',
     });
     next();
   });

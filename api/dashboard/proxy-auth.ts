@@ -1,7 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import type { ApiDeps } from '../deps.js';
-import { ownOrigin, parseCookies } from './context.js';
+import { ownOrigin, readCookie } from './context.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
 import { sessionStoreOf } from './store.js';
 import { vouchFor } from '../auth.js';
@@ -18,9 +18,10 @@ export function sameOrigin(req: Request): boolean {
 }
 
 /**
- * The one place the API accepts the dashboard cookie: the session proxy routes
- * (`.../sessions/:sessionId/agent/*`, `.../preview/:port/*`), which a page reaches from an
- * iframe or an EventSource that cannot carry a bearer token. A request with no
+ * The one place the API accepts the dashboard cookie: the agent proxy
+ * (`.../sessions/:sessionId/agent/*`), which the session page's chat reaches with fetch and
+ * an EventSource that cannot carry a bearer token. Never the preview proxy on this origin
+ * (Bearer only: a browser sees previews on their own origin). A request with no
  * Authorization and a live dashboard cookie is given the session's own token, server-side
  * (it never reaches the browser). Reads only, unless the page's CSRF token comes along
  * as `X-CSRF-Token`: a cross-site form cannot drive the agent. And only from the
@@ -29,8 +30,8 @@ export function sameOrigin(req: Request): boolean {
 export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
   const store = sessionStoreOf(deps);
   return (req, _res, next) => {
-    if (!/^\/(agent|preview\/[^/]+)(\/|$)/.test(req.path) || req.headers.authorization !== undefined || typeof req.query.access_token === 'string') return next();
-    const cookie = parseCookies(req.headers.cookie)[SESSION_COOKIE];
+    if (!/^\/agent(\/|$)/.test(req.path) || req.headers.authorization !== undefined || typeof req.query.access_token === 'string') return next();
+    const cookie = readCookie(req, SESSION_COOKIE);
     if (!cookie || !sameOrigin(req)) return next();
     store()
       .then((s) => s.resolve(cookie))

@@ -7,7 +7,7 @@ import { verifyPassword } from '../../services/dashboard/passwords.js';
 import { SESSION_COOKIE, SESSION_TTL_MS } from '../../services/dashboard/sessions.js';
 import { authenticate } from '../../services/tokens/service.js';
 import { clearSignInFailures, recordSignInFailure, signInWait, userByEmail } from '../../services/dashboard/sign-in.js';
-import { checkOrigin, clearCookie, locals, parseCookies, requireCsrf, setCookie } from './context.js';
+import { checkOrigin, clearCookie, locals, readCookie, requireCsrf, setCookie } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
 
@@ -17,7 +17,7 @@ import { page } from './layout.js';
  * sees them) and back off per pair (services/dashboard/sign-in.ts): the form answers 429
  * with Retry-After to that client only; nobody can lock another person out.
  */
-const PRE_COOKIE = 'svc_pre';
+export const PRE_COOKIE = 'svc_pre';
 
 const SignInBody = z.object({
   _csrf: z.string().max(200).default(''),
@@ -31,7 +31,7 @@ const SignInBody = z.object({
 export const safeNext = (n: unknown) => (typeof n === 'string' && /^\/(?![/\\])/.test(n) ? n : '/projects');
 
 function signInPage(res: Response, req: Request, o: { next: string; email?: string; error?: string; status?: number }) {
-  const existing = parseCookies(req.headers.cookie)[PRE_COOKIE];
+  const existing = readCookie(req, PRE_COOKIE);
   const pre = existing && /^[A-Za-z0-9_-]{20,64}$/.test(existing) ? existing : randomBytes(18).toString('base64url');
   if (pre !== existing) setCookie(req, res, PRE_COOKIE, pre, 3600);
   const csrf = locals(res).store.mac(`pre:${pre}`);
@@ -73,7 +73,7 @@ export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Rou
     const body = SignInBody.parse(req.body ?? {});
     const next = safeNext(body.next);
     checkOrigin(req);
-    const pre = parseCookies(req.headers.cookie)[PRE_COOKIE] ?? '';
+    const pre = readCookie(req, PRE_COOKIE) ?? '';
     const want = Buffer.from(locals(res).store.mac(`pre:${pre}`));
     const got = Buffer.from(body._csrf);
     if (!pre || want.length !== got.length || !timingSafeEqual(want, got)) {

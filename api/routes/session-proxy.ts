@@ -5,7 +5,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
 import { authGuardOf, requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
-import { apiOriginResponseHeaders, NOT_FORWARDED } from '../proxy-headers.js';
+import { apiOriginResponseHeaders, isSvcHeader, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
 import { authenticate, type Principal } from '../../services/tokens/service.js';
 import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
@@ -33,7 +33,7 @@ const HOP = NOT_FORWARDED;
 
 function forwardHeaders(incoming: http.IncomingHttpHeaders, target: string, ctx: string): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined) out[k] = v;
+  for (const [k, v] of Object.entries(incoming)) if (!HOP.has(k) && v !== undefined && !isSvcHeader(k, v)) out[k] = v;
   out.host = sandboxHost(target);
   out['x-svc-user-context'] = ctx;
   return out;
@@ -56,8 +56,10 @@ function previewPort(raw: string): number {
 
 export function sessionProxyRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  r.use(['/agent', '/preview/:port'], (req, _res, next) => {
-    // Browsers may only be able to pass the token in the query (iframes, sockets).
+  r.use('/agent', (req, _res, next) => {
+    // Browsers may only be able to pass the token in the query (sockets). Not previews: on
+    // this origin they take an Authorization header only, which no <script src>, <iframe>
+    // or link can carry, so a sandbox's bytes never load as a page or script of this origin.
     const t = req.query.access_token;
     if (req.headers.authorization === undefined && typeof t === 'string') req.headers.authorization = `Bearer ${t}`;
     next();
@@ -72,7 +74,7 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
       const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
       void touchSession(s, target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
-      const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port));
+      const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port), kind);
       // A stream (SSE) ends with its token and its session, as a socket does.
       if (target.session.sandbox) proxiedSocketsOf(deps).track({ client: res, upstream: up, tokenId: req.principal!.token_id, sandboxId: target.session.sandbox.sandbox_id });
     } catch (err) {
@@ -84,9 +86,29 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
   return r;
 }
 
-function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string): http.ClientRequest {
+/**
+ * What the agent proxy passes on this (the dashboard's) origin: JSON and event streams,
+ * what the CLI and the dashboard's chat read, and answers without a body. Anything else a
+ * sandbox sends (HTML, scripts, images) is refused, never served here: even under `CSP:
+ * sandbox` and nosniff, a script this origin serves would run if a page of it loaded one.
+ */
+export function agentAnswerPasses(method: string, r: http.IncomingMessage): boolean {
+  const type = String(r.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+  if (type === 'text/event-stream' || /^application\/([a-z0-9.+-]+\+)?json$/.test(type)) return true;
+  return method === 'HEAD' || r.statusCode === 204 || r.statusCode === 304 || (type === '' && r.headers['content-length'] === '0');
+}
+
+function proxyHttp(req: Request, res: Response, target: LiveTarget, path: string, ctx: string, kind: 'agent' | 'preview'): http.ClientRequest {
   const up = sandboxRequest(target.url, { path, method: req.method, headers: forwardHeaders(req.headers, target.url, ctx) });
   up.on('response', (r) => {
+    if (kind === 'agent' && !agentAnswerPasses(req.method, r)) {
+      r.resume();
+      res.status(406).set({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).json({
+        error: 'Not acceptable',
+        message: `The agent answered ${String(r.headers['content-type'] ?? 'without a content type').slice(0, 100)}: only JSON and event streams pass through the agent proxy; open other content as a preview on its own origin.`,
+      });
+      return;
+    }
     // Served on the dashboard's origin: sandboxed, no cookies, no CORS (api/proxy-headers.ts).
     res.writeHead(r.statusCode ?? 502, apiOriginResponseHeaders(r.headers));
     res.flushHeaders();
@@ -123,7 +145,8 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
     socket.on('error', () => {});
     void (async () => {
       const q = new URLSearchParams(m[6] ?? '');
-      const header = req.headers.authorization ?? (q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
+      // The query's token only for the agent: the preview proxy takes a header only (see above).
+      const header = req.headers.authorization ?? (m[4] === undefined && q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
       const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });

@@ -37,6 +37,7 @@ enabled = false
 # command = "npm start"
 # port = 3000
 # health_path = "/healthz"
+# public = true   # anyone may open it; without it, only the project's members
 `;
 
 export const DOCKERFILE = `# The sandbox image for this project's sessions. It starts from the install's sandbox image

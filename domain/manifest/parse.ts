@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { parse as parseToml, TomlError } from 'smol-toml';
-import { KNOWN_KEYS, ManifestSchema, RESERVED_PREFIX, type AppSpec, type Manifest } from './schema.js';
+import { APP_LABEL_NAME_MAX, KNOWN_KEYS, ManifestSchema, RESERVED_PREFIX, type AppSpec, type Manifest } from './schema.js';
 
 export interface ManifestIssue {
   path: string;
@@ -48,6 +48,9 @@ export function parseManifest(text: string): ParsedManifest {
     });
   }
   m.apps.forEach((a, i) => {
+    if (a.name.length > APP_LABEL_NAME_MAX) {
+      warnings.push({ path: `apps.${i}.name`, message: `longer than ${APP_LABEL_NAME_MAX} characters: with the project's id it does not fit one DNS label, so the app is served at a shortened, hashed name (its URL is on the apps page)` });
+    }
     for (const name of Object.keys(a.env ?? {})) {
       if (name.startsWith(RESERVED_PREFIX)) warnings.push({ path: `apps.${i}.env.${name}`, message: `names beginning with ${RESERVED_PREFIX} are reserved for the platform` });
     }
@@ -83,6 +86,8 @@ export function appHash(app: AppSpec): string {
     port: app.port,
     env: Object.fromEntries(Object.entries(app.env ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))),
     health_path: app.health_path ?? null,
+    // Only when given: the hash of an entry written before `public` existed stays the same.
+    ...(app.public !== undefined ? { public: app.public } : {}),
   });
   return createHash('sha256').update(canonical).digest('hex');
 }

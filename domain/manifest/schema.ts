@@ -40,12 +40,20 @@ export const TriggerSpec = z.object({
   enabled: z.boolean().default(true),
 });
 
+/**
+ * The longest app name served at `<name>-<12 hex>` within one DNS label (63); a longer one
+ * gets a hashed label (the manifest warns).
+ */
+export const APP_LABEL_NAME_MAX = 50;
+
 export const AppSpec = z.object({
   name: z.string().regex(SLUG, 'lowercase letters, digits and dashes, at most 63'),
   command: z.string().trim().min(1, 'must not be empty').max(10_000),
   port: z.number().int().min(1).max(65535),
   env: z.record(envName, z.string()).optional(),
   health_path: z.string().regex(/^\/[\x21-\x7e]*$/, 'must start with / and hold no spaces').optional(),
+  /** Anyone may open the app; absent or false: the project's members only (through the dashboard). */
+  public: z.boolean().optional(),
 });
 
 /** `[[checks]]`: a command run on every CR's merge result (docs/checks.md). */
@@ -123,7 +131,7 @@ export const KNOWN_KEYS: Record<string, string[]> = {
   env: ['required', 'optional'],
   sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress', 'pool'],
   triggers: ['slug', 'schedule', 'prompt', 'agent', 'model', 'enabled'],
-  apps: ['name', 'command', 'port', 'env', 'health_path'],
+  apps: ['name', 'command', 'port', 'env', 'health_path', 'public'],
   checks: ['name', 'run', 'timeout_minutes', 'secrets'],
   review: ['required_statuses', 'send_failures_to_agent', 'max_agent_rounds'],
 };

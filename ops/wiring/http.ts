@@ -9,6 +9,7 @@ import { healthRoutes } from '../../api/routes/health.js';
 import { createEventsFeed } from '../../api/routes/events-feed.js';
 import { sessionUpgradeHandler } from '../../api/routes/session-proxy.js';
 import { previewUpgradeHandler } from '../../api/preview-host.js';
+import { appUpgradeHandler } from '../../api/app-host.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { pushSecretsToSandboxes } from '../../services/sessions/secrets-push.js';
 import type { SpawnSession } from '../../services/triggers/service.js';
@@ -44,8 +45,8 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
     server = http.createServer(app);
     // Sandboxes reach the same API through their gateway sockets, with their identity attached.
     opts.gateway?.serve(app);
-    // Preview hosts first (their own origin), then the session proxy, then the events feed.
-    server.on('upgrade', previewUpgradeHandler(apiDeps, sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app))));
+    // App and preview hosts first (their own origins), then the session proxy, then the events feed.
+    server.on('upgrade', appUpgradeHandler(apiDeps, previewUpgradeHandler(apiDeps, sessionUpgradeHandler(apiDeps, feed.upgradeHandler(app)))));
   } else {
     const health = express();
     health.disable('x-powered-by');

@@ -1,5 +1,6 @@
 import { resumeApps } from '../../services/apps/resume.js';
 import { OwnedApps } from '../../services/apps/runner.js';
+import { appOrigin } from '../../services/apps/origin.js';
 import { APP_DEPLOY } from '../../services/apps/sync.js';
 import { enqueueAllManifestSyncs, type ManifestDeps } from '../../services/manifest/sync.js';
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
@@ -29,7 +30,7 @@ export async function wireManifest(core: Core, sessions: SessionDeps, appProvide
   const owned = new OwnedApps();
   if (roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
-    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, owned, ...(appProvider ? { provider: appProvider } : {}), publicHost: config.SVC_APPS_HOST, healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
+    queue.work(APP_DEPLOY, 1, appDeployHandler({ db, repos, logger, box: secrets, dataDir: config.dataDir, owned, ...(appProvider ? { provider: appProvider } : {}), urlOf: (name: string, projectId: string) => appOrigin(config, name, projectId, config.PORT), healthTimeoutMs: config.SVC_APP_HEALTH_TIMEOUT_MS, enabled: config.SVC_APPS }));
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, appProvider, manifestDeps.enqueueApp);
     if (config.SVC_SCHEDULER) {

@@ -27,8 +27,8 @@ export interface AppDeps {
   owned: OwnedApps;
   /** The sandbox provider app versions run on (the sessions' one: process or bwrap). */
   provider?: SandboxProvider;
-  /** Host in app URLs (default 127.0.0.1). */
-  publicHost?: string;
+  /** The app's public URL (its own origin, served by the API: services/apps/origin.ts). */
+  urlOf: (name: string, projectId: string) => string;
   healthTimeoutMs?: number;
   /** False: deploys are refused (recorded as failed), SVC_APPS=0. */
   enabled?: boolean;
@@ -91,20 +91,17 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     });
     deps.owned.track(provider, handle);
     const h = handle;
-    const host = deps.publicHost ?? '127.0.0.1';
-    const url = `http://${host}:${port}`;
+    const url = `${deps.urlOf(job.name, job.project_id)}/`;
     // process shares the host's network: the app listens on the server's loopback. bwrap
-    // has its own: the app is reached through its socket, and its port here forwards to it.
+    // and docker have their own: the app is reached through its socket only. Either way
+    // browsers reach it through the API at its own origin, never at a port of this host.
     const gone = async () => (await provider.inspect(h).catch(() => 'unknown')) === 'exited';
-    const reach = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
-    const problem = await waitHealthy(reach, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
+    const target = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
+    const problem = await waitHealthy(target, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
     if (problem) throw new Error(problem);
-    // Loopback unless the operator put a reachable host in app URLs (SVC_APPS_HOST).
-    const loopback = !deps.publicHost || ['127.0.0.1', 'localhost', '::1', '[::1]'].includes(deps.publicHost);
-    await deps.owned.expose(h, loopback ? '127.0.0.1' : '0.0.0.0', port);
     // The app's URL and its deploy record switch together: a reader never sees one without the other.
     const switched = await deps.db.transaction(async (tx) => {
-      const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h }));
+      const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h, target }));
       await tx.run(appQueries.deployFinished(deployId, n ? 'live' : 'superseded', n ? url : null, null));
       // Recorded with the switch, not after stopping the previous version: a removal that
       // follows the switch must find AppDeployed before it in the log.
@@ -141,12 +138,14 @@ async function stopPrevious(deps: AppDeps, app: AppRow): Promise<void> {
   } else if (app.pid) stopLegacyPid(app.pid);
 }
 
-export function serializeApp(a: AppRow): App {
+/** `url`: the app's origin as this request's server serves it (`appOrigin`); default the one recorded at deploy. */
+export function serializeApp(a: AppRow, url: string | null = a.url): App {
   return {
     name: a.name,
     status: a.removed ? 'removed' : a.status,
     commit_sha: a.commit_sha,
-    url: a.url,
+    url: a.url ? url : null,
+    public: a.spec.public === true,
     manifest_hash: a.manifest_hash,
     deployed_at: a.deployed_at ? new Date(a.deployed_at).toISOString() : null,
     last_error: a.last_error,

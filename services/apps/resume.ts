@@ -11,7 +11,8 @@ export async function resumeApps(db: Db, provider: SandboxProvider | undefined, 
   const rows = await db.rows<AppRow>(appQueries.resumable());
   let n = 0;
   for (const a of rows) {
-    if (a.sandbox && provider && a.sandbox.provider === provider.name && (await provider.inspect(a.sandbox).catch(() => 'unknown')) === 'running') continue;
+    // An app live before apps were served by the API has no target: deployed again.
+    if (a.target && a.sandbox && provider && a.sandbox.provider === provider.name && (await provider.inspect(a.sandbox).catch(() => 'unknown')) === 'running') continue;
     await enqueue({ action: 'deploy', project_id: a.project_id, name: a.name, manifest_hash: a.manifest_hash, commit_sha: a.commit_sha! });
     n++;
   }

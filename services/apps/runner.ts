@@ -1,6 +1,5 @@
-import net from 'node:net';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
-import { connectSandbox, isSocketUrl, sandboxFetch } from '../../lib/sandbox-dial.js';
+import { sandboxFetch } from '../../lib/sandbox-dial.js';
 
 /**
  * App versions run in sandboxes of the server's provider (`SandboxSpec.app`). The ones
@@ -10,43 +9,14 @@ import { connectSandbox, isSocketUrl, sandboxFetch } from '../../lib/sandbox-dia
  */
 export class OwnedApps {
   private readonly owned = new Map<string, { provider: SandboxProvider; handle: SandboxHandle }>();
-  /** The host port of each app in a network namespace of its own, forwarded to its socket. */
-  private readonly fronts = new Map<string, net.Server>();
 
   track(provider: SandboxProvider, handle: SandboxHandle): void {
     this.owned.set(handle.sandboxId, { provider, handle });
   }
 
-  /**
-   * An app sandbox with a network namespace of its own (bwrap, docker) is reached through
-   * its socket (`handle.url`); its URL stays `http://<host>:<port>`: this process listens
-   * there and forwards each connection to the app's socket.
-   */
-  async expose(handle: SandboxHandle, host: string, port: number): Promise<void> {
-    if (!isSocketUrl(handle.url)) return; // on the host's network: the app listens there itself
-    const front = net.createServer({ allowHalfOpen: true }, (client) => {
-      const up = connectSandbox(handle.url);
-      client.pipe(up);
-      up.pipe(client);
-      const drop = () => (client.destroy(), up.destroy());
-      client.on('error', drop);
-      up.on('error', drop);
-      client.on('close', () => up.destroy());
-      up.on('close', () => client.destroy());
-    });
-    await new Promise<void>((resolve, reject) => {
-      front.once('error', reject);
-      front.listen(port, host, () => resolve());
-    });
-    this.fronts.set(handle.sandboxId, front);
-  }
-
   /** Stops one app version's sandbox (idempotent). */
   async stop(provider: SandboxProvider, handle: SandboxHandle): Promise<void> {
     this.owned.delete(handle.sandboxId);
-    const front = this.fronts.get(handle.sandboxId);
-    this.fronts.delete(handle.sandboxId);
-    front?.close();
     await provider.destroy(handle);
   }
 

@@ -1,6 +1,9 @@
 import type { Db, Executor } from '../../infra/db/db.js';
 import { SLUG } from '../../domain/manifest/schema.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
+import { appLabel, projectIdRange } from './origin.js';
+
+export type { AppRow };
 
 /** Reads of a project's apps for the API (apps themselves follow `[[apps]]`: `sync.ts`, `deploy.ts`). */
 
@@ -28,4 +31,11 @@ export async function getAppWithDeploys(db: Db, projectId: string, name: string,
     },
     { isolation: 'repeatable read' },
   );
+}
+
+/** The live app an app host's label names (services/apps/origin.ts), or undefined. */
+export async function appOfLabel(db: Executor, label: string, projectHex: string): Promise<AppRow | undefined> {
+  const [lo, hi] = projectIdRange(projectHex);
+  const rows = await db.rows<AppRow>(appQueries.servedInRange(lo, hi));
+  return rows.find((a) => appLabel(a.name, a.project_id) === label);
 }

@@ -17,6 +17,13 @@ export const PREVIEW_COOKIE_TTL_S = 30 * 60;
 /** The path on a preview origin that redeems a code; an app's own path of that name is shadowed. */
 export const PREVIEW_AUTH_PATH = '/.svc/preview-auth';
 
+/**
+ * The same grants open apps (`[[apps]]`, on origins of their own): `session_id` names the
+ * app as `app:<name>` (no session id has that form) and `port` is 0.
+ */
+export const appGrantId = (name: string): string => `app:${name}`;
+export const APP_GRANT_PORT = 0;
+
 export interface PreviewGrant {
   user_id: string;
   project_id: string;

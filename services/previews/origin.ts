@@ -9,7 +9,8 @@ import type { Config } from '../../infra/config.js';
  */
 type PreviewConfig = Pick<Config, 'SVC_PREVIEW_DOMAIN' | 'SVC_PUBLIC_URL'>;
 
-const LABEL = /^p([1-9][0-9]{0,4})-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+/** A preview's DNS label; an app whose plain label would read as one gets a hashed label instead. */
+export const PREVIEW_LABEL = /^p([1-9][0-9]{0,4})-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** The preview domain: configured, or `localhost` on a loopback install. */
 export const previewDomainOf = (config: PreviewConfig): string => (config.SVC_PREVIEW_DOMAIN ?? 'localhost').toLowerCase().replace(/:\d+$/, '');
@@ -30,13 +31,13 @@ export function parsePreviewHost(host: string | undefined, config: PreviewConfig
   const name = hostnameOf(host);
   const domain = previewDomainOf(config);
   if (!name.endsWith(`.${domain}`)) return null;
-  const m = LABEL.exec(name.slice(0, -(domain.length + 1)));
+  const m = PREVIEW_LABEL.exec(name.slice(0, -(domain.length + 1)));
   if (!m) return 'unknown';
   const port = Number(m[1]);
   return port <= 65535 ? { port, sessionId: m[2]! } : 'unknown';
 }
 
-const isLoopbackHost = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
+export const isLoopbackHost = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
 
 /** Whether an origin (SVC_PUBLIC_URL) is on loopback, where `*.localhost` previews work without a domain. */
 export const isLoopbackUrl = (url: string): boolean => isLoopbackHost(new URL(url).hostname.toLowerCase());

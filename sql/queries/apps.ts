@@ -4,7 +4,7 @@ import type { SandboxHandle } from '../../domain/sandbox.js';
 export interface AppRow {
   project_id: string;
   name: string;
-  spec: { name: string; command: string; port: number; env?: Record<string, string>; health_path?: string };
+  spec: { name: string; command: string; port: number; env?: Record<string, string>; health_path?: string; public?: boolean };
   manifest_hash: string;
   status: string;
   commit_sha: string | null;
@@ -12,12 +12,14 @@ export interface AppRow {
   pid: number | null;
   /** The provider's handle of the sandbox serving `url`. */
   sandbox: SandboxHandle | null;
+  /** Where the server reaches the app (`unix:<socket>`, or `http://127.0.0.1:<port>` on the host's network). */
+  target: string | null;
   deployed_at: Date | null;
   last_error: string | null;
   removed: boolean;
 }
 
-const cols = 'project_id, name, spec, manifest_hash, status, commit_sha, url, pid, sandbox, deployed_at, last_error, removed';
+const cols = 'project_id, name, spec, manifest_hash, status, commit_sha, url, pid, sandbox, target, deployed_at, last_error, removed';
 
 export const appQueries = {
   /** Apps that should run and ran before (worker start: redeploy those whose process is gone). */
@@ -38,17 +40,22 @@ export const appQueries = {
     text: `UPDATE apps SET removed = true WHERE project_id = $1 AND NOT removed AND NOT (name = ANY($2::text[])) RETURNING name`,
     values: [projectId, keep],
   }),
-  setLive: (p: { projectId: string; name: string; hash: string; commit: string; url: string; sandbox: SandboxHandle }): Query => ({
-    text: `UPDATE apps SET status = 'live', commit_sha = $4, url = $5, pid = NULL, sandbox = $6::jsonb, deployed_at = now(), last_error = NULL
+  setLive: (p: { projectId: string; name: string; hash: string; commit: string; url: string; sandbox: SandboxHandle; target: string }): Query => ({
+    text: `UPDATE apps SET status = 'live', commit_sha = $4, url = $5, pid = NULL, sandbox = $6::jsonb, target = $7, deployed_at = now(), last_error = NULL
       WHERE project_id = $1 AND name = $2 AND manifest_hash = $3 AND NOT removed`,
-    values: [p.projectId, p.name, p.hash, p.commit, p.url, JSON.stringify(p.sandbox)],
+    values: [p.projectId, p.name, p.hash, p.commit, p.url, JSON.stringify(p.sandbox), p.target],
+  }),
+  /** The live apps of the projects whose id lies in [lo, hi] (an app host names 12 hex of it). */
+  servedInRange: (lo: string, hi: string): Query => ({
+    text: `SELECT ${cols} FROM apps WHERE project_id BETWEEN $1::uuid AND $2::uuid AND NOT removed AND target IS NOT NULL ORDER BY project_id, name`,
+    values: [lo, hi],
   }),
   setStatus: (projectId: string, name: string, status: string, error: string | null): Query => ({
     text: 'UPDATE apps SET status = $3, last_error = COALESCE($4, last_error) WHERE project_id = $1 AND name = $2',
     values: [projectId, name, status, error],
   }),
   setStopped: (projectId: string, name: string): Query => ({
-    text: `UPDATE apps SET status = 'stopped', pid = NULL, sandbox = NULL, url = NULL WHERE project_id = $1 AND name = $2`,
+    text: `UPDATE apps SET status = 'stopped', pid = NULL, sandbox = NULL, target = NULL, url = NULL WHERE project_id = $1 AND name = $2`,
     values: [projectId, name],
   }),
   deployStarted: (p: { deployId: string; projectId: string; name: string; commit: string; hash: string }): Query => ({

@@ -118,11 +118,11 @@ describe('svc secrets / env / triggers / apps (HTTP stubbed with nock)', () => {
   });
 
   it('apps ls / info', async () => {
-    const app = { name: 'web', status: 'live', commit_sha: 'c'.repeat(40), url: 'http://127.0.0.1:4000', manifest_hash: 'h'.repeat(64), deployed_at: '2026-01-01T11:00:00.000Z', last_error: null };
+    const app = { name: 'web', status: 'live', commit_sha: 'c'.repeat(40), url: 'http://web-0123abcd4567.localhost:8080/', public: false, manifest_hash: 'h'.repeat(64), deployed_at: '2026-01-01T11:00:00.000Z', last_error: null };
     api().get(`/v1/projects/${P}/apps`).reply(200, { apps: [app] });
-    expect((await run(['apps', 'ls'])).stdout).to.equal(`web\tlive\tccccccc\thttp://127.0.0.1:4000\t2026-01-01T11:00:00.000Z\n`);
+    expect((await run(['apps', 'ls'])).stdout).to.equal(`web\tlive\tccccccc\thttp://web-0123abcd4567.localhost:8080/\t2026-01-01T11:00:00.000Z\n`);
     api().get(`/v1/projects/${P}/apps/web`).reply(200, { app: { ...app, deploys: [{ deploy_id: '00000000-0000-4000-8000-0000000000d1', commit_sha: 'c'.repeat(40), manifest_hash: app.manifest_hash, status: 'live', url: app.url, error: null, started_at: '2026-01-01T10:59:00.000Z', finished_at: '2026-01-01T10:59:05.000Z' }] } });
     const info = await run(['apps', 'info', 'web']);
-    expect(info.stdout).to.contain('url:\thttp://127.0.0.1:4000\n').and.contain('recent deploys:\n  2026-01-01T10:59:00.000Z\tccccccc\tlive\n');
+    expect(info.stdout).to.contain('url:\thttp://web-0123abcd4567.localhost:8080/\n').and.contain('recent deploys:\n  2026-01-01T10:59:00.000Z\tccccccc\tlive\n');
   });
 });

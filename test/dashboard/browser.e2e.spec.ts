@@ -57,7 +57,7 @@ describe('dashboard in chromium', function () {
     await page.getByLabel('Password').fill('correct horse battery staple');
     await Promise.all([page.waitForURL(`${srv.url}/projects/${pid}`), page.getByRole('button', { name: 'Sign in', exact: true }).click()]);
     const cookies = await ctx.cookies();
-    const c = cookies.find((x) => x.name === 'svc_session')!;
+    const c = cookies.find((x) => x.name === '__Host-svc_session')!;
     expect(c).to.include({ httpOnly: true, sameSite: 'Lax' });
     await page.goto(`${srv.url}/projects`);
     await page.getByRole('link', { name: 'Web demo' }).waitFor();
@@ -157,7 +157,7 @@ describe('dashboard in chromium', function () {
   });
 
   it('refuses a cross-site form post (CSRF), even with the cookie', async () => {
-    if (!(await ctx.cookies()).some((c) => c.name === 'svc_session')) await signIn(page, srv.url);
+    if (!(await ctx.cookies()).some((c) => c.name === '__Host-svc_session')) await signIn(page, srv.url);
     const cr = await openCr('feat-csrf', { 'csrf.txt': 'z\n' });
     const evil = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });
@@ -175,10 +175,10 @@ describe('dashboard in chromium', function () {
       expect(await res.text()).to.contain('Cross-site request refused');
       await attacker.close();
       // With the cookie and the right origin but no token: refused too.
-      const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session')!;
+      const cookie = (await ctx.cookies()).find((c) => c.name === '__Host-svc_session')!;
       const bare = await fetch(`${srv.url}/projects/${pid}/change-requests/${cr.number}/close`, {
         method: 'POST',
-        headers: { cookie: `svc_session=${cookie.value}`, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { cookie: `__Host-svc_session=${cookie.value}`, origin: srv.url, 'content-type': 'application/x-www-form-urlencoded' },
         body: 'x=1',
         redirect: 'manual',
       });
@@ -245,11 +245,11 @@ describe('dashboard in chromium', function () {
   });
 
   it('signs out: the old cookie no longer opens a page', async () => {
-    const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session')!;
+    const cookie = (await ctx.cookies()).find((c) => c.name === '__Host-svc_session')!;
     await page.goto(`${srv.url}/projects`);
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL(/\/login$/);
-    const r = await fetch(`${srv.url}/projects`, { headers: { cookie: `svc_session=${cookie.value}` }, redirect: 'manual' });
+    const r = await fetch(`${srv.url}/projects`, { headers: { cookie: `__Host-svc_session=${cookie.value}` }, redirect: 'manual' });
     expect(r.status).to.equal(303);
     expect(r.headers.get('location')).to.match(/^\/login/);
   });

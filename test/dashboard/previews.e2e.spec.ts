@@ -79,10 +79,11 @@ describe('previews in chromium: a malicious preview page', function () {
       // The blind request drove nothing: the runtime has no new session.
       expect(r.blind).to.equal('sent');
       expect(await runtimeSessions()).to.equal(before);
-      // The sandbox saw no dashboard cookie, no preview cookie, no Authorization, no Referer.
+      // The sandbox saw no dashboard cookie, no preview cookie, no Authorization, no Referer but its own pages'.
       expect(app.seen.length).to.be.at.least(2);
       for (const seen of app.seen) {
-        expect(seen.headers, seen.url).to.not.have.any.keys('authorization', 'referer', 'x-svc-user-context');
+        expect(seen.headers, seen.url).to.not.have.any.keys('authorization', 'x-svc-user-context');
+        if (seen.headers.referer !== undefined) expect(new URL(String(seen.headers.referer)).host, seen.url).to.equal(previewHost);
         expect(seen.headers.cookie ?? '', seen.url).to.not.match(/svc_session|svc_preview|svc_pre/);
       }
 
@@ -106,8 +107,8 @@ describe('previews in chromium: a malicious preview page', function () {
       }
 
       // Another site framing the preview (even holding a fresh code of the viewer's) gets nothing.
-      const cookie = (await ctx.cookies()).find((c) => c.name === 'svc_session')!;
-      const go = await dashFetch(dash, `svc_session=${cookie.value}`, `/projects/${a.project_id}/sessions/${a.session_id}/preview/${app.port}`);
+      const cookie = (await ctx.cookies()).find((c) => c.name === '__Host-svc_session')!;
+      const go = await dashFetch(dash, `__Host-svc_session=${cookie.value}`, `/projects/${a.project_id}/sessions/${a.session_id}/preview/${app.port}`);
       expect(go.status).to.equal(303);
       evil = http.createServer((_req, res) => {
         res.writeHead(200, { 'content-type': 'text/html' });

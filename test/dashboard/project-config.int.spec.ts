@@ -68,11 +68,11 @@ describe('dashboard secrets, triggers and apps pages (HTTP)', function () {
     const pre = /svc_pre=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')![1]!;
     const signedIn = await fetch(`${srv.url}/login`, {
       method: 'POST', redirect: 'manual',
-      headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
+      headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
       body: new URLSearchParams({ _csrf: csrfOf(await login.text()), email: 'owner@example.test', password: PASSWORD }),
     });
     expect(signedIn.status).to.equal(303);
-    cookie = `svc_session=${/svc_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')![1]!}`;
+    cookie = `__Host-svc_session=${/svc_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')![1]!}`;
   });
   after(async () => {
     await srv?.stop();

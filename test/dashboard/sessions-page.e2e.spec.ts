@@ -38,10 +38,10 @@ describe('dashboard session page in chromium', function () {
       await screenshot(page, 'session-page');
 
       // Without the page's CSRF token, the cookie does not drive the agent.
-      const cookie = (await page.context().cookies()).find((c) => c.name === 'svc_session')!;
+      const cookie = (await page.context().cookies()).find((c) => c.name === '__Host-svc_session')!;
       const forged = await fetch(`${p.srv.url}/v1/projects/${s.project_id}/sessions/${s.session_id}/agent/session`, {
         method: 'POST',
-        headers: { cookie: `svc_session=${cookie.value}`, 'content-type': 'application/json' },
+        headers: { cookie: `__Host-svc_session=${cookie.value}`, 'content-type': 'application/json' },
         body: '{}',
       });
       expect(forged.status).to.equal(401);

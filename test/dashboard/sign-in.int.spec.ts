@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { expect } from 'chai';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -25,7 +26,7 @@ describe('dashboard sign-in (HTTP)', function () {
       fetch(`${srv.url}/login`, {
         method: 'POST',
         redirect: 'manual',
-        headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url, ...headers },
+        headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url, ...headers },
         body: new URLSearchParams({ _csrf: csrf, ...fields }),
       });
     return { post };
@@ -36,15 +37,33 @@ describe('dashboard sign-in (HTTP)', function () {
     const r = await (await form()).post({ email: 'OWNER@example.test', password: PASSWORD, next: '//evil.example/x' });
     expect(r.status).to.equal(303);
     expect(r.headers.get('location')).to.equal('/projects');
-    expect(r.headers.get('set-cookie')).to.match(/svc_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax/);
-    const page = await fetch(`${srv.url}/projects`, { headers: { cookie: `svc_session=${sessionCookie(r)}` } });
+    expect(r.headers.get('set-cookie')).to.match(/__Host-svc_session=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=\d+; Secure/);
+    const page = await fetch(`${srv.url}/projects`, { headers: { cookie: `__Host-svc_session=${sessionCookie(r)}` } });
     expect(page.status).to.equal(200);
+    expect(page.headers.get('referrer-policy')).to.equal('no-referrer');
     expect(await page.text()).to.contain('owner@example.test');
+  });
+
+  it('the cookies are __Host- (Secure, host-only): a bare-named cookie a sibling origin tossed counts for nothing', async () => {
+    const r = await (await form()).post({ email: 'owner@example.test', password: PASSWORD });
+    const value = sessionCookie(r)!;
+    for (const cookie of [`svc_session=${value}`, `__Secure-svc_session=${value}`]) {
+      const page = await fetch(`${srv.url}/projects`, { headers: { cookie }, redirect: 'manual' });
+      expect([page.status, page.headers.get('location')], cookie).to.deep.equal([303, '/login?next=%2Fprojects']);
+    }
+    const login = await fetch(`${srv.url}/login`);
+    expect(login.headers.get('set-cookie')).to.match(/^__Host-svc_pre=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=3600; Secure$/);
+    // Plain http on a host that is not loopback: browsers drop Secure cookies there, so the bare name (and no Secure).
+    const lan = await new Promise<string>((resolve, reject) => {
+      const u = new URL(`${srv.url}/login`);
+      http.get({ host: u.hostname, port: u.port, path: '/login', headers: { host: 'svc.lan:8080' } }, (res) => (res.resume(), resolve(String(res.headers['set-cookie'])))).on('error', reject);
+    });
+    expect(lan).to.match(/^svc_pre=[^;]+; Path=\/; HttpOnly; SameSite=Lax; Max-Age=3600$/);
   });
 
   it('the API never takes the cookie: Bearer only', async () => {
     const r = await (await form()).post({ email: 'owner@example.test', password: PASSWORD });
-    const api = await fetch(`${srv.url}/v1/projects`, { headers: { cookie: `svc_session=${sessionCookie(r)}` } });
+    const api = await fetch(`${srv.url}/v1/projects`, { headers: { cookie: `__Host-svc_session=${sessionCookie(r)}` } });
     expect(api.status).to.equal(401);
   });
 
@@ -73,7 +92,7 @@ describe('dashboard sign-in (HTTP)', function () {
     return (fields: Record<string, string>) =>
       requestFrom(addr, `${srv.url}/login`, {
         method: 'POST',
-        headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
+        headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
         body: new URLSearchParams({ _csrf: csrf, ...fields }).toString(),
       });
   }
@@ -122,7 +141,7 @@ describe('dashboard sign-in (HTTP)', function () {
     expect(boot.code, boot.out).to.equal(0);
     expect(boot.out).to.match(/^svc_pat_/).and.not.contain('a new password 1');
     // Two browsers signed in with the first password ...
-    const before = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'new@example.test', password: 'a new password 1' }))}`));
+    const before = await Promise.all([1, 2].map(async () => `__Host-svc_session=${sessionCookie(await (await form()).post({ email: 'new@example.test', password: 'a new password 1' }))}`));
     for (const c of before) expect((await fetch(`${srv.url}/projects`, { headers: { cookie: c }, redirect: 'manual' })).status).to.equal(200);
     const set = await run(['admin', 'set-password', '--email', 'new@example.test'], 'another password 2\n');
     expect(set.code, set.out).to.equal(0);
@@ -142,8 +161,8 @@ describe('dashboard sign-in (HTTP)', function () {
   it('"Sign out everywhere" ends every browser of the user (and the API tokens they called with), not other users\'', async () => {
     const other = await srv.newUser('other-browser@example.test');
     await withPassword(srv, 'other-browser@example.test');
-    const mine = await Promise.all([1, 2].map(async () => `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`));
-    const theirs = `svc_session=${sessionCookie(await (await form()).post({ email: 'other-browser@example.test', password: PASSWORD }))}`;
+    const mine = await Promise.all([1, 2].map(async () => `__Host-svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`));
+    const theirs = `__Host-svc_session=${sessionCookie(await (await form()).post({ email: 'other-browser@example.test', password: PASSWORD }))}`;
     void other;
     const page = await fetch(`${srv.url}/projects`, { headers: { cookie: mine[0]! } });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())![1]!;
@@ -166,7 +185,7 @@ describe('dashboard sign-in (HTTP)', function () {
   });
 
   it('dashboard 404s are pages to a browser (escaped, with the CSP) for unknown paths and unknown projects, CRs and sessions; /v1 404s stay JSON', async () => {
-    const cookie = `svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
+    const cookie = `__Host-svc_session=${sessionCookie(await (await form()).post({ email: 'owner@example.test', password: PASSWORD }))}`;
     const project = (await (await fetch(`${srv.url}/v1/projects`, { method: 'POST', headers: { authorization: `Bearer ${srv.token}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Pages', slug: 'pages' }) })).json()) as { project: { slug: string } };
     const nobody = '00000000-0000-4000-8000-000000000000';
     for (const p of ['/no/such/page', '/projects/%3Cb%3Eno-such%3C%2Fb%3E', `/projects/${nobody}`, `/projects/${project.project.slug}/change-requests/999`, `/projects/${project.project.slug}/sessions/${nobody}`]) {

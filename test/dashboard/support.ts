@@ -10,11 +10,12 @@ export const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
 export const ARTEFACTS = path.join(projectRoot, 'test-artifacts');
 export const PASSWORD = 'correct horse battery staple';
 
-export async function launch(): Promise<Browser> {
+/** `extraArgs`: e.g. `--host-resolver-rules` for a public name mapped to this machine. */
+export async function launch(extraArgs: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync', ...extraArgs],
   });
 }
 
@@ -36,19 +37,19 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return file;
 }
 
-/** A signed-in browser over plain HTTP: the session cookie (`svc_session=...`) of `email`. */
+/** A signed-in browser over plain HTTP: the session cookie (`__Host-svc_session=...`) of `email`. */
 export async function signInHttp(url: string, email = 'owner@example.test', password = PASSWORD): Promise<string> {
   const login = await fetch(`${url}/login`);
   const pre = /svc_pre=([^;]+)/.exec(login.headers.get('set-cookie') ?? '')![1]!;
   const csrf = /name="_csrf" value="([^"]+)"/.exec(await login.text())![1]!;
   const signedIn = await fetch(`${url}/login`, {
     method: 'POST', redirect: 'manual',
-    headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: url },
+    headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: url },
     body: new URLSearchParams({ _csrf: csrf, email, password }),
   });
   const cookie = /svc_session=([^;]+)/.exec(signedIn.headers.get('set-cookie') ?? '')?.[1];
   if (signedIn.status !== 303 || !cookie) throw new Error(`sign-in of ${email} failed: ${signedIn.status}`);
-  return `svc_session=${cookie}`;
+  return `__Host-svc_session=${cookie}`;
 }
 
 /** A dashboard request as a signed-in browser (no redirects followed): status, body, Location. */

@@ -11,7 +11,7 @@
  * POST /session/:id/abort, GET /event (SSE; `?count=&interval=` then the stream ends).
  * Test routes: GET /fake/state (argv, cwd, env, sessions, prompts), GET|POST /fake/echo
  * (method, url, headers, body), POST /fake/crash (exit 3 after answering), GET /fake/hello
- * (tiny body, for benchmarks), POST /fake/model (the body sent to `<provider svc's baseURL>/chat/completions`
+ * (tiny JSON body, for benchmarks), GET /fake/page (HTML with a script), POST /fake/model (the body sent to `<provider svc's baseURL>/chat/completions`
  * with its apiKey, as opencode's provider would: answers the status and body it got), WebSocket echo on any upgrade.
  */
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -62,8 +62,13 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   const url = new URL(req.url ?? '/', 'http://fake');
   const p = url.pathname;
   if (req.method === 'GET' && p === '/fake/hello') {
-    res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 5 });
-    res.end('hello');
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': 7 });
+    res.end('"hello"');
+    return;
+  }
+  if (req.method === 'GET' && p === '/fake/page') {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<script>alert(document.domain)</script>');
     return;
   }
   if (p === '/global/health') return json(res, 200, { healthy: true, version: 'fake' });

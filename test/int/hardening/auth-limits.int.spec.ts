@@ -30,10 +30,10 @@ describe('failed-auth limits per principal (issue 20 item 8)', function () {
     const s = await fetch(`${srv.url}/login`, {
       method: 'POST',
       redirect: 'manual',
-      headers: { cookie: `svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
+      headers: { cookie: `__Host-svc_pre=${pre}`, 'content-type': 'application/x-www-form-urlencoded', origin: srv.url },
       body: new URLSearchParams({ _csrf: csrf, email: 'owner@example.test', password: PASSWORD }),
     });
-    return `svc_session=${/svc_session=([^;]+)/.exec(s.headers.get('set-cookie') ?? '')![1]!}`;
+    return `__Host-svc_session=${/svc_session=([^;]+)/.exec(s.headers.get('set-cookie') ?? '')![1]!}`;
   }
 
   const basic = (token: string) => `Basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;

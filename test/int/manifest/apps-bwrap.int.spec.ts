@@ -5,6 +5,8 @@ import { probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { withProject } from '../../support/server.js';
 import { eventually, mergeChange, projectPath } from './support.js';
 import { skipUnlessCi } from '../../support/skip.js';
+import { hostRequest } from '../../support/preview-app.js';
+import { sandboxFetch } from '../../../lib/sandbox-dial.js';
 
 // The app reports what it can see: its secret, its working directory, and whether a file
 // of the server's data dir (its path given in PROBE) is readable from inside the sandbox.
@@ -32,26 +34,29 @@ describe('apps under the bwrap provider', function () {
       const probe = path.join(p.srv.dataDir, 'probe.txt');
       await writeFile(probe, 'server-only');
       expect((await p.api.call('PUT', `${pp}/secrets/GREETING`, { value: 'hello' })).status).to.equal(204);
-      const manifest = `[[apps]]\nname = "web"\ncommand = "node server.js"\nport = 3000\nhealth_path = "/healthz"\nenv = { PROBE = "${probe}" }\n`;
+      const manifest = `[[apps]]\nname = "web"\ncommand = "node server.js"\nport = 3000\nhealth_path = "/healthz"\npublic = true\nenv = { PROBE = "${probe}" }\n`;
       const sha = await mergeChange(p, 'app', { 'server.js': SERVER_JS, 'svc.toml': manifest });
       const live = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' && a.commit_sha === sha ? a : a?.status === 'failed' ? Promise.reject(new Error(a.last_error)) : null;
       }, 'the app live', 60_000);
-      const body = await (await fetch(live.url, { signal: AbortSignal.timeout(5000) })).text();
-      expect(body).to.equal('hello|/workspace|denied:ENOENT');
-      const row = await p.srv.db.db.one<{ sandbox: { provider: string } }>({ text: "SELECT sandbox FROM apps WHERE name = 'web'", values: [] });
+      const served = await hostRequest(p.srv.url, new URL(live.url).host, '/');
+      expect(served.body).to.equal('hello|/workspace|denied:ENOENT');
+      const row = await p.srv.db.db.one<{ sandbox: { provider: string }; target: string }>({ text: "SELECT sandbox, target FROM apps WHERE name = 'web'", values: [] });
       expect(row?.sandbox.provider).to.equal('bwrap');
+      // Reached through its socket only: no port of this host serves it.
+      expect(row?.target).to.match(/^unix:\//);
 
       await mergeChange(p, 'no-apps', { 'svc.toml': '' });
       await eventually(async () => (await p.api.get(`${pp}/apps/web`)).body.app.status === 'removed', 'removal');
       await eventually(async () => {
         try {
-          await fetch(live.url, { signal: AbortSignal.timeout(1000) });
+          await sandboxFetch(row!.target, '/', { signal: AbortSignal.timeout(1000) });
           return false;
         } catch {
           return true;
         }
       }, 'the removed app to stop');
+      expect((await hostRequest(p.srv.url, new URL(live.url).host, '/')).status).to.equal(404);
     }));
 });

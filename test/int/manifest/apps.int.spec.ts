@@ -1,5 +1,7 @@
 import { expect } from 'chai';
-import { withProject } from '../../support/server.js';
+import { withProject, type TestProject } from '../../support/server.js';
+import { hostRequest } from '../../support/preview-app.js';
+import { sandboxFetch } from '../../../lib/sandbox-dial.js';
 import { eventually, mergeChange, projectPath } from './support.js';
 
 const SERVER_JS = `const http = require('node:http');
@@ -13,17 +15,26 @@ name = "web"
 command = "node server.js"
 port = 3000
 health_path = "/healthz"
+public = true
 env = { VERSION = "${version}" }
 `;
 
-const get = async (url: string) => {
+/** The app at `url` (its own origin, `*.localhost` locally) as the server serves it: its body, or null. */
+const getter = (p: TestProject) => async (url: string) => {
+  const r = await hostRequest(p.srv.url, new URL(url).host, '/');
+  return r.status === 200 ? r.body : null;
+};
+
+/** Whether the version behind a recorded target (the sandbox itself) still answers. */
+const answers = async (target: string) => {
   try {
-    const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-    return await r.text();
+    await (await sandboxFetch(target, '/', { signal: AbortSignal.timeout(2000) })).text();
+    return true;
   } catch {
-    return null;
+    return false;
   }
 };
+const targetOf = async (p: TestProject) => (await p.srv.db.db.one<{ target: string }>({ text: "SELECT target FROM apps WHERE name = 'web'", values: [] }))!.target;
 
 describe('apps follow [[apps]] on the default branch', function () {
   this.timeout(120_000);
@@ -31,24 +42,30 @@ describe('apps follow [[apps]] on the default branch', function () {
   it('deploys on a merge that changes the entry, stops the previous one, deploys nothing on other merges, stops a removed app', () =>
     withProject({ slug: 'apps', env: { SVC_SCHEDULER: '0', SVC_APP_HEALTH_TIMEOUT_MS: '20000' } }, async (p) => {
       const pp = projectPath(p);
+      const get = getter(p);
       expect((await p.api.call('PUT', `${pp}/secrets/GREETING`, { value: 'hello' })).status).to.equal(204);
       const sha1 = await mergeChange(p, 'app-v1', { 'server.js': SERVER_JS, 'svc.toml': manifest('v1') });
       const live1 = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' && a.commit_sha === sha1 ? a : null;
       }, 'v1 live', 60_000);
-      expect(Object.keys((await p.api.get(`${pp}/apps`)).body.apps[0])).to.deep.equal(['name', 'status', 'commit_sha', 'url', 'manifest_hash', 'deployed_at', 'last_error']);
+      expect(Object.keys((await p.api.get(`${pp}/apps`)).body.apps[0])).to.deep.equal(['name', 'status', 'commit_sha', 'url', 'public', 'manifest_hash', 'deployed_at', 'last_error']);
+      const project = (await p.api.get(pp)).body.project as { project_id: string };
+      expect(live1.url).to.equal(`http://web-${project.project_id.replace(/-/g, '').slice(0, 12)}.localhost:${new URL(p.srv.url).port}/`);
       expect(await get(live1.url)).to.equal(`v1:hello:${sha1}`);
+      const target1 = await targetOf(p);
 
       const sha2 = await mergeChange(p, 'app-v2', { 'svc.toml': manifest('v2') });
       const live2 = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' && a.commit_sha === sha2 ? a : null;
       }, 'v2 live', 60_000);
-      expect(live2.url).to.not.equal(live1.url);
+      expect(live2.url).to.equal(live1.url); // the app's origin; the version behind it changed
       expect(live2.manifest_hash).to.not.equal(live1.manifest_hash);
       expect(await get(live2.url)).to.equal(`v2:hello:${sha2}`);
-      await eventually(async () => (await get(live1.url)) === null, 'the previous version to stop');
+      expect(await targetOf(p)).to.not.equal(target1);
+      await eventually(async () => !(await answers(target1)), 'the previous version to stop');
+      const target2 = await targetOf(p);
       expect(live2.deploys.map((d: { status: string }) => d.status)).to.deep.equal(['live', 'live']);
 
       // A merge that leaves the manifest alone: synced, and nothing deployed.
@@ -63,7 +80,8 @@ describe('apps follow [[apps]] on the default branch', function () {
       // Removing the entry stops the app.
       await mergeChange(p, 'no-apps', { 'svc.toml': '' });
       await eventually(async () => (await p.api.get(`${pp}/apps/web`)).body.app.status === 'removed', 'removal');
-      await eventually(async () => (await get(live2.url)) === null, 'the removed app to stop');
+      await eventually(async () => !(await answers(target2)), 'the removed app to stop');
+      expect(await get(live2.url)).to.equal(null);
       expect((await p.api.get(`${pp}/apps`)).body.apps).to.deep.equal([]);
       const appEvents = async () => (await p.srv.db.db.rows<{ type: string }>({ text: "SELECT type FROM events WHERE stream_id LIKE 'apps-%' ORDER BY global_position", values: [] })).map((e) => e.type);
       const types = await eventually(async () => {
@@ -76,6 +94,7 @@ describe('apps follow [[apps]] on the default branch', function () {
   it('a version that never becomes healthy fails its deploy with the error and leaves the previous one serving', () =>
     withProject({ slug: 'apps-fail', env: { SVC_SCHEDULER: '0', SVC_APP_HEALTH_TIMEOUT_MS: '3000' } }, async (p) => {
       const pp = projectPath(p);
+      const get = getter(p);
       await mergeChange(p, 'v1', { 'server.js': SERVER_JS, 'svc.toml': manifest('v1') });
       const live = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;

@@ -39,7 +39,7 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
       const api = client(p.srv.url, p.srv.token);
       await agentReady(p.api, `${live}/agent/fake/hello`);
       for (const path of [`${live}/agent/fake/echo`, `${live}/preview/${app.port}/page`]) {
-        const r = await api.call('GET', path, undefined, { origin: 'http://evil.example', cookie: 'svc_session=x; other=1', referer: 'http://127.0.0.1/projects/secret' });
+        const r = await api.call('GET', path, undefined, { origin: 'http://evil.example', cookie: 'svc_session=x; other=1', referer: 'http://127.0.0.1/projects/secret', 'x-svc-trace': 'x', 'x-api-key': p.srv.token });
         expect(r.status, path).to.equal(200);
         expect(r.headers.get('content-security-policy'), path).to.equal('sandbox');
         expect(r.headers.get('x-content-type-options'), path).to.equal('nosniff');
@@ -48,10 +48,10 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
         expect([...r.headers.keys()].filter((k) => k.startsWith('access-control-')), path).to.deep.equal([]);
       }
       const seen = app.seen.at(-1)!;
-      expect(seen.headers).to.not.have.any.keys('cookie', 'authorization', 'referer');
+      expect(seen.headers).to.not.have.any.keys('cookie', 'authorization', 'referer', 'x-svc-trace', 'x-api-key');
       // The runtime saw none either.
-      const echo = (await api.call('GET', `${live}/agent/fake/echo`, undefined, { cookie: 'svc_session=x', referer: 'http://127.0.0.1/x' })).body;
-      expect(echo.headers).to.not.have.any.keys('cookie', 'authorization', 'referer');
+      const echo = (await api.call('GET', `${live}/agent/fake/echo`, undefined, { cookie: 'svc_session=x', referer: 'http://127.0.0.1/x', 'x-svc-trace': 'x', 'x-api-key': p.srv.token })).body;
+      expect(echo.headers).to.not.have.any.keys('cookie', 'authorization', 'referer', 'x-svc-trace', 'x-api-key');
     }));
 
   it('the dashboard cookie opens the proxy only from the same origin', () =>
@@ -68,6 +68,30 @@ describe('previews: own origin, proxy headers, same-origin cookie', function () 
       expect(await get({ 'sec-fetch-site': 'cross-site', origin: 'http://p3000-x.localhost' })).to.equal(401);
       expect(await get({ origin: 'http://evil.example' })).to.equal(401);
       expect(await get({})).to.equal(401);
+    }));
+
+  it('on the API origin no sandbox bytes run: the agent passes JSON only, the preview proxy takes a Bearer header only', () =>
+    withSessionProject({ slug: 'pvb' }, async (p) => {
+      const s = await running(p);
+      await withPassword(p.srv);
+      const cookie = await signInHttp(p.srv.url);
+      const live = `${p.srv.url}${p.sessions}/${s.session_id}`;
+      const env = (await agentReady(p.api, `${p.sessions}/${s.session_id}/agent/fake/state`)).body.env as Record<string, string>;
+      // The runtime serving HTML with a script: refused, its body never sent, even with a token.
+      const page = await fetch(`${live}/agent/fake/page`, { headers: { authorization: `Bearer ${p.srv.token}` } });
+      expect(page.status).to.equal(406);
+      expect(page.headers.get('content-type')).to.match(/^application\/json/);
+      expect(await page.text()).to.not.contain('<script');
+      // JSON and event streams pass (what the CLI and the session page's chat read).
+      expect((await fetch(`${live}/agent/fake/hello`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } })).status).to.equal(200);
+      const sse = await fetch(`${live}/agent/event?count=1&interval=1`, { headers: { cookie, 'sec-fetch-site': 'same-origin' } });
+      expect([sse.status, sse.headers.get('content-type')]).to.deep.equal([200, 'text/event-stream']);
+      await sse.text();
+      // The preview proxy: the dashboard's cookie, same origin or not, and a token in the query open nothing.
+      const preview = `${live}/preview/${env.SVC_AGENT_PORT}/fake/hello`;
+      expect((await fetch(preview, { headers: { cookie, 'sec-fetch-site': 'same-origin' } })).status).to.equal(401);
+      expect((await fetch(`${preview}?access_token=${p.srv.token}`, { headers: { 'sec-fetch-site': 'same-origin' } })).status).to.equal(401);
+      expect((await fetch(preview, { headers: { authorization: `Bearer ${p.srv.token}` } })).status).to.equal(200);
     }));
 
   it('a preview host: a one-time code, a cookie bound to (session, port), Domain stripped, framed by the dashboard only, never the API', () =>

@@ -54,6 +54,7 @@ describe('manifest parsing (svc.toml)', () => {
     { name: '[sandbox] memory_mb: a fraction', text: '[sandbox]\nmemory_mb = 100.5\n', valid: false, errors: /sandbox\.memory_mb/ },
     { name: '[sandbox] idle_timeout_minutes: zero', text: '[sandbox]\nidle_timeout_minutes = 0\n', valid: false, errors: /sandbox\.idle_timeout_minutes/ },
     { name: '[sandbox] image and dockerfile: the image wins, a warning says so', text: '[sandbox]\nimage = "a:1"\ndockerfile = ".svc/Dockerfile"\n', valid: true, warnings: [/^sandbox\.dockerfile$/] },
+    { name: 'an app name too long for one DNS label with the project id: a warning (a hashed label); public is a known key', text: `[[apps]]\nname = "${'a'.repeat(51)}"\ncommand = "x"\nport = 1\npublic = true\n`, valid: true, warnings: [/^apps\.0\.name$/] },
     { name: 'SVC_ names in [env]: warnings', text: '[env]\nrequired = ["SVC_TOKEN"]\noptional = { SVC_X = "x" }\n', valid: true, warnings: [/^env\.required\.SVC_TOKEN$/, /^env\.optional\.SVC_X$/] },
   ];
   for (const c of cases) {
