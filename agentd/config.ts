@@ -87,6 +87,21 @@ export interface AgentdConfig {
   pool: boolean;
 }
 
+const wipSchema = envSchema.pick({ SVC_WIP_CHECKPOINT_SECONDS: true, SVC_WIP_MAX_BYTES: true });
+
+/**
+ * The checkpoint settings a pool sandbox learns at its claim (the session's variables):
+ * booted without a session, it has none of its own. A value that does not parse keeps `fallback`.
+ */
+export function wipOf(vars: Record<string, string | undefined>, fallback: AgentdConfig['wip']): AgentdConfig['wip'] {
+  const seconds = wipSchema.shape.SVC_WIP_CHECKPOINT_SECONDS.safeParse(vars.SVC_WIP_CHECKPOINT_SECONDS ?? fallback.intervalMs / 1000);
+  const bytes = wipSchema.shape.SVC_WIP_MAX_BYTES.safeParse(vars.SVC_WIP_MAX_BYTES ?? fallback.maxBytes);
+  return {
+    intervalMs: seconds.success ? Math.round(seconds.data * 1000) : fallback.intervalMs,
+    maxBytes: bytes.success ? bytes.data : fallback.maxBytes,
+  };
+}
+
 export class ConfigError extends Error {
   constructor(readonly issues: { path: string; message: string }[]) {
     super(`invalid daemon environment: ${issues.map((i) => `${i.path}: ${i.message}`).join('; ')}`);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
 import type { Logger } from '../lib/logger.js';
 import { DEFAULT_AGENT_CONFIG_DIR, loadAgentConfigDir } from './agent-config-dir.js';
-import { displayRepoUrl, type AgentdConfig } from './config.js';
+import { displayRepoUrl, wipOf, type AgentdConfig } from './config.js';
 import type { ControlDeps } from './control-routes.js';
 import { helperCommand } from './git-credential-helper.js';
 import { Health } from './health.js';
@@ -107,19 +107,19 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     repoReady: () => repoReady,
   });
   const client = new RuntimeClient(config.runtime.port);
-  // Pause and resume: only a session's sandbox (it has a session, a project and the server to save to).
-  const checkpointer =
-    config.autoClone && repo && config.apiUrl && config.projectId && config.sessionId
-      ? new Checkpointer({
-          settings: { workspace: config.workspace, home: config.runtime.home, xdgDataHome: env.XDG_DATA_HOME || undefined, maxBytes: config.wip.maxBytes },
-          url: `${config.apiUrl}/projects/${encodeURIComponent(config.projectId)}/sessions/${encodeURIComponent(config.sessionId)}/wip`,
-          token: config.token,
-          runtimeCommand: config.runtime.command,
-          intervalMs: config.wip.intervalMs,
-          logger: logger.child({ component: 'checkpoint' }),
-          stopRuntime: () => supervisor.stop(),
-        })
-      : undefined;
+  // Pause and resume: only a session's sandbox (it has a session, a project and the server to
+  // save to). A pool sandbox gets its checkpointer at its claim, with the session's key.
+  const checkpointerOf = (sessionId: string, token: string, wip: AgentdConfig['wip']) =>
+    new Checkpointer({
+      settings: { workspace: config.workspace, home: config.runtime.home, xdgDataHome: env.XDG_DATA_HOME || undefined, maxBytes: wip.maxBytes },
+      url: `${config.apiUrl}/projects/${encodeURIComponent(config.projectId!)}/sessions/${encodeURIComponent(sessionId)}/wip`,
+      token,
+      runtimeCommand: config.runtime.command,
+      intervalMs: wip.intervalMs,
+      logger: logger.child({ component: 'checkpoint' }),
+      stopRuntime: () => supervisor.stop(),
+    });
+  let checkpointer = config.autoClone && repo && config.apiUrl && config.projectId && config.sessionId ? checkpointerOf(config.sessionId, config.token, config.wip) : undefined;
   const sessions: { last: string | undefined } = { last: undefined };
   let refreshQueue: Promise<unknown> = Promise.resolve();
 
@@ -152,8 +152,8 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     agentName: config.agentName,
     agentModel: config.agentModel,
     abortTimeoutMs: config.abortTimeoutMs,
+    ...(checkpointer ? { checkpoint: (final: boolean) => checkpointer!.checkpoint(final) } : {}),
     // One refresh at a time: two concurrent fetches would fight over git's locks.
-    ...(checkpointer ? { checkpoint: (final: boolean) => checkpointer.checkpoint(final) } : {}),
     refresh: () => {
       const run = refreshQueue.then(refreshOnce, refreshOnce);
       refreshQueue = run.catch(() => undefined);
@@ -192,6 +192,13 @@ export async function startDaemon(config: AgentdConfig, env: NodeJS.ProcessEnv, 
     repoReady = true;
     health.invalidate();
     await resolveConfigDir();
+    // From here the session's work is saved: periodically, and once more before a stop.
+    if (config.apiUrl && config.projectId && !stopping) {
+      const cp = checkpointerOf(body.session_id, body.token, wipOf(body.env, config.wip));
+      checkpointer = cp;
+      control.checkpoint = (final: boolean) => cp.checkpoint(final);
+      cp.start();
+    }
     // A repository that moves the agent's config dir needs the runtime to start again to see it;
     // one with runtime config of its own needs the warmed instance loaded again.
     if (configDir !== bootConfigDir) {

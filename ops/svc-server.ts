@@ -8,16 +8,15 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, configWarnings, loadConfig, type Config } from '../infra/config.js';
 import { createLogger, type Logger } from '../lib/logger.js';
-import { openDatabase } from '../infra/db/database.js';
-import { NoEmbeddedClusterError } from '../infra/db/embedded.js';
-import { migrate } from '../infra/db/migrate.js';
-import { bootstrapUser } from '../services/accounts/service.js';
-import { rebuildProjections } from '../projections/rebuild.js';
-import { startServer } from './server.js';
-import { addKeyToFile, loadKeyring, secretBox } from '../infra/secret-box.js';
-import { rotateSecrets } from '../services/secrets/rotate.js';
-import { setPassword } from '../services/dashboard/passwords.js';
+import type { Database } from '../infra/db/database.js';
+import { lockDataDir } from '../infra/data-dir-lock.js';
+import { listenProblem, portProblemMessage } from '../lib/net.js';
 import { closest } from '../lib/spelling.js';
+
+// The rest loads once a command runs: a second `start` on a locked data dir (or a port in
+// use) answers before the whole server's modules are read, in well under 2 s.
+const openDatabase = async (...a: Parameters<typeof import('../infra/db/database.js').openDatabase>) => (await import('../infra/db/database.js')).openDatabase(...a);
+const migrate = async (...a: Parameters<typeof import('../infra/db/migrate.js').migrate>) => (await import('../infra/db/migrate.js')).migrate(...a);
 
 /** Every `admin` action with its usage; the command's summary line lists them all. */
 const ADMIN_ACTIONS = {
@@ -45,6 +44,12 @@ function setup(opts: { quietLogs?: boolean } = {}): { config: Config; logger: Lo
 
 async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   const { config, logger } = setup();
+  // One server per embedded database, decided before anything starts (PostgreSQL, workers,
+  // listeners): a second one fails here, naming the first. Replicas on DATABASE_URL share no lock.
+  const lock = config.DATABASE_URL ? undefined : await lockDataDir(config.dataDir);
+  // A port in use fails before any worker could run a job under this process's configuration.
+  const portProblem = config.PORT === 0 ? null : await listenProblem(config.PORT, config.HOST);
+  if (portProblem) throw new Error(portProblemMessage(config.PORT, config.HOST, portProblem));
   if (!config.DATABASE_URL && !(roles.api && roles.worker)) {
     logger.warn('running one role on the embedded database: scale-out roles are meant for DATABASE_URL');
   }
@@ -52,13 +57,14 @@ async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   // The handlers are in place before the start: /readyz answers as soon as the HTTP server
   // listens, while the workers still start, and a SIGTERM then must stop what started
   // (after the start finishes), not kill the process with the signal's default action.
-  const starting = startServer({ config, logger, roles });
+  const starting = import('./server.js').then(({ startServer }) => startServer({ config, logger, roles }));
   let signals = 0;
   const shutdown = (signal: string) => {
     if (++signals > 1) process.exit(1);
     logger.info({ signal }, 'shutting down');
     starting
       .then((server) => server.stop())
+      .then(() => lock?.release())
       .then(
         () => process.exit(0),
         (err) => {
@@ -72,8 +78,9 @@ async function serve(roles: { api: boolean; worker: boolean }): Promise<void> {
   await starting;
 }
 
-async function withDatabase<T>(fn: (db: Awaited<ReturnType<typeof openDatabase>>, logger: Logger) => Promise<T>, opts: { createCluster?: boolean } = {}): Promise<T> {
+async function withDatabase<T>(fn: (db: Database, logger: Logger) => Promise<T>, opts: { createCluster?: boolean } = {}): Promise<T> {
   const { config, logger } = setup({ quietLogs: true });
+  const { NoEmbeddedClusterError } = await import('../infra/db/embedded.js');
   const database = await openDatabase(config, logger, { poolSize: 2, ...opts }).catch((err: unknown) => {
     if (err instanceof NoEmbeddedClusterError) {
       // Run from another directory, a relative data dir is a new, empty one: its token would be
@@ -123,6 +130,7 @@ export async function main(argv: string[]): Promise<void> {
         .positional('action', { choices: ['rebuild'] as const, demandOption: true })
         .option('verify', { type: 'boolean', default: false, describe: 'replay into scratch tables and compare; change nothing' }),
       async (args) => {
+        const { rebuildProjections } = await import('../projections/rebuild.js');
         const report = await withDatabase((d) => rebuildProjections(d.db, { verify: args.verify }));
         process.stdout.write(
           `${args.verify ? 'verified' : 'rebuilt'} change_requests: ${report.rows} rows from ${report.events} events in ${report.millis} ms (project_sessions: ${report.sessions} rows)\n`,
@@ -144,6 +152,12 @@ export async function main(argv: string[]): Promise<void> {
         .option('init', { type: 'boolean', default: false, describe: 'embedded database: create it when the data dir has none (otherwise refused, naming the dir)' }),
       async (args) => {
         const dbOpts = { createCluster: args.init };
+        const [{ addKeyToFile, loadKeyring, secretBox }, { rotateSecrets }, { setPassword }, { bootstrapUser }] = await Promise.all([
+          import('../infra/secret-box.js'),
+          import('../services/secrets/rotate.js'),
+          import('../services/dashboard/passwords.js'),
+          import('../services/accounts/service.js'),
+        ]);
         if (args.action === 'rotate-key') {
           // Issue 12: a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
           const report = await withDatabase(async (d) => {

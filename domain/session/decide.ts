@@ -109,10 +109,14 @@ export function decide(command: SessionCommand, state: SessionState): SessionEve
     }
     case 'RecordPaused':
       return [{ type: 'SessionPaused', data: { ...command.data, at } }];
-    case 'RecordResumed':
-      // Only the current sandbox restores; a late report from an older one is dropped.
-      if (currentSandbox(s)?.sandbox_id !== command.data.sandbox_id) return [];
+    case 'RecordResumed': {
+      // Only the current sandbox restores, once: a late report from an older one is dropped, and
+      // so is a second read by the same sandbox (its daemon's quick probe timed out after the
+      // server had answered, and it asked again once its clone was done).
+      const cur = currentSandbox(s);
+      if (cur?.sandbox_id !== command.data.sandbox_id || cur.resumed) return [];
       return [{ type: 'SessionResumed', data: { ...command.data, at } }];
+    }
     default: {
       const unhandled: never = command;
       throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);

@@ -74,8 +74,9 @@ export function evolve(state: SessionState, event: SessionEvent): SessionState {
       return { ...touched, last_activity_at: at };
     // What was saved lives on the saved-state row; the events are history (and the row's updated_at).
     case 'SessionPaused':
-    case 'SessionResumed':
       return touched;
+    case 'SessionResumed':
+      return sandbox(event.data.sandbox_id, { resumed: true });
     default: {
       const unhandled: never = event;
       throw new Error(`unhandled event ${(unhandled as { type: string }).type}`);

@@ -28,6 +28,8 @@ export interface Sandbox {
   /** Provider identity: pid, container id, pod name. */
   ref: string | null;
   error: SessionErrorInfo | null;
+  /** Its saved state was handed to it (`SessionResumed`): a sandbox resumes once. */
+  resumed?: true;
   created_at: string;
   updated_at: string;
 }

@@ -15,6 +15,7 @@ import { pushSecretsToSandboxes } from '../../services/sessions/secrets-push.js'
 import type { SpawnSession } from '../../services/triggers/service.js';
 import type { Core } from './core.js';
 import type { GatewayHub } from './gateway.js';
+import { portProblemMessage } from '../../lib/net.js';
 
 export interface HttpWiring {
   port: number;
@@ -62,7 +63,8 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   listening.on('clientError', clientErrorHandler);
   listening.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
-    listening.once('error', reject);
+    // Taken between the start's check and here: the same words as that check.
+    listening.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new Error(portProblemMessage(config.PORT, config.HOST, err)) : err));
     listening.listen(config.PORT, config.HOST, () => resolve());
   });
   const metricsServer = await listenMetrics(config.SVC_METRICS_ADDR, metrics, logger);

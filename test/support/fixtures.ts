@@ -13,6 +13,7 @@ import { createDb } from '../../infra/db/db.js';
 import { migrate } from '../../infra/db/migrate.js';
 import { tryLoadNodeGit } from '../../infra/git/engine-libgit2.js';
 import { takeViolations } from './response-contract.js';
+import { sweepTestSandboxes } from './leftovers.js';
 
 export const TEMPLATE_DB = 'svc_test_template';
 
@@ -47,10 +48,17 @@ export async function mochaGlobalTeardown(): Promise<void> {
 /**
  * Root hooks (every worker): a test whose requests got a response that breaks the OpenAPI
  * document fails here, with each request and problem (test/support/response-contract.ts).
+ * The sandboxes of a test's servers go with them: after each test, those of servers that
+ * stopped are killed, after each file those of every server it started; one that survives
+ * SIGKILL fails the run (test/support/leftovers.ts).
  */
 export const mochaHooks = {
-  afterEach(): void {
+  async afterEach(): Promise<void> {
     const problems = takeViolations();
+    await sweepTestSandboxes();
     if (problems.length) throw new Error(`responses that break the OpenAPI document (contracts/):\n  ${problems.join('\n  ')}`);
+  },
+  async afterAll(): Promise<void> {
+    await sweepTestSandboxes({ all: true });
   },
 };

@@ -18,6 +18,7 @@ import { createTestDb, type TestDb } from './db.js';
 import { serveOverHttp } from './http-remote.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { client } from './http.js';
+import { serverStarted, serverStopped } from './leftovers.js';
 import { collectFrom, markWatched, stopCollecting, takeViolations, watchResponses } from './response-contract.js';
 import { until } from './wait.js';
 
@@ -97,6 +98,7 @@ export async function startTestServer(
     throw err;
   }
   watchResponses(server.httpServer);
+  serverStarted(dataDir);
   const first = await bootstrapUser(db.db, { email: 'owner@example.test', name: 'Owner' });
   const srv: TestServer = {
     url: server.url,
@@ -124,6 +126,7 @@ export async function startTestServer(
     },
     async stop() {
       await server.stop();
+      serverStopped(dataDir);
       await db.drop();
       await rm(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 }); // a sandbox killed just before may still be exiting
       // Responses after the last test's check (cleanup in `after` hooks) are checked too.
@@ -156,6 +159,8 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env, SVC_TEST_CONTRACT_LOG: contractLog },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const dataDir = env.SVC_DATA_DIR ? path.resolve(env.SVC_DATA_DIR) : undefined;
+  if (dataDir) serverStarted(dataDir);
   let out = '';
   proc.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr!.on('data', (c: Buffer) => (out += c.toString()));
@@ -181,6 +186,7 @@ export async function spawnTestServer(env: Record<string, string>, cmd = 'start'
     async stop() {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       const code = await exited;
+      if (dataDir) serverStopped(dataDir);
       const late = takeViolations();
       stopCollecting(contractLog);
       markWatched(port, false);

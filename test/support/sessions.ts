@@ -3,7 +3,6 @@
  * opencode), helpers to wait for a status, and a last-resort cleanup that kills every
  * sandbox process the server started (they run detached, to survive a server crash).
  */
-import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { distRoot } from '../agentd/support/harness.js';
 import type { TestDb } from './db.js';
@@ -11,6 +10,7 @@ import { client, type Res } from './http.js';
 import { fixtureRepo } from './repo.js';
 import { startTestServer, type TestProject } from './server.js';
 import { eventually } from './wait.js';
+import { killSandboxesUnder } from './leftovers.js';
 
 export const fakeRuntime = path.join(distRoot, 'test', 'agentd', 'support', 'fake-runtime.js');
 
@@ -40,30 +40,8 @@ export async function withSessionProject<T>(
   }
 }
 
-/**
- * Kills every sandbox whose workspace lies under `dataDir` (found in /proc), after its server
- * is gone: process sandboxes by their environment, bwrap ones (which see `/workspace`) by
- * the sandbox directories on their command line (the outer bwrap and the namespace's init).
- */
-export async function killSandboxesUnder(dataDir: string): Promise<void> {
-  const root = `${path.join(dataDir, 'sandboxes')}/`;
-  const marker = `SVC_WORKSPACE=${root}`;
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid)) continue;
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    const processSandbox = env.includes(marker) && env.includes('SVC_SANDBOX_ID=');
-    const argv = processSandbox ? [] : (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).split('\0');
-    const bwrapSandbox = path.basename(argv[0] ?? '') === 'bwrap' && argv.some((a) => a.startsWith(root));
-    if (!processSandbox && !bwrapSandbox) continue;
-    for (const target of [-Number(pid), Number(pid)]) {
-      try {
-        process.kill(target, 'SIGKILL');
-      } catch {
-        /* gone, or not a group leader */
-      }
-    }
-  }
-}
+/** Kills every sandbox of `dataDir` (test/support/leftovers.ts), after its server is gone. */
+export { killSandboxesUnder } from './leftovers.js';
 
 /** Kills every process-provider sandbox recorded in the database (their process groups). */
 export async function killSandboxes(db: TestDb): Promise<void> {

@@ -98,12 +98,15 @@ describe('compose stack (svc self-host, host network, Debian PostgreSQL, bwrap i
         () => true,
         () => false,
       );
+    // Locally built images: CI builds them before the suite; elsewhere a missing (or stale) one is a skip that says how to build it.
     if (!(await has(postgresImage, 'command -v postgres && command -v pg_isready'))) {
+      if (!process.env.CI) return skipUnlessCi(this, `image ${postgresImage} is not built here (ops/postgres-image.sh --tag ${postgresImage} builds it, as root; CI builds it before the suite)`);
       if (process.getuid?.() !== 0) return skipUnlessCi(this, `${postgresImage} is missing and ops/postgres-image.sh needs root`);
       await time('postgres image', () => run(path.join(projectRoot, 'ops', 'postgres-image.sh'), ['--tag', postgresImage], { cwd: projectRoot }));
     }
     if (!(await has(serverImage, 'command -v bwrap && command -v mount && command -v setpriv && test -f /opt/svc/server/dist/agentd/svc-entrypoint.js'))) {
       // Missing, or built before it carried bwrap, the sandbox daemon, and mount and setpriv (the compose entrypoint).
+      if (!process.env.CI) return skipUnlessCi(this, `image ${serverImage} is not built here, or is older than bwrap, the sandbox daemon, mount and setpriv in it (ops/server-image.sh --tag ${serverImage} builds it; CI builds it before the suite)`);
       await time('server image', () => run(path.join(projectRoot, 'ops', 'server-image.sh'), ['--tag', serverImage], { cwd: projectRoot }));
     }
     sb = await sandbox();

@@ -5,6 +5,7 @@ import { readFile, rm } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import pg from 'pg';
 import { projectRoot } from '../../../lib/paths.js';
 import { client } from '../../support/http.js';
 import { fixtureRepo } from '../../support/repo.js';
@@ -20,6 +21,29 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Lines of a pino log at warn or above. */
+const warnings = (log: string) => log.split('\n').filter((l) => /"level":(4|5|6)0/.test(l));
+
+/** Jobs created or started at or after `since` (the database's clock), pg-boss's own housekeeping aside. */
+async function jobsSince(dataDir: string, since: Date): Promise<string[]> {
+  const creds = JSON.parse(await readFile(path.join(dataDir, 'pg-credentials.json'), 'utf8')) as { user: string; password: string; port: number };
+  const c = new pg.Client({ host: '127.0.0.1', port: creds.port, user: creds.user, password: creds.password, database: 'svc' });
+  await c.connect();
+  try {
+    const q = "SELECT name FROM pgboss.job WHERE (created_on >= $1 OR started_on >= $1) AND name NOT LIKE '\\_\\_pgboss%'";
+    return (await c.query<{ name: string }>(q, [since])).rows.map((r) => r.name);
+  } finally {
+    await c.end();
+  }
+}
+
+/** How long a bare Node start takes on this machine now (the part of a CLI's time that is not the CLI's). */
+async function nodeStartMs(): Promise<number> {
+  const t0 = Date.now();
+  await run(process.execPath, ['-e', '0']);
+  return Date.now() - t0;
 }
 
 const postmasterPid = async (dataDir: string) => Number((await readFile(path.join(dataDir, 'pg', 'postmaster.pid'), 'utf8')).split('\n')[0]);
@@ -106,7 +130,51 @@ describe('svc-server on the embedded database (real processes)', function () {
     }
   });
 
-  it('a start that fails (its port taken) exits 1 and stops the embedded PostgreSQL it started', async () => {
+  it('a second start on the same data dir (another PORT too) exits 1 within 2 s naming the first; nothing of it ran; the first answers and stops quietly', async () => {
+    // A data dir of its own: no project of an earlier test whose jobs would run meanwhile.
+    const outer = dataDir;
+    dataDir = await traversableTempDir('svc-second-start-');
+    const first = await spawnTestServer({ SVC_DATA_DIR: dataDir, LOG_LEVEL: 'info', DATABASE_URL: '' }, 'start', { readyMs: 90_000 });
+    let stopped = false;
+    try {
+      const token = (await run(process.execPath, [bin, 'admin', 'bootstrap', '--email', 'second-start@example.test'], { env: env() })).stdout.trim();
+      const pg0 = await postmasterPid(dataDir);
+      const since = new Date(Date.now() - 50);
+      const logBefore = first.output().length;
+      const bare = await nodeStartMs();
+      const t0 = Date.now();
+      const err = await run(process.execPath, [bin, 'start'], { env: { ...env(), PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info' }, timeout: 15_000 }).then(
+        () => null,
+        (x: { code: number; stdout: string; stderr: string }) => x,
+      );
+      const ms = Date.now() - t0;
+      expect(err?.code, err?.stderr).to.equal(1);
+      // Measured beside a bare Node start, which alone can take a second on a loaded machine.
+      expect(ms - bare, `exited after ${ms} ms (a bare node start: ${bare} ms)`).to.be.below(2000);
+      expect(err!.stderr.trim().split('\n')).to.deep.equal([
+        `error: another svc-server (pid ${first.proc.pid}) is running on the data directory ${dataDir}: stop it first, or give this one a data directory of its own (SVC_DATA_DIR); 'svc-server migrate' and 'admin' work beside it`,
+      ]);
+      expect(err!.stdout, 'it logged nothing: no database, no worker, no listener').to.equal('');
+      expect(await jobsSince(dataDir, since)).to.deep.equal([]);
+      const during = first.output().slice(logBefore);
+      expect(warnings(during)).to.deep.equal([]);
+      expect(during).to.not.match(/job/i);
+      expect(await postmasterPid(dataDir), 'the first one\'s postmaster, untouched').to.equal(pg0);
+      expect((await client(first.url, token).get('/v1/accounts/me')).body.user.email).to.equal('second-start@example.test');
+
+      const logAtStop = first.output().length;
+      expect(await first.stop()).to.equal(0);
+      stopped = true;
+      expect(warnings(first.output().slice(logAtStop)), 'a quiet stop').to.deep.equal([]);
+      expect(existsSync(path.join(dataDir, 'server.lock')), 'the lock goes with the server').to.equal(false);
+    } finally {
+      if (!stopped) await first.stop();
+      await rm(dataDir, { recursive: true, force: true });
+      dataDir = outer;
+    }
+  });
+
+  it('a start whose port is taken exits 1 before anything starts, saying to set PORT', async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as net.AddressInfo).port;
@@ -116,7 +184,9 @@ describe('svc-server on the embedded database (real processes)', function () {
         (x: { code: number; stderr: string }) => x,
       );
       expect(err?.code, err?.stderr).to.equal(1);
-      expect(err?.stderr).to.match(/EADDRINUSE|in use/);
+      // Said before anything started (no database opened, no worker), with what to set.
+      expect(err?.stderr).to.equal(`error: port ${port} on 127.0.0.1 is in use (another svc-server, or another program): set PORT to a free port (e.g. PORT=${port + 1})\n`);
+      expect(existsSync(path.join(dataDir, 'server.lock')), 'its lock released').to.equal(false);
       const pid = await postmasterPid(dataDir).catch(() => 0);
       expect(pid === 0 || !alive(pid), 'no postmaster left behind').to.equal(true);
     } finally {

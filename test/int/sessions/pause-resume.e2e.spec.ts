@@ -13,7 +13,7 @@ import { until } from '../../support/wait.js';
 /**
  * Pause and resume end to end with the real runtime (opencode) and the scripted model
  * (issue 22 item 1): the agent writes an untracked file and an uncommitted change through
- * its own bash tool; the session is stopped by a person, by the idle sweep, or its sandbox
+ * its own bash tool, in a sandbox started cold or claimed from the project's pool; the session is stopped by a person, by the idle sweep, or its sandbox
  * is SIGKILLed after a checkpoint; a restart brings both files back and the same
  * conversation continues (the model's next request carries the earlier turns); the session
  * branch is untouched; `--fresh` has neither.
@@ -43,12 +43,27 @@ async function agentReady(p: SessionProject, one: string): Promise<void> {
   }, 'the agent ready');
 }
 
-async function runningSession(p: SessionProject): Promise<{ id: string; one: string }> {
+/**
+ * A running session with its agent ready; `pooled`: on a project with `[sandbox] pool = 1`,
+ * created once its pool sandbox is ready, and started in that very sandbox (a claim).
+ */
+async function runningSession(p: SessionProject, slug: string, pooled: boolean): Promise<{ id: string; one: string }> {
+  let poolSandbox: string | undefined;
+  if (pooled) {
+    await p.repo.commit('main', { 'svc.toml': '[sandbox]\npool = 1\n' });
+    expect((await p.api.get(`/v1/projects/${slug}/manifest`)).status).to.equal(200);
+    await until(
+      async () => !!(poolSandbox = (await p.srv.db.db.one<{ id: string }>({ text: "SELECT sandbox_id::text AS id FROM pool_sandboxes WHERE state = 'ready' LIMIT 1", values: [] }))?.id),
+      'the pool to fill',
+      { timeoutMs: 180_000 },
+    );
+  }
   const created = await p.api.post(p.sessions, {});
   expect(created.status, JSON.stringify(created.body)).to.equal(201);
   const id = created.body.session.session_id as string;
   const one = `${p.sessions}/${id}`;
   await agentReady(p, one);
+  if (pooled) expect((await sandboxDirs(p, id)).sandbox, 'the session started in the pool sandbox').to.equal(poolSandbox);
   return { id, one };
 }
 
@@ -82,8 +97,9 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
   after(() => model?.close());
 
   for (const provider of ['process', 'bwrap'] as const) {
+    for (const pooled of [false, true]) {
     for (const how of ['person', 'idle', 'kill'] as const) {
-      it(`${provider}: stopped by ${how === 'kill' ? 'a SIGKILL after a checkpoint' : how === 'idle' ? 'the idle sweep' : 'a person'} → restart restores files and conversation${how === 'person' ? '; --fresh has neither' : ''}`, function () {
+      it(`${provider}${pooled ? ', claimed from the pool' : ''}: stopped by ${how === 'kill' ? 'a SIGKILL after a checkpoint' : how === 'idle' ? 'the idle sweep' : 'a person'} → restart restores files and conversation${how === 'person' ? '; --fresh has neither' : ''}`, function () {
         if (provider === 'bwrap') {
           const probe = probeBwrap();
           if (!probe.ok) skipUnlessCi(this, `bwrap: ${probe.reason}`);
@@ -97,9 +113,10 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180',
           ...(how === 'kill' ? { SVC_SESSION_WIP_CHECKPOINT_SECONDS: '1' } : {}),
           ...(how === 'idle' ? { SVC_SESSION_IDLE_MINUTES: '0.5' } : {}),
+          ...(pooled ? { SVC_SANDBOX_POOL_MAX: '1' } : {}),
         };
         return withSessionProject({ slug: `pause-${how}`, env }, async (p) => {
-          const { id, one } = await runningSession(p);
+          const { id, one } = await runningSession(p, `pause-${how}`, pooled);
           step('running');
           const base = p.repo.tip(id);
           const prompt = await p.api.post(`${one}/prompt`, { text: FIRST });
@@ -145,7 +162,10 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           // The earlier turns, as the runtime lists them (it may answer 503 for a moment after it reports ready).
           await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the earlier turns');
           const events = (await p.api.get(`${one}/events`)).body.events as { type: string; data: any }[];
-          expect(events.find((e) => e.type === 'SessionResumed')?.data.conversation).to.equal('restored');
+          // One resume for the one restart (its daemon may read the saved state twice: a quick probe, then after its clone).
+          const resumes = events.filter((e) => e.type === 'SessionResumed');
+          expect(resumes.map((e) => e.data.sandbox_id)).to.deep.equal([second.sandbox]);
+          expect(resumes[0]!.data.conversation).to.equal('restored');
           if (how !== 'kill') expect(events.some((e) => e.type === 'SessionPaused')).to.equal(true);
           step('conversation restored');
           model.requests.length = 0;
@@ -169,6 +189,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           await p.api.post(`${one}/stop`, {});
         });
       });
+    }
     }
   }
 });

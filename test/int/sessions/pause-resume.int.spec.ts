@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { rebuildProjections } from '../../../projections/rebuild.js';
+import { client, gatewayUrl } from '../../support/http.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 import { until } from '../../support/wait.js';
 
@@ -97,6 +98,12 @@ describe('sessions: pause and resume (process provider, scripted runtime)', func
       await until(async () => (await events(p, one)).some((e) => e.type === 'SessionResumed'), 'SessionResumed');
       const resumed = (await events(p, one)).find((e) => e.type === 'SessionResumed')!;
       expect(resumed.data).to.include({ wip_sha: info.saved.wip_sha, conversation: 'restored', sandbox_id: second.sandbox });
+      // The same sandbox reading it again (its daemon's quick probe gave up after the server had
+      // answered, and it asks once more after its clone): the frame again, no second SessionResumed.
+      const key = (await agentReady(p.api, `${one}/agent/fake/state`)).body.env.SVC_TOKEN as string;
+      const reread = await client(gatewayUrl(p.srv.dataDir, second.sandbox), key).get(`${one}/wip`);
+      expect(reread.status).to.equal(200);
+      expect((await events(p, one)).filter((e) => e.type === 'SessionResumed').length).to.equal(1);
       expect(p.repo.tip(id)).to.equal(branchTip);
 
       // --fresh: the spec's plain restart; what was saved is gone.

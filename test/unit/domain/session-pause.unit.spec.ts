@@ -32,6 +32,16 @@ describe('domain/session: pause and resume events', () => {
       .then([]);
   });
 
+  it('RecordResumed once per sandbox: a second read by the same sandbox records nothing; the next sandbox resumes again', () => {
+    const resumed = (id: string): SessionEvent => ({ type: 'SessionResumed', data: { sandbox_id: id, wip_sha: wip, conversation: 'restored', at } });
+    given([created, requested(sb1), stopped, restarted, requested(sb2), resumed(sb2)])
+      .when({ type: 'RecordResumed', data: { sandbox_id: sb2, wip_sha: wip, conversation: 'restored' }, meta })
+      .then([]);
+    given([created, requested(sb1), resumed(sb1), stopped, restarted, requested(sb2)])
+      .when({ type: 'RecordResumed', data: { sandbox_id: sb2, wip_sha: wip, conversation: 'restored' }, meta })
+      .then([{ type: 'SessionResumed', data: { sandbox_id: sb2, wip_sha: wip, conversation: 'restored', at } }]);
+  });
+
   it('neither event changes the session beyond updated_at, so a replay gives the same row', () => {
     const before = fold([created, requested(sb1), stopped])!;
     const paused = parseSessionEvent({ type: 'SessionPaused', data: { wip_sha: null, skipped: [], conversation: false, at } });
