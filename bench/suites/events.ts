@@ -19,9 +19,9 @@ import os from 'node:os';
 import pg from 'pg';
 import type { Db } from '../../infra/db/db.js';
 import { append } from '../../infra/event-store.js';
-import { appendAndProject, handleCommand } from '../../services/change-requests/handle.js';
+import { handleCommand, openInTx } from '../../services/change-requests/handle.js';
 import { createCrCommandPath, type CrCommandPath } from '../../services/change-requests/command-path.js';
-import { decide, STREAM_TYPE, streamIdOf } from '../../domain/change-request/index.js';
+import { STREAM_TYPE, streamIdOf } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { rebuildProjections, type RebuildReport } from '../../projections/rebuild.js';
 import { median, type BenchRow, type BenchSuite } from '../types.js';
@@ -93,8 +93,7 @@ async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProj
       const crId = randomUUID();
       await db.transaction(async (tx) => {
         const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(p.projectId)))!;
-        const events = decide(
-          {
+        await openInTx(tx, p.projectId, crId, {
             type: 'OpenChangeRequest',
             data: {
               cr_id: crId,
@@ -111,10 +110,7 @@ async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProj
               metadata: {},
             },
             meta: { actor, now },
-          },
-          null,
-        );
-        await appendAndProject(tx, p.projectId, crId, 0, null, events, { actor });
+          });
       });
       current[w] = crId;
       return;
