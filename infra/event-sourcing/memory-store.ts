@@ -8,8 +8,8 @@ import { streamKey, type EventStore, type RowSource, type StreamRef, type Write 
  * services and deciders without a database. Appends are checked against the expected
  * version exactly as the statement checks them; a row-keeping projection's rows are kept
  * (as the projection's own `toRow` makes them), so `load: 'row'` works too. A projection's
- * statements (`project`) and `inTx` hooks get an executor that refuses every query: what
- * is tested here is the decision and the log, not SQL.
+ * statements (`project`) are SQL and are not run; `inTx` hooks get an executor that
+ * refuses every query: what is tested here is the decision, the log and the rows.
  */
 export class MemoryEventStore implements EventStore {
   private streams = new Map<string, StoredEvent[]>();
@@ -65,7 +65,6 @@ export class MemoryEventStore implements EventStore {
       if (!this.rowsBy.has(rows)) this.rowsBy.set(rows, new Map());
       this.rowsBy.get(rows)!.set(streamKey(w.stream), rows.toRow(w.next, w.expected + stored.length));
     }
-    await w.projection.project?.(refusing, w.next, w.expected + stored.length, stored);
     return stored;
   }
 

@@ -2,6 +2,7 @@ import type { Db, Executor } from '../../infra/db/db.js';
 import type { StoredEvent } from '../../infra/event-store.js';
 import { handle } from '../../infra/event-sourcing/handler.js';
 import { pgStore, pgStoreIn } from '../../infra/event-sourcing/pg-store.js';
+import type { EventStore } from '../../infra/event-sourcing/port.js';
 import { changeRequestDecider, type ChangeRequest, type ChangeRequestCommand, type OpenChangeRequest } from '../../domain/change-request/index.js';
 import { notFound } from '../../domain/errors.js';
 import { crProjection, crStream } from '../../projections/change-requests.js';
@@ -19,6 +20,8 @@ export interface Handled {
 export interface CommandContext {
   db: Db;
   commands: CrCommandPath;
+  /** The event store to write through instead of PostgreSQL's over `db` (unit tests: MemoryEventStore). */
+  store?: EventStore;
 }
 
 /**
@@ -36,7 +39,7 @@ export async function handleCommand(
 ): Promise<Handled> {
   const { inTx } = opts;
   const r = await handle(crStream(projectId, crId), changeRequestDecider, crProjection, {
-    store: pgStore(cx.db, cx.commands),
+    store: cx.store ?? pgStore(cx.db, cx.commands),
     load: 'row',
     command: (s) => command(s!),
     missing: () => notFound('Change request'),

@@ -22,6 +22,7 @@ import { handleMany } from '../../infra/event-sourcing/handler.js';
 import { pgStore } from '../../infra/event-sourcing/pg-store.js';
 import { handleCommand, openInTx } from './handle.js';
 import type { CrCommandPath } from './command-path.js';
+import type { EventStore } from '../../infra/event-sourcing/port.js';
 import { withMergeLock } from './merge-lock.js';
 import { crNumberOf } from '../../domain/change-request/reference.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
@@ -32,6 +33,8 @@ export interface CrDeps {
   db: Db;
   /** The process's CR command path (group commit, grouped reads, cached rows): made once by the wiring. */
   commands: CrCommandPath;
+  /** The event store commands write through instead of PostgreSQL's over `db` (unit tests: MemoryEventStore). */
+  store?: EventStore;
   repos: ProjectRepos;
   logger: Logger;
   now?: () => Date;
