@@ -103,7 +103,7 @@ async function decideAndWrite<S, C, E extends Decided>(
   }
   const next = decider.fold(events, state);
   const stored = await store.write({ stream: streamOf(stream, decider, next), expected: version, events, metadata: decider.metadata(cmd!), next, projection });
-  if (!stored) throw new ConcurrencyError(stream.id, version, await store.version(stream));
+  if (!stored) throw await conflict(store, stream, version);
   await opts.inTx?.(tx, next, stored);
   return { state: next, events: stored, version: version + stored.length };
 }
@@ -143,7 +143,7 @@ async function fastRow<S, C, E extends Decided>(
       i--;
       continue;
     }
-    if (i === attempts) throw new ConcurrencyError(stream.id, version, await store.version(stream));
+    if (i === attempts) throw await conflict(store, stream, version);
     await backoff(i);
   }
   return undefined;
@@ -170,6 +170,12 @@ function decideOnCached<S, C, E extends Decided>(row: unknown, decider: Decider<
   } catch {
     return undefined; // refused on what may be stale state: the stored row decides
   }
+}
+
+/** The stream moved from `version`: the error names where it is now (none: it does not exist). */
+async function conflict(store: EventStore, stream: StreamRef, version: number): Promise<ConcurrencyError> {
+  const actual = await store.version(stream);
+  return new ConcurrencyError(stream.id, version, actual === 0 ? null : actual);
 }
 
 async function retried<T>(attempts: number, fn: () => Promise<T>): Promise<T> {

@@ -1,6 +1,6 @@
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { randomUUID } from 'node:crypto';
-import { DomainError, notFound } from '../../domain/errors.js';
+import { DomainError, isErrorReason, notFound } from '../../domain/errors.js';
 import { liveSandbox, LIVE_STATUSES, type Session, type SessionState } from '../../domain/session/index.js';
 import type { Executor } from '../../infra/db/db.js';
 import { readStream } from '../../infra/event-store.js';
@@ -283,7 +283,9 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
     throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
   }
   if (!res.ok) {
-    throw new DomainError(res.status === 409 ? 'conflict' : 'validation', (json as { error?: string } | null)?.error ?? 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
+    // The daemon's reasons are this list's too; anything else it says is a plain refusal.
+    const said = (json as { error?: string } | null)?.error;
+    throw new DomainError(res.status === 409 ? 'conflict' : 'validation', isErrorReason(said) ? said : 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
   }
   return json;
 }
