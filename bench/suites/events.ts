@@ -6,9 +6,9 @@
  *   transaction through `append()` on the pool (one autocommitted statement). Floor: the same number of
  *   single-row INSERTs into a plain table (no triggers, no constraints), 16 concurrent
  *   direct connections, each INSERT its own transaction. Goal: >= 3,000 appends/s.
- * - the same with the inline CR projection: real CRs opened (`appendAndProject`), then
- *   closed and reopened through `handleCommand` (cached or read row, decide, append and
- *   patch the row, group-committed). Goal: >= 0.5x the floor of the same round.
+ * - the same with the inline CR projection: real CRs opened (`openInTx`), then closed
+ *   and reopened through `handleCommand` (the one handler: cached or read row, decide,
+ *   append and patch the row, group-committed). Goal: >= 0.5x the floor of the same round.
  *   Both rows note what an event cost beside the floor's: Postgres and Node CPU, WAL.
  * - projection rebuild: >= 100k real CR events (Opened, Refreshed, Edited, Closed,
  *   Reopened, Merged), replayed by `rebuildProjections` with and without `verify`.
