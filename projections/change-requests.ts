@@ -17,7 +17,10 @@ export type { CrRow };
 export const toRow = (state: ChangeRequest, version: number): CrRow => ({ ...state, stream_version: version });
 
 /** A CR's stream, as the command handler takes it. */
-export const crStream = (projectId: string, crId: string): StreamRef => ({ id: streamIdOf(crId), type: STREAM_TYPE, projectId });
+export const crStream = (projectId: string, crId: string): StreamRef => {
+  const id = streamIdOf(crId);
+  return { id, type: STREAM_TYPE, projectId, key: `${projectId}/${id}` };
+};
 
 const crIdOfStream = (s: StreamRef) => s.id.slice('cr-'.length);
 

@@ -20,7 +20,7 @@ import { streamKey, type EventStore, type FusedWrite, type RowSource, type Strea
 export interface CommandPath {
   readonly rows: RowSource<any, any>;
   /** Appends with their row patches, group-committed. */
-  readonly appends: GroupCommit<Write<unknown>, StoredEvent[] | null>;
+  readonly appends: GroupCommit<Patch, StoredEvent[] | null>;
   /** Reads of rows by concurrent commands, grouped into one statement the same way. */
   readonly reads: GroupCommit<StreamRef, Record<string, unknown> | undefined>;
   /** The row this process last read or wrote per stream (`streamKey`). */
@@ -44,11 +44,11 @@ export function createCommandPath(db: Db, rows: RowSource<any, any>, opts: { max
   const inFlight = opts.inFlight ?? GROUP_IN_FLIGHT;
   return {
     rows,
-    appends: createGroupCommit<Write<unknown>, StoredEvent[] | null>({
+    appends: createGroupCommit<Patch, StoredEvent[] | null>({
       maxInFlight: inFlight,
-      key: (w) => w.stream.id,
-      runOne: async (w) => (await patchRows(ex, rows, [w]))[0]!,
-      runBatch: (ws) => patchRows(ex, rows, ws),
+      key: (p) => p.w.stream.id,
+      runOne: async (p) => (await patchRows(ex, rows, [p]))[0]!,
+      runBatch: (ps) => patchRows(ex, rows, ps),
     }),
     reads: createGroupCommit<StreamRef, Record<string, unknown> | undefined>({
       maxInFlight: inFlight,
@@ -60,25 +60,34 @@ export function createCommandPath(db: Db, rows: RowSource<any, any>, opts: { max
         return streams.map((s) => byKey.get(streamKey(s)));
       },
     }),
-    cache: new RowCache(opts.maxCachedRows ?? MAX_CACHED_ROWS),
+    cache: new RowCache(opts.maxCachedRows ?? MAX_CACHED_ROWS, (r) => rows.versionOf(r)),
   };
+}
+
+/** A write that patches the row it was decided on: `next` is the row it leaves. */
+export interface Patch {
+  w: Write<unknown>;
+  next: unknown;
 }
 
 /** A bounded map of rows by stream, oldest written first out. */
 export class RowCache {
-  private readonly rows = new Map<string, { row: unknown; version: number }>();
-  constructor(private readonly max: number) {}
+  private readonly rows = new Map<string, unknown>();
+  constructor(
+    private readonly max: number,
+    private readonly versionOf: (row: unknown) => number,
+  ) {}
 
   get(key: string): unknown {
-    return this.rows.get(key)?.row;
+    return this.rows.get(key);
   }
 
   /** Keeps `row` unless a newer version of it is cached already (a read that raced an append). */
-  remember(key: string, row: unknown, version: number): void {
+  remember(key: string, row: unknown): void {
     const had = this.rows.get(key);
-    if (had && had.version > version) return;
+    if (had !== undefined && this.versionOf(had) > this.versionOf(row)) return;
     this.rows.delete(key);
-    this.rows.set(key, { row, version });
+    this.rows.set(key, row);
     if (this.rows.size > this.max) this.rows.delete(this.rows.keys().next().value!);
   }
 
@@ -107,13 +116,20 @@ const toAppend = <In>(w: Write<unknown>, input: In): StreamAppend & { input: In 
 });
 
 /** The append fused with each row's patch (its guard: the row still at `expected`); per write, the stored events or null. */
-async function patchRows(ex: Executor, rows: RowSource<any, any>, ws: Write<unknown>[]): Promise<(StoredEvent[] | null)[]> {
-  const appends = ws.map((w) => toAppend(w, { prev: w.prevRow, next: rows.toRow(w.next, w.expected + w.events.length) }));
+async function patchRows(ex: Executor, rows: RowSource<any, any>, ps: Patch[]): Promise<(StoredEvent[] | null)[]> {
+  const appends = ps.map((p) => toAppend(p.w, { prev: p.w.prevRow, next: p.next }));
   const stored = await ex.rows<StoredEvent>(fusedQuery(rows.patch, appends));
   const byStream = new Map<string, StoredEvent[]>();
-  for (const e of stored) byStream.set(e.stream_id, [...(byStream.get(e.stream_id) ?? []), e]);
-  return ws.map((w) => byStream.get(w.stream.id) ?? null);
+  for (const e of stored) {
+    const had = byStream.get(e.stream_id);
+    if (had) had.push(e);
+    else byStream.set(e.stream_id, [e]);
+  }
+  return ps.map((p) => byStream.get(p.w.stream.id) ?? null);
 }
+
+/** The row a write leaves, for its patch and the cache. */
+const patchOf = (rows: RowSource<any, any>, w: Write<unknown>): Patch => ({ w, next: rows.toRow(w.next, w.expected + w.events.length) });
 
 class PgStore implements EventStore {
   constructor(
@@ -137,7 +153,7 @@ class PgStore implements EventStore {
     const raw = pooled ? await pooled.reads.submit(stream) : await this.ex.one<Record<string, unknown>>(rows.read(stream));
     if (!raw) return undefined;
     const row = rows.decode(raw);
-    pooled?.cache.remember(streamKey(stream), row, rows.versionOf(row));
+    pooled?.cache.remember(streamKey(stream), row);
     return row;
   }
 
@@ -151,9 +167,9 @@ class PgStore implements EventStore {
     const key = streamKey(w.stream);
     if (w.prevRow !== undefined && rows && !w.projection.project) {
       const pooled = this.pooled(rows);
-      const stored = pooled ? await pooled.appends.submit(w as Write<unknown>) : (await patchRows(this.ex, rows, [w as Write<unknown>]))[0]!;
-      const version = w.expected + w.events.length;
-      if (stored && pooled) pooled.cache.remember(key, rows.toRow(w.next, version), version);
+      const p = patchOf(rows, w as Write<unknown>);
+      const stored = pooled ? await pooled.appends.submit(p) : (await patchRows(this.ex, rows, [p]))[0]!;
+      if (stored && pooled) pooled.cache.remember(key, p.next);
       else this.path?.cache.delete(key);
       return stored;
     }
@@ -185,7 +201,7 @@ class PgStore implements EventStore {
       return out;
     }
     // One statement for all of them (a batch already: not group-committed).
-    return patchRows(this.ex, rows, ws as Write<unknown>[]);
+    return patchRows(this.ex, rows, ws.map((w) => patchOf(rows, w as Write<unknown>)));
   }
 
   transaction<T>(fn: (store: EventStore, tx: Executor) => Promise<T>): Promise<T> {

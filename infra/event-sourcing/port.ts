@@ -14,6 +14,8 @@ export interface StreamRef {
   id: string;
   type: string;
   projectId: string | null;
+  /** `streamKey` of it, when made once by whoever built the ref (a hot path looks it up several times). */
+  key?: string;
 }
 
 /** An event as a decider emits it (before it is stored). */
@@ -83,7 +85,7 @@ export interface RowSource<S, R> {
 }
 
 /** The cache and group-commit key of a stream. */
-export const streamKey = (s: StreamRef): string => `${s.projectId ?? ''}/${s.id}`;
+export const streamKey = (s: StreamRef): string => s.key ?? `${s.projectId ?? ''}/${s.id}`;
 
 /** One append the handler asks a store to make, with what the projection writes beside it. */
 export interface Write<S> {

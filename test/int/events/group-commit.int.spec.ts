@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { handleCommand, openInTx } from '../../../services/change-requests/handle.js';
 import { createCrCommandPath, GROUP_IN_FLIGHT, type CrCommandPath } from '../../../services/change-requests/command-path.js';
 import type { Projection, Write } from '../../../infra/event-sourcing/port.js';
+import type { Patch } from '../../../infra/event-sourcing/pg-store.js';
 import { crProjection, crStream } from '../../../projections/change-requests.js';
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
@@ -120,13 +121,15 @@ describe('group-committed CR appends', function () {
 
   it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
     const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
-    const cmd = async (crId: string, expected: number): Promise<Write<unknown>> => {
+    const cmd = async (crId: string, expected: number): Promise<Patch> => {
       const row = decodeCrRow((await t.db.one(crQueries.byId(p.projectId, crId)))!);
-      return {
+      const next = { ...crOfRow(row), title: `edited ${crId}` };
+      const w: Write<unknown> = {
         stream: crStream(p.projectId, crId), expected, metadata: { actor: p.userId },
         events: [{ type: 'ChangeRequestEdited', data: { title: `edited ${crId}` } }],
-        next: { ...crOfRow(row), title: `edited ${crId}` }, projection: crProjection as Projection<unknown>, prevRow: { ...row, stream_version: expected },
+        next, projection: crProjection as Projection<unknown>, prevRow: { ...row, stream_version: expected },
       };
+      return { w, next: { ...next, stream_version: expected + 1 } };
     };
     const gc = commands.appends;
     // Commands held in flight (their stream rows locked by another transaction) fill the
