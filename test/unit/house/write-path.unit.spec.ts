@@ -22,7 +22,7 @@ const ALLOWED: Record<string, string> = {
 /** Names a file imports by value (type-only imports cannot write), with the module they come from. */
 export function valueImports(source: string): { name: string; from: string }[] {
   const out: { name: string; from: string }[] = [];
-  for (const m of source.matchAll(/import\s+(type\s+)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g)) {
+  for (const m of source.matchAll(/(?:import|export)\s+(type\s+)?(?:\w+\s*,\s*)?\{([^}]*)\}\s*from\s*['"]([^'"]+)['"]/g)) {
     if (m[1]) continue;
     for (const part of m[2]!.split(',')) {
       const spec = part.trim();
@@ -30,7 +30,8 @@ export function valueImports(source: string): { name: string; from: string }[] {
       out.push({ name: spec.split(/\s+as\s+/)[0]!.trim(), from: m[3]! });
     }
   }
-  for (const m of source.matchAll(/import\s+\*\s+as\s+\w+\s+from\s*['"]([^'"]+(?:event-store|queries\/events)\.js)['"]/g)) out.push({ name: '*', from: m[1]! });
+  // A whole module that holds builders, imported, re-exported or loaded at run time.
+  for (const m of source.matchAll(/(?:import\s+\*\s+as\s+\w+\s+from|export\s+\*\s+from|import\()\s*['"]([^'"]+(?:event-store|queries\/events)\.js)['"]/g)) out.push({ name: '*', from: m[1]! });
   return out;
 }
 
@@ -61,6 +62,9 @@ const AROUND: Record<string, string> = {
   'sql/queries/x.ts': "import { appendStatement } from './events.js';",
   'workers/x.ts': "import { eventQueries } from '../sql/queries/events.js';\nawait tx.rows(eventQueries.append([]));",
   'api/x.ts': "import * as store from '../infra/event-store.js';",
+  'ops/x.ts': "import pg, { append } from '../infra/event-store.js';",
+  'projections/y.ts': "export { appendStatement } from '../sql/queries/events.js';",
+  'services/z.ts': "export * from '../infra/event-store.js';\nconst q = await import('../sql/queries/events.js');",
 };
 const KEEPS: Record<string, string> = {
   'infra/event-sourcing/pg-store.ts': "import { appendStatement, encodeAppends } from '../../sql/queries/events.js';\nimport { append } from '../event-store.js';",
