@@ -97,7 +97,7 @@ export interface MergeResult {
 }
 
 /** Past its timeout and this grace, a running run whose worker died errors. */
-export const LOST_GRACE_MS = 300_000;
+const LOST_GRACE_MS = 300_000;
 
 /** Checks in force with no run on the CR's recorded pair (none unless it is open and has both SHAs). */
 export function missingChecks<T extends CheckInForce>(s: NonNullable<CrChecks>, checks: T[], pair: { base: string | null; head: string | null }): T[] {

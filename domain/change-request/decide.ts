@@ -76,7 +76,7 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
   }
 }
 
-export function existing(state: CrState): ChangeRequest {
+function existing(state: CrState): ChangeRequest {
   if (state === null) throw notFound('Change request');
   return state;
 }

@@ -25,11 +25,6 @@ export class MemoryEventStore implements EventStore {
     return [...(this.streams.get(stream.id) ?? [])];
   }
 
-  /** Every event in append order (a global read). */
-  all(): StoredEvent[] {
-    return [...this.streams.values()].flat().sort((a, b) => a.global_position - b.global_position);
-  }
-
   async row<R>(rows: RowSource<any, R>, stream: StreamRef): Promise<R | undefined> {
     return this.rowsBy.get(rows)?.get(streamKey(stream)) as R | undefined;
   }

@@ -6,13 +6,12 @@ import {
   checksDecider,
   foldCrChecks,
   parseChangeRequestEvent,
-  STREAM_TYPE,
   streamIdOf,
   type ChangeRequest,
   type CheckEvent,
   type ChecksState,
 } from '../../domain/change-request/index.js';
-import { crChecksProjection } from '../../projections/change-requests.js';
+import { crChecksProjection, crStream } from '../../projections/change-requests.js';
 import type { CrDeps } from '../change-requests/service.js';
 
 export type { CheckEvent };
@@ -46,8 +45,8 @@ export async function appendCheckEvents(
   decideEvents: (s: CrWithChecks) => CheckEvent[],
 ): Promise<{ state: CrWithChecks; appended: CheckEvent[] }> {
   let decidedOn: CrWithChecks | undefined;
-  const r = await handle({ id: streamIdOf(crId), type: STREAM_TYPE, projectId }, checksDecider, crChecksProjection, {
-    store: pgStore(deps.db, deps.commands),
+  const r = await handle(crStream(projectId, crId), checksDecider, crChecksProjection, {
+    store: deps.store ?? pgStore(deps.db, deps.commands),
     load: 'stream',
     missing: () => notFound('Change request'),
     before: async (_tx, s) => {

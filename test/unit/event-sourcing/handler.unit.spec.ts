@@ -7,6 +7,7 @@ import { sessionDecider } from '../../../domain/session/index.js';
 import { crProjection, crStream } from '../../../projections/change-requests.js';
 import { sessionProjection, sessionStream } from '../../../projections/sessions.js';
 import { applyTips, type CrDeps } from '../../../services/change-requests/service.js';
+import { appendCheckEvents } from '../../../services/checks/stream.js';
 import type { ProjectRecord } from '../../../domain/project.js';
 import { notFound } from '../../../domain/errors.js';
 
@@ -100,5 +101,27 @@ describe('a CR service over the in-memory event store', () => {
     // Unmoved tips write nothing either.
     await applyTips(deps, project, next, { feature: C, main: B }, U);
     expect(store.appends).to.equal(2);
+  });
+});
+
+describe('the checks service over the in-memory event store', () => {
+  it('appendCheckEvents decides on the folded CR and checks; the decider admits a run once and refuses an unknown one', async () => {
+    const store = new MemoryEventStore();
+    const projectId = randomUUID();
+    const cr = await opened(store, projectId);
+    const deps = { store, db: {} as CrDeps['db'], commands: {} as CrDeps['commands'], now: () => new Date('2026-11-28T12:02:00Z') } as unknown as CrDeps;
+    const run_id = randomUUID();
+    const at = '2026-11-28T12:02:00.000Z';
+    const queued = await appendCheckEvents(deps, projectId, cr.cr_id, 'system', () => [{ type: 'CheckQueued', data: { run_id, name: 'test', base_sha: B, head_sha: A, merge_sha: A, queued_at: at } }]);
+    expect(queued.appended.map((e) => e.type)).to.deep.equal(['CheckQueued']);
+    expect(queued.state.version, 'the state decided on').to.equal(1);
+    const start = () => appendCheckEvents(deps, projectId, cr.cr_id, 'system', (s) =>
+      s.checks.runs.find((r) => r.run_id === run_id)?.status === 'queued' ? [{ type: 'CheckStarted', data: { run_id, started_at: at } }] : []);
+    expect((await start()).appended).to.have.length(1);
+    expect((await start()).appended, 'started once').to.deep.equal([]);
+    const unknown = appendCheckEvents(deps, projectId, cr.cr_id, 'system', () => [{ type: 'CheckPassed', data: { run_id: randomUUID(), finished_at: at } }]);
+    expect((await failure(unknown))?.message).to.match(/not found/i);
+    const stream = await store.read(crStream(projectId, cr.cr_id));
+    expect(stream.map((e) => e.type)).to.deep.equal(['ChangeRequestOpened', 'CheckQueued', 'CheckStarted']);
   });
 });
