@@ -279,15 +279,20 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
     json = null;
   }
   if (path === '/svc/prompt' && res.ok) await touchSession(deps, t.session.session_id);
-  if (res.status >= 500) {
-    throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
-  }
-  if (!res.ok) {
-    // The daemon's reasons are this list's too; anything else it says is a plain refusal.
-    const said = (json as { error?: string } | null)?.error;
-    throw new DomainError(res.status === 409 ? 'conflict' : 'validation', isErrorReason(said) ? said : 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
-  }
+  if (!res.ok) throw daemonRefusal(res.status, json);
   return json;
+}
+
+/**
+ * A refusal by a sandbox's daemon as the API's error. The daemon runs beside the agent's
+ * code, so what it says is untrusted: its reason passes only if it is one of the closed
+ * list's (the daemon's own are), anything else is a plain refusal; its code is ours.
+ */
+export function daemonRefusal(status: number, json: unknown): DomainError {
+  const body = json !== null && typeof json === 'object' ? (json as { error?: unknown; message?: unknown }) : {};
+  const message = typeof body.message === 'string' ? body.message : `The sandbox answered ${status}.`;
+  if (status >= 500) return new DomainError('unavailable', 'Sandbox unavailable', message);
+  return new DomainError(status === 409 ? 'conflict' : 'validation', isErrorReason(body.error) ? body.error : 'Refused', message);
 }
 
 /** Of `sandboxIds`, those no longer serving a running session: their proxied sockets are cut. */
