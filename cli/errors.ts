@@ -2,7 +2,7 @@
  * The one place that turns a failure into an exit code and a one-line message.
  * 0 ok · 1 the operation failed (API error, nothing resolved, cancelled) · 2 usage error.
  */
-import type { ErrorCode } from '../domain/errors.js';
+import type { ErrorCode, ErrorReason } from '../domain/errors.js';
 
 /** Bad invocation: unknown command or flag, missing argument, flag needed off a TTY. */
 export class UsageError extends Error {
@@ -89,6 +89,10 @@ function networkHint(err: NetworkError): string {
   }
 }
 
+/** The server's reasons a 409 is told apart by (domain/errors.ts: the closed list). */
+const MERGE_FAILED: ErrorReason = 'Merge failed';
+const HEAD_MODIFIED: ErrorReason = 'Head branch was modified';
+
 export function codeForStatus(status: number, reason: string): ApiError['code'] {
   switch (status) {
     case 400:
@@ -100,7 +104,7 @@ export function codeForStatus(status: number, reason: string): ApiError['code'] 
     case 404:
       return 'not_found';
     case 409:
-      return reason === 'Merge failed' ? 'merge_failed' : reason === 'Head branch was modified' ? 'head_modified' : 'conflict';
+      return reason === MERGE_FAILED ? 'merge_failed' : reason === HEAD_MODIFIED ? 'head_modified' : 'conflict';
     case 413:
       return 'payload_too_large';
     case 429:

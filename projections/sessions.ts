@@ -1,10 +1,12 @@
 import type { Executor } from '../infra/db/db.js';
 import type { StoredEvent } from '../infra/event-store.js';
+import type { Projection, StreamRef } from '../infra/event-sourcing/port.js';
 import {
   currentSandbox,
   evolve,
   parseSessionEvent,
   SESSION_STREAM_TYPE,
+  sessionStreamId,
   type Session,
   type SessionState,
 } from '../domain/session/index.js';
@@ -63,6 +65,14 @@ export async function projectSession(tx: Executor, s: Session, version: number):
   await tx.run(sessionQueries.upsert(rows.session));
   if (rows.sandboxes.length) await tx.run(sessionQueries.upsertSandboxes(rows.sandboxes));
 }
+
+/** A session's stream, as the command handler takes it (its project comes from the state: `sessionDecider.projectOf`). */
+export const sessionStream = (sessionId: string): StreamRef => ({ id: sessionStreamId(sessionId), type: SESSION_STREAM_TYPE, projectId: null });
+
+/** The projection of the session aggregate's writes: its statements, in the append's transaction. */
+export const sessionProjection: Projection<SessionState> = {
+  project: (tx, s, version) => projectSession(tx, s!, version),
+};
 
 /** Folds session events in log order, one state per stream (rebuilds). */
 export class SessionFolder {

@@ -6,9 +6,9 @@
  *   transaction through `append()` on the pool (one autocommitted statement). Floor: the same number of
  *   single-row INSERTs into a plain table (no triggers, no constraints), 16 concurrent
  *   direct connections, each INSERT its own transaction. Goal: >= 3,000 appends/s.
- * - the same with the inline CR projection: real CRs opened (`appendAndProject`), then
- *   closed and reopened through `handleCommand` (cached or read row, decide, append and
- *   patch the row, group-committed). Goal: >= 0.5x the floor of the same round.
+ * - the same with the inline CR projection: real CRs opened (`openInTx`), then closed
+ *   and reopened through `handleCommand` (the one handler: cached or read row, decide,
+ *   append and patch the row, group-committed). Goal: >= 0.5x the floor of the same round.
  *   Both rows note what an event cost beside the floor's: Postgres and Node CPU, WAL.
  * - projection rebuild: >= 100k real CR events (Opened, Refreshed, Edited, Closed,
  *   Reopened, Merged), replayed by `rebuildProjections` with and without `verify`.
@@ -19,9 +19,9 @@ import os from 'node:os';
 import pg from 'pg';
 import type { Db } from '../../infra/db/db.js';
 import { append } from '../../infra/event-store.js';
-import { appendAndProject, handleCommand } from '../../services/change-requests/handle.js';
+import { handleCommand, openInTx } from '../../services/change-requests/handle.js';
 import { createCrCommandPath, type CrCommandPath } from '../../services/change-requests/command-path.js';
-import { decide, STREAM_TYPE, streamIdOf } from '../../domain/change-request/index.js';
+import { STREAM_TYPE, streamIdOf } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { rebuildProjections, type RebuildReport } from '../../projections/rebuild.js';
 import { median, type BenchRow, type BenchSuite } from '../types.js';
@@ -93,8 +93,7 @@ async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProj
       const crId = randomUUID();
       await db.transaction(async (tx) => {
         const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(p.projectId)))!;
-        const events = decide(
-          {
+        await openInTx(tx, p.projectId, crId, {
             type: 'OpenChangeRequest',
             data: {
               cr_id: crId,
@@ -111,10 +110,7 @@ async function projectedRun(db: Db, commands: CrCommandPath, projects: BenchProj
               metadata: {},
             },
             meta: { actor, now },
-          },
-          null,
-        );
-        await appendAndProject(tx, p.projectId, crId, 0, null, events, { actor });
+          });
       });
       current[w] = crId;
       return;

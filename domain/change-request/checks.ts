@@ -39,9 +39,10 @@ export interface ChecksState {
 
 export const TERMINAL: ReadonlySet<CheckStatus> = new Set(['passed', 'failed', 'errored', 'cancelled']);
 
-export function foldChecks(events: ChangeRequestEvent[]): ChecksState {
-  const runs = new Map<string, CheckRun>();
-  let auto = null as AutoMerge | null;
+/** `events` applied to `from` (no checks by default), in order. */
+export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { runs: [], auto_merge: null }): ChecksState {
+  const runs = new Map<string, CheckRun>(from.runs.map((r) => [r.run_id, r]));
+  let auto = from.auto_merge;
   const finish = (id: string, patch: Partial<CheckRun>) => {
     const r = runs.get(id);
     if (r && !TERMINAL.has(r.status)) runs.set(id, { ...r, ...patch });

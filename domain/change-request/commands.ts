@@ -1,6 +1,4 @@
 import type { ReviewCommand } from './review.js';
-import type { CheckEventType } from './check-events.js';
-import type { ChangeRequestEvent } from './events.js';
 import type { ChangeRequest } from './state.js';
 
 /**
@@ -59,13 +57,6 @@ export interface ReopenChangeRequest {
   meta: CommandMeta;
 }
 
-/** A check result or a merge-when-green change (services/checks decides which, from the stream). */
-export interface RecordCheckEvent {
-  type: 'RecordCheckEvent';
-  event: Extract<ChangeRequestEvent, { type: CheckEventType }>;
-  meta: CommandMeta;
-}
-
 export type ChangeRequestCommand =
   | OpenChangeRequest
   | RefreshChangeRequest
@@ -73,5 +64,8 @@ export type ChangeRequestCommand =
   | MergeChangeRequest
   | CloseChangeRequest
   | ReopenChangeRequest
-  | ReviewCommand
-  | RecordCheckEvent;
+  | ReviewCommand;
+
+/** An event's metadata from its command's: who, and the agent session they acted through. */
+export const metadataOf = (meta: CommandMeta): { actor: string; session_id?: string } =>
+  meta.session_id ? { actor: meta.actor, session_id: meta.session_id } : { actor: meta.actor };

@@ -16,8 +16,7 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
     case 'OpenChangeRequest': {
       if (state !== null) throw new DomainError('conflict', 'Conflict', 'This change request already exists.');
       const d = command.data;
-      const issues = openIssues(d);
-      if (issues.length) throw validationError(issues.map((i) => i.message).join(' '), issues);
+      assertCanOpen(d);
       return [
         {
           type: 'ChangeRequestOpened',
@@ -48,7 +47,7 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
     }
     case 'MergeChangeRequest': {
       const cr = existing(state);
-      requireOpen(cr, 'merge');
+      assertCanMerge(cr);
       return [{ type: 'ChangeRequestMerged', data: { ...command.data, merged_by: actor, merged_at: at } }];
     }
     case 'CloseChangeRequest': {
@@ -70,13 +69,6 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
       }
       return [{ type: 'ChangeRequestReopened', data: { reopened_by: actor, reopened_at: at } }];
     }
-    case 'RecordCheckEvent': {
-      const cr = existing(state);
-      const e = command.event;
-      // New runs and new requests only on an open CR; results of runs already queued land whatever its fate.
-      if ((e.type === 'CheckQueued' || e.type === 'ChangeRequestAutoMergeRequested') && cr.status !== 'open') requireOpen(cr, 'merge');
-      return [e];
-    }
     default: {
       const unhandled: never = command;
       throw new Error(`unhandled command ${(unhandled as { type: string }).type}`);
@@ -94,7 +86,7 @@ function existing(state: CrState): ChangeRequest {
  * state says so (like gh's "is already closed"); the other refusals name the command and
  * what to do, if anything (a closed CR can be reopened and then merged; a merged one is final).
  */
-function requireOpen(cr: ChangeRequest, verb: 'merge' | 'close'): void {
+export function requireOpen(cr: ChangeRequest, verb: 'merge' | 'close'): void {
   if (cr.status === 'open') return;
   const done = verb === 'merge' ? 'merged' : 'closed';
   const message =
@@ -116,4 +108,23 @@ export function openIssues(d: { title: string; head_ref: string; base_ref: strin
     issues.push({ path: 'head_ref', message: `head_ref must differ from base_ref (both are '${d.base_ref}').` });
   }
   return issues;
+}
+
+/**
+ * Whether a CR may be opened with these fields: the decider's own rule, asked before
+ * touching git or allocating a number. Throws the 400 the open would.
+ */
+export function assertCanOpen(d: { title: string; head_ref: string; base_ref: string }): void {
+  const issues = openIssues(d);
+  if (issues.length) throw validationError(issues.map((i) => i.message).join(' '), issues);
+}
+
+/** Whether `cr` may be merged now (the decider's rule for a merge): throws its 409 if not. */
+export function assertCanMerge(cr: ChangeRequest): void {
+  requireOpen(cr, 'merge');
+}
+
+/** `assertCanMerge` as a question. */
+export function canMerge(cr: ChangeRequest): boolean {
+  return cr.status === 'open';
 }

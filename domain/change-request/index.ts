@@ -9,3 +9,5 @@ export * from './diff-lines.js';
 export * from './check-events.js';
 export * from './checks.js';
 export * from './reference.js';
+export * from './decider.js';
+export * from './checks-decide.js';

@@ -3,3 +3,4 @@ export * from './decide.js';
 export * from './events.js';
 export * from './evolve.js';
 export * from './state.js';
+export * from './decider.js';

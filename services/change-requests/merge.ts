@@ -1,5 +1,5 @@
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
-import { decide, type ChangeRequest } from '../../domain/change-request/index.js';
+import { assertCanMerge, type ChangeRequest } from '../../domain/change-request/index.js';
 import { defaultMergeMessage, type MergeResult } from '../../infra/git/port.js';
 import { failpoint } from '../../lib/failpoints.js';
 import { step } from '../../lib/step-trace.js';
@@ -48,18 +48,6 @@ export interface MergeJobData {
   expected_base_sha?: string;
 }
 
-/** Fails fast with the 409 the decider would give, before any git work. */
-export function assertMergeable(cr: ChangeRequest, actor: string): void {
-  decide(
-    {
-      type: 'MergeChangeRequest',
-      data: { strategy: 'fast-forward', base_commit_sha: '0'.repeat(40), head_commit_sha: '0'.repeat(40), merge_commit_sha: '0'.repeat(40) },
-      meta: { actor, now: new Date() },
-    },
-    cr,
-  );
-}
-
 /**
  * The merge workflow, run by the `cr.merge` worker. One merge at a time per project and
  * base branch (an advisory lock). The computed merge is recorded before the remote base
@@ -72,7 +60,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
   const project = known?.project ?? (await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id)));
   if (!project) throw notFound('Project');
   const first = known?.cr ?? (await findCr(deps.db, project.project_id, job.cr_id));
-  assertMergeable(first, job.actor);
+  assertCanMerge(first);
   const repo = deps.repos.for(project);
   step('job: load project, CR');
   const cr = await withMergeLock(deps, project.project_id, first.base_ref, async (db) => {
@@ -80,7 +68,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
     const locked: CrDeps = { ...deps, db };
     // Re-read under the lock: a close that committed meanwhile wins, and nothing merges.
     const cr = await findCr(db, project.project_id, job.cr_id);
-    assertMergeable(cr, job.actor);
+    assertCanMerge(cr);
     step('re-read CR');
     const recovered = await recoverPublished(locked, project, cr);
     if (recovered) return recovered;

@@ -1,9 +1,9 @@
-import { DomainError } from '../../domain/errors.js';
-import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { DomainError, domainErrorFrom } from '../../domain/errors.js';
+import { assertCanMerge, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Queue } from '../../infra/queue.js';
 import { step } from '../../lib/step-trace.js';
-import { assertMergeable, CR_MERGE, type MergeContext, type MergeJobData } from './merge.js';
+import { CR_MERGE, type MergeContext, type MergeJobData } from './merge.js';
 import { findCr, type CrDeps } from './service.js';
 
 /**
@@ -26,7 +26,7 @@ export async function requestMerge(
   body: MergeRequest,
 ): Promise<ChangeRequest> {
   const cr = await findCr(deps.db, project.project_id, ref);
-  assertMergeable(cr, actor); // 409 at once for a CR that is not open
+  assertCanMerge(cr); // 409 at once for a CR that is not open (the decider's rule)
   step('load CR');
   const job: MergeJobData = {
     project_id: project.project_id,
@@ -44,5 +44,5 @@ async function viaQueue(queue: Queue, job: MergeJobData, local: MergeContext, on
   if (!out) throw new DomainError('unavailable', 'Merge pending', 'The merge is queued but no worker finished it in time; check the CR again shortly.');
   if (out.ok) return out.value as ChangeRequest;
   if (out.error.code === 'merge_failed') onConflict?.();
-  throw new DomainError(out.error.code as never, out.error.reason, out.error.message, out.error.details);
+  throw domainErrorFrom(out.error);
 }

@@ -6,20 +6,23 @@ import type { DiffResult, MergePreview, ProjectRepo } from '../../infra/git/port
 import type { Logger } from '../../lib/logger.js';
 import { DomainError, isDomainError, notFound, validationError } from '../../domain/errors.js';
 import {
-  decide,
+  assertCanOpen,
+  changeRequestDecider,
   fold,
   parseChangeRequestEvent,
-  STREAM_TYPE,
   streamIdOf,
   type ChangeRequest,
   type CrStatus,
 } from '../../domain/change-request/index.js';
-import { crQueries, type CrAppendWithPatch } from '../../sql/queries/change-requests.js';
+import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { crOfRow, crRowPatch, decodeCrRow, type CrRow } from '../../sql/queries/change-request-row.js';
-import { toRow } from '../../projections/change-requests.js';
-import { appendAndProject, handleCommand, metadataOf } from './handle.js';
-import { appendAndPatch, type CrCommandPath } from './command-path.js';
+import { crOfRow, decodeCrRow, type CrRow } from '../../sql/queries/change-request-row.js';
+import { crProjection, crStream, toRow } from '../../projections/change-requests.js';
+import { handleMany } from '../../infra/event-sourcing/handler.js';
+import { pgStore } from '../../infra/event-sourcing/pg-store.js';
+import { handleCommand, openInTx } from './handle.js';
+import type { CrCommandPath } from './command-path.js';
+import type { EventStore } from '../../infra/event-sourcing/port.js';
 import { withMergeLock } from './merge-lock.js';
 import { crNumberOf } from '../../domain/change-request/reference.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
@@ -30,6 +33,8 @@ export interface CrDeps {
   db: Db;
   /** The process's CR command path (group commit, grouped reads, cached rows): made once by the wiring. */
   commands: CrCommandPath;
+  /** The event store commands write through instead of PostgreSQL's over `db` (unit tests: MemoryEventStore). */
+  store?: EventStore;
   repos: ProjectRepos;
   logger: Logger;
   now?: () => Date;
@@ -158,33 +163,25 @@ async function applyManyTips(
   tips: Record<string, string | null>,
   actor: string,
 ): Promise<Map<string, CrRow>> {
-  const items: CrAppendWithPatch[] = [];
-  const next: CrRow[] = [];
-  for (const row of open) {
+  const moved = open.filter((row) => {
     const head = tips[row.head_ref] ?? null;
     const base = tips[row.base_ref] ?? null;
-    if (!head || !base || (head === row.head_commit_sha && base === row.base_commit_sha)) continue;
-    const state = crOfRow(row);
-    const events = decide({ type: 'RefreshChangeRequest', data: { head_commit_sha: head, base_commit_sha: base }, meta: { actor, now: now(deps) } }, state);
-    if (events.length !== 1) continue;
-    const folded = toRow(fold(events, state)!, row.stream_version + 1);
-    items.push({
-      streamId: streamIdOf(row.cr_id),
-      streamType: STREAM_TYPE,
-      projectId: project.project_id,
-      crId: row.cr_id,
-      expected: row.stream_version,
-      events: [{ eventId: randomUUID(), type: events[0]!.type, data: events[0]!.data }],
-      metadata: { actor },
-      patch: crRowPatch(row, folded),
-    });
-    next.push(folded);
-  }
-  if (items.length === 0) return new Map();
-  // One statement for the page (the command path's, not group-committed: it is a batch already).
-  const stored = await appendAndPatch(deps.db, items);
-  // A stream that moved meanwhile was skipped: its stored row is served, the next read refreshes it.
-  return new Map(next.filter((_, k) => stored[k] !== null).map((r) => [r.cr_id, r]));
+    return head && base && (head !== row.head_commit_sha || base !== row.base_commit_sha);
+  });
+  if (moved.length === 0) return new Map();
+  // One statement for the page (a batch already: not group-committed). A stream that moved
+  // meanwhile was skipped: its stored row is served, the next read refreshes it.
+  const done = await handleMany(
+    moved.map((row) => ({
+      stream: crStream(project.project_id, row.cr_id),
+      row,
+      command: () => ({ type: 'RefreshChangeRequest' as const, data: { head_commit_sha: tips[row.head_ref]!, base_commit_sha: tips[row.base_ref]! }, meta: { actor, now: now(deps) } }),
+    })),
+    changeRequestDecider,
+    crProjection,
+    pgStore(deps.db),
+  );
+  return new Map(done.flatMap((d) => (d ? [[d.state!.cr_id, toRow(d.state!, d.version)] as const] : [])));
 }
 
 const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
@@ -225,11 +222,10 @@ export async function openCr(
 ): Promise<ChangeRequest> {
   const base = input.base_ref ?? project.default_branch;
   const crId = randomUUID();
-  const probe = {
+  const fields = {
     cr_id: crId,
     account_id: project.account_id,
     project_id: project.project_id,
-    number: 1,
     title: input.title,
     description: input.description ?? '',
     base_ref: base,
@@ -240,7 +236,7 @@ export async function openCr(
     metadata: input.metadata ?? {},
   };
   // Validate before touching git or allocating a number.
-  decide({ type: 'OpenChangeRequest', data: probe, meta: { actor, now: now(deps) } }, null);
+  assertCanOpen(fields);
   const tips = await tipsOrNull(deps.repos.for(project), base, input.head_ref, deps.logger);
   if (tips.reachable && tips.head === null) {
     throw validationError(`head_ref '${input.head_ref}' does not exist in the repository; push it first.`, [
@@ -254,15 +250,13 @@ export async function openCr(
     const known = input.session_id ? await tx.one(projectQueries.sessionInProject(project.project_id, input.session_id)) : undefined;
     const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(project.project_id)))!;
     const data = {
-      ...probe,
+      ...fields,
       number,
       head_commit_sha: tips.head,
       base_commit_sha: tips.base,
       origin_session_id: known ? input.session_id! : null,
     };
-    const meta = { actor, now: now(deps), session_id: via };
-    const events = decide({ type: 'OpenChangeRequest', data, meta }, null);
-    return (await appendAndProject(tx, project.project_id, crId, 0, null, events, metadataOf(meta))).cr;
+return (await openInTx(tx, project.project_id, crId, { type: 'OpenChangeRequest', data, meta: { actor, now: now(deps), session_id: via } })).cr;
   });
 }
 

@@ -1,8 +1,7 @@
 import { DomainError } from '../../domain/errors.js';
-import type { AutoMerge } from '../../domain/change-request/index.js';
+import { assertCanMerge, type AutoMerge } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { headModified, mergeFailed } from '../../infra/git/errors.js';
-import { assertMergeable } from '../change-requests/merge.js';
 import { findCr, previewOfCr, refreshCr } from '../change-requests/service.js';
 import { checksInForce, requiresSomething } from './config.js';
 import type { ChecksDeps } from './deps.js';
@@ -31,7 +30,7 @@ export async function requestAutoMerge(
   body: { expected_head_sha?: string | undefined },
 ): Promise<AutoMerge> {
   const found = await findCr(deps.db, project.project_id, ref);
-  assertMergeable(found, actor);
+  assertCanMerge(found);
   const config = await checksInForce(deps.db, project.project_id);
   if (!requiresSomething(config)) throw noRequiredChecks();
   const cr = await refreshCr(deps, project, found, actor);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { isDomainError } from '../../domain/errors.js';
-import { greenVerdict, runsOfPair, TERMINAL, type StatusState } from '../../domain/change-request/index.js';
+import { decideChecks, greenVerdict, missingChecks, type MergeResult, type StatusState } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
 import { projectQueries } from '../../sql/queries/projects.js';
@@ -8,21 +8,21 @@ import { runMerge } from '../change-requests/merge.js';
 import { SYSTEM_ACTOR } from '../manifest/log.js';
 import { checksInForce, type ChecksInForce } from './config.js';
 import type { ChecksDeps } from './deps.js';
-import { appendCheckEvents, readCrChecks, type CheckEvent } from './stream.js';
+import { appendCheckEvents, readCrChecks } from './stream.js';
 
 /** Who records what the server decides by itself (the checks refresher, a run's end): the log's system actor. */
 export const CHECKS_ACTOR = SYSTEM_ACTOR;
 
 const REQUEUE_AFTER_MS = 120_000;
-const LOST_GRACE_MS = 300_000;
 
 const iso = (deps: ChecksDeps) => (deps.now ? deps.now() : new Date()).toISOString();
 
 /**
- * Brings a CR's checks in line with its recorded pair (base_sha, head_sha): runs of an
- * older pair are cancelled, a merge-when-green bound to another head is cancelled, and
- * every check in force that has no run on this pair is queued on the merge result (the
- * commit the merge engine would make; the head for a fast-forward). A pair that does not
+ * Brings a CR's checks in line with its recorded pair (base_sha, head_sha), as the
+ * domain's `decideChecks` decides on the stream: runs of an older pair are cancelled, a
+ * merge-when-green bound to another head is cancelled, and every check in force that has
+ * no run on this pair is queued on the merge result (the commit the merge engine would
+ * make; the head for a fast-forward), read from git here first. A pair that does not
  * merge gets its runs errored at once. Then merge-when-green is evaluated.
  */
 export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId: string, cfg?: ChecksInForce): Promise<void> {
@@ -32,12 +32,8 @@ export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId:
   const head = first.cr.head_commit_sha;
   // The merge result is read from git before the decision (which may not do I/O); it is
   // used only if the decision is still about the same pair.
-  let merge: { base: string; head: string; sha: string | null; problem: string | null } | null = null;
-  const missing = (s: typeof first) =>
-    s.cr.status === 'open' && base && head && s.cr.base_commit_sha === base && s.cr.head_commit_sha === head
-      ? config.checks.filter((c) => !runsOfPair(s.checks, base, head).some((r) => r.name === c.name))
-      : [];
-  if (missing(first).length > 0 && base && head) {
+  let merge: MergeResult | null = null;
+  if (missingChecks(first, config.checks, { base, head }).length > 0 && base && head) {
     try {
       const r = await deps.repos.for(project).computeMerge(base, head, `Merge result for checks of CR #${first.cr.number}`);
       merge = { base, head, sha: r.merge_commit_sha, problem: null };
@@ -48,36 +44,9 @@ export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId:
   }
   const queued: string[] = [];
   const { state } = await appendCheckEvents(deps, project.project_id, crId, CHECKS_ACTOR, (s) => {
+    const out = decideChecks(s, { checks: config.checks, merge, at: iso(deps), nowMs: Date.now(), newRunId: randomUUID });
     queued.length = 0;
-    const at = iso(deps);
-    const out: CheckEvent[] = [];
-    const open = s.cr.status === 'open';
-    const pair = { base: s.cr.base_commit_sha, head: s.cr.head_commit_sha };
-    for (const r of s.checks.runs) {
-      if (TERMINAL.has(r.status)) continue;
-      if (!open) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'merged' ? 'merged' : 'closed' } });
-      else if (r.base_sha !== pair.base || r.head_sha !== pair.head) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
-    }
-    // A run whose worker died mid-run never finishes by itself: past its timeout and a
-    // grace period it errors, so the pair can be judged (and re-run by a new pair).
-    for (const r of s.checks.runs) {
-      if (r.status !== 'running' || !r.started_at || r.base_sha !== pair.base || r.head_sha !== pair.head) continue;
-      const limit = (config.checks.find((c) => c.name === r.name)?.timeout_minutes ?? 15) * 60_000 + LOST_GRACE_MS;
-      if (Date.now() - Date.parse(r.started_at) > limit) out.push({ type: 'CheckErrored', data: { run_id: r.run_id, finished_at: at, reason: 'the run was lost: its worker stopped before it finished' } });
-    }
-    const auto = s.checks.auto_merge;
-    if (open && auto?.status === 'pending' && pair.head && auto.head_sha !== pair.head) {
-      // Bound to the head the person saw: a new head is not what they asked to merge.
-      out.push({ type: 'ChangeRequestAutoMergeCancelled', data: { head_sha: auto.head_sha, cancelled_at: at, reason: 'head_moved' } });
-    }
-    if (merge && merge.base === pair.base && merge.head === pair.head) {
-      for (const c of missing(s)) {
-        const run_id = randomUUID();
-        out.push({ type: 'CheckQueued', data: { run_id, name: c.name, base_sha: merge.base, head_sha: merge.head, merge_sha: merge.sha, queued_at: at } });
-        if (merge.sha) queued.push(run_id);
-        else out.push({ type: 'CheckErrored', data: { run_id, finished_at: at, reason: merge.problem ?? 'no merge result' } });
-      }
-    }
+    for (const e of out) if (e.type === 'CheckQueued' && e.data.merge_sha) queued.push(e.data.run_id);
     return out;
   });
   // A run queued long ago whose job was lost (a crash between the append and the enqueue)

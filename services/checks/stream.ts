@@ -1,20 +1,20 @@
-import { ConcurrencyError, readStream } from '../../infra/event-store.js';
+import { readStream } from '../../infra/event-store.js';
+import { handle } from '../../infra/event-sourcing/handler.js';
+import { pgStore } from '../../infra/event-sourcing/pg-store.js';
 import { notFound } from '../../domain/errors.js';
 import {
-  decide,
-  fold,
-  foldChecks,
+  checksDecider,
+  foldCrChecks,
   parseChangeRequestEvent,
   streamIdOf,
   type ChangeRequest,
-  type ChangeRequestEvent,
-  type CheckEventType,
+  type CheckEvent,
   type ChecksState,
 } from '../../domain/change-request/index.js';
-import { appendAndProject } from '../change-requests/handle.js';
+import { crChecksProjection, crStream } from '../../projections/change-requests.js';
 import type { CrDeps } from '../change-requests/service.js';
 
-export type CheckEvent = Extract<ChangeRequestEvent, { type: CheckEventType }>;
+export type { CheckEvent };
 
 export interface CrWithChecks {
   cr: ChangeRequest;
@@ -25,17 +25,17 @@ export interface CrWithChecks {
 /** The CR and its checks, folded from its stream (optionally as of a time). */
 export async function readCrChecks(deps: Pick<CrDeps, 'db'>, crId: string, opts: { asOf?: Date } = {}): Promise<CrWithChecks> {
   const stored = await readStream(deps.db, streamIdOf(crId), opts);
-  const events = stored.map(parseChangeRequestEvent);
-  const cr = fold(events);
-  if (!cr) throw notFound('Change request');
-  return { cr, checks: foldChecks(events), version: stored.length ? stored[stored.length - 1]!.stream_position : 0 };
+  const s = foldCrChecks(stored.map(parseChangeRequestEvent), null);
+  if (!s) throw notFound('Change request');
+  return { ...s, version: stored.length ? stored[stored.length - 1]!.stream_position : 0 };
 }
 
 /**
- * Decides check events on the CR and its checks as folded from the stream, and appends
- * them at that version (the row projected with them): a writer that raced in between makes
- * the append fail, and the decision is taken again on the fresh stream. Run decisions need
- * the runs, which only the stream holds, so this path never decides on a cached row.
+ * Check events through the one write path: decided on the CR and its checks as folded
+ * from the stream (run decisions need the runs, which only the stream holds, so this
+ * never decides on a cached row), admitted by the checks' decider, appended at that
+ * version with the CR's row; a writer that raced in between makes the append fail, and
+ * the decision is taken again on the fresh stream.
  */
 export async function appendCheckEvents(
   deps: CrDeps,
@@ -44,22 +44,20 @@ export async function appendCheckEvents(
   actor: string,
   decideEvents: (s: CrWithChecks) => CheckEvent[],
 ): Promise<{ state: CrWithChecks; appended: CheckEvent[] }> {
-  for (let attempt = 1; ; attempt++) {
-    const s = await readCrChecks(deps, crId);
-    const events = decideEvents(s);
-    if (events.length === 0) return { state: s, appended: [] };
-    const now = deps.now ? deps.now() : new Date();
-    const decided = events.flatMap((event) => decide({ type: 'RecordCheckEvent', event, meta: { actor, now } }, s.cr));
-    try {
-      await deps.db.transaction((tx) => appendAndProject(tx, projectId, crId, s.version, s.cr, decided, { actor }));
-      deps.commands.rows.delete(`${projectId}/${crId}`); // the version moved without the command path's cache
-      return { state: s, appended: events };
-    } catch (err) {
-      if (err instanceof ConcurrencyError && attempt < 50) {
-        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
-        continue;
-      }
-      throw err;
-    }
-  }
+  let decidedOn: CrWithChecks | undefined;
+  const r = await handle(crStream(projectId, crId), checksDecider, crChecksProjection, {
+    store: deps.store ?? pgStore(deps.db, deps.commands),
+    load: 'stream',
+    missing: () => notFound('Change request'),
+    before: async (_tx, s) => {
+      if (!s) throw notFound('Change request');
+    },
+    command: (s, version) => {
+      decidedOn = { ...s!, version };
+      const events = decideEvents(decidedOn);
+      return events.length ? { type: 'RecordCheckEvents', events, meta: { actor, now: deps.now ? deps.now() : new Date() } } : null;
+    },
+  });
+  const appended = r.events.map((e) => parseChangeRequestEvent(e) as CheckEvent);
+  return { state: decidedOn!, appended };
 }

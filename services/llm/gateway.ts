@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/errors.js';
+import { DomainError, type ErrorReason } from '../../domain/errors.js';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db/db.js';
 import type { Logger } from '../../lib/logger.js';
@@ -25,7 +25,7 @@ export interface GatewayDeps {
 export type LlmPrincipal = SandboxPrincipal & { account_id: string };
 
 /** Errors carry an OpenAI error `code` in details (api/errors.ts answers them in OpenAI's shape). */
-const gatewayError = (code: 'unauthorized' | 'rate_limited' | 'validation' | 'unavailable' | 'not_found', reason: string, message: string, openaiCode: string) =>
+const gatewayError = (code: 'unauthorized' | 'rate_limited' | 'validation' | 'unavailable' | 'not_found', reason: ErrorReason, message: string, openaiCode: string) =>
   new DomainError(code, reason, message, { code: openaiCode });
 
 export async function authorizeCall(deps: GatewayDeps, authorization: string | undefined): Promise<LlmPrincipal> {

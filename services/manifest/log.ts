@@ -1,12 +1,12 @@
 import type { Executor } from '../../infra/db/db.js';
-import { append, streamVersion } from '../../infra/event-store.js';
-import { manifestQueries } from '../../sql/queries/manifest.js';
+import { appendOnly } from '../../infra/event-sourcing/handler.js';
 
 /**
  * The feature's records in the event log: one stream per project and kind
  * (`manifest-<project>`, `secrets-<project>`, `triggers-<project>`, `apps-<project>`).
- * Appends to one stream are serialised by a transaction-scoped advisory lock, so the
- * version read is the version appended at. Call inside a transaction.
+ * Audit logs beside tables written directly: they append through the one write path's
+ * append-only mode (no decider, no projection: a rebuild never touches them). Call
+ * inside a transaction.
  */
 export type LogKind = 'manifest' | 'secrets' | 'triggers' | 'apps';
 
@@ -19,9 +19,5 @@ export async function appendLog(
   events: Array<{ type: string; data: Record<string, unknown> }>,
   actor: string,
 ): Promise<void> {
-  if (events.length === 0) return;
-  const streamId = `${kind}-${projectId}`;
-  await tx.run(manifestQueries.lockStream(streamId));
-  const version = await streamVersion(tx, streamId);
-  await append(tx, { streamId, streamType: kind, projectId, expectedVersion: version, events, metadata: { actor } });
+  await appendOnly(tx, { id: `${kind}-${projectId}`, type: kind, projectId }, events, actor);
 }

@@ -1,4 +1,4 @@
-import { DomainError, isDomainError } from '../../domain/errors.js';
+import { DomainError, isDomainError, type ErrorReason } from '../../domain/errors.js';
 import { parseChangeRequestEvent, streamIdOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { readStream } from '../../infra/event-store.js';
@@ -40,7 +40,7 @@ export interface SentRound {
 
 export const DEFAULT_MAX_AGENT_ROUNDS = 3;
 
-const coded = (code: 'conflict' | 'unavailable', reason: string, machine: string, message: string) => new DomainError(code, reason, message, { code: machine });
+const coded = (code: 'conflict' | 'unavailable', reason: ErrorReason, machine: string, message: string) => new DomainError(code, reason, message, { code: machine });
 const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
 
 /** The rounds already sent, from the CR's stream (and whether its origin ever was a session). */

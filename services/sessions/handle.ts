@@ -1,17 +1,18 @@
 import type { Db, Executor } from '../../infra/db/db.js';
-import { append, ConcurrencyError, readStream } from '../../infra/event-store.js';
+import { readStream } from '../../infra/event-store.js';
+import { handle } from '../../infra/event-sourcing/handler.js';
+import { pgStore } from '../../infra/event-sourcing/pg-store.js';
 import {
-  decide,
   fold,
   parseSessionEvent,
-  SESSION_STREAM_TYPE,
+  sessionDecider,
   sessionStreamId,
   type Session,
   type SessionCommand,
   type SessionState,
 } from '../../domain/session/index.js';
 import { notFound } from '../../domain/errors.js';
-import { projectSession } from '../../projections/sessions.js';
+import { sessionProjection, sessionStream } from '../../projections/sessions.js';
 
 export interface SessionHandled {
   session: Session;
@@ -26,9 +27,11 @@ export async function loadSession(db: Executor, sessionId: string): Promise<{ st
 }
 
 /**
- * Load (fold the stream), decide, append and project, in one transaction; retried on a
- * concurrent append. Session streams are short, so folding them is cheaper than keeping
- * a second copy of the state. `inTx` runs in the same transaction after the append.
+ * A session command through the one write path (infra/event-sourcing): the stream folded,
+ * decided, appended and projected in one transaction; retried on a concurrent append.
+ * Session streams are short, so folding them is cheaper than keeping a second copy of the
+ * state. `before` runs in the transaction before the decision, `inTx` after the append
+ * (also when nothing was appended).
  */
 export async function handleSessionCommand(
   db: Db,
@@ -36,37 +39,15 @@ export async function handleSessionCommand(
   command: (s: SessionState) => SessionCommand | null,
   opts: { attempts?: number; before?: (tx: Executor, s: SessionState) => Promise<void>; inTx?: (tx: Executor, s: Session, appended: string[]) => Promise<void> } = {},
 ): Promise<SessionHandled> {
-  const attempts = opts.attempts ?? 5;
-  for (let i = 1; ; i++) {
-    try {
-      return await db.transaction(async (tx) => {
-        const { state, version } = await loadSession(tx, sessionId);
-        await opts.before?.(tx, state);
-        const cmd = command(state);
-        const events = cmd ? decide(cmd, state) : [];
-        if (!state && events.length === 0) throw notFound('Session');
-        if (events.length === 0) {
-          await opts.inTx?.(tx, state!, []);
-          return { session: state!, appended: [] };
-        }
-        const projectId = state?.project_id ?? (events[0]!.type === 'SessionCreated' ? events[0]!.data.project_id : null);
-        const res = await append(tx, {
-          streamId: sessionStreamId(sessionId),
-          streamType: SESSION_STREAM_TYPE,
-          projectId,
-          expectedVersion: version,
-          events,
-          metadata: { actor: cmd!.meta.actor },
-        });
-        const next = fold(events, state)!;
-        await projectSession(tx, next, res.nextVersion);
-        const appended = events.map((e) => e.type);
-        await opts.inTx?.(tx, next, appended);
-        return { session: next, appended };
-      });
-    } catch (err) {
-      if (err instanceof ConcurrencyError && i < attempts) continue;
-      throw err;
-    }
-  }
+  const { inTx, before } = opts;
+  const r = await handle(sessionStream(sessionId), sessionDecider, sessionProjection, {
+    store: pgStore(db),
+    load: 'stream',
+    attempts: opts.attempts ?? 5,
+    missing: () => notFound('Session'),
+    command,
+    ...(before ? { before } : {}),
+    ...(inTx ? { inTx: (tx: Executor, s: SessionState, events: { type: string }[]) => inTx(tx, s!, events.map((e) => e.type)) } : {}),
+  });
+  return { session: r.state!, appended: r.events.map((e) => e.type) };
 }

@@ -73,7 +73,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         state.branch,
         state.base_ref,
       ).catch((err: Error) => {
-        throw new DomainError('unavailable', 'branch_failed', `The session branch could not be cut from '${state!.base_ref}': ${err.message}`);
+        throw new BranchCutFailed(`The session branch could not be cut from '${state!.base_ref}': ${err.message}`);
       });
       state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordBranchCut', data: { base_commit_sha: sha }, meta: sys(s!) }))).session;
       log.debug({ ms: Date.now() - started }, 'branch cut');
@@ -167,7 +167,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       log.info({ err: (err as Error).message }, 'provisioning abandoned');
       return 'skipped';
     }
-    const code = isDomainError(err) && err.reason === 'branch_failed' ? 'branch_failed' : err instanceof SandboxError ? err.code : (err as { code?: string }).code === 'timeout' ? 'timeout' : 'sandbox_failed';
+    const code = failureCodeOf(err);
     // A provider's message may quote the sandbox's output: redacted too (it goes into the event).
     const message = redactLog((err as Error).message, secretValues) + (tail ? " (the sandbox's last output: svc sessions info)" : '');
     log.warn({ err: (err as Error).message, code }, 'provisioning failed');
@@ -293,4 +293,20 @@ export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessi
     await stopSession(deps, r.project_id, r.session_id, state!.created_by, 'lost').catch(() => {});
   }
   return out;
+}
+
+/** The session branch could not be cut: the session fails with `branch_failed`. */
+class BranchCutFailed extends DomainError {
+  constructor(message: string) {
+    super('unavailable', 'Branch not cut', message);
+  }
+}
+
+/** Why provisioning failed, as the session's `error.code` says it: the one mapping from errors to these codes. */
+export type SessionFailureCode = 'branch_failed' | 'timeout' | 'sandbox_failed' | SandboxError['code'];
+
+export function failureCodeOf(err: unknown): SessionFailureCode {
+  if (err instanceof BranchCutFailed) return 'branch_failed';
+  if (err instanceof SandboxError) return err.code;
+  return (err as { code?: string }).code === 'timeout' ? 'timeout' : 'sandbox_failed';
 }

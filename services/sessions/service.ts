@@ -1,6 +1,6 @@
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { randomUUID } from 'node:crypto';
-import { DomainError, notFound } from '../../domain/errors.js';
+import { DomainError, isErrorReason, notFound } from '../../domain/errors.js';
 import { liveSandbox, LIVE_STATUSES, type Session, type SessionState } from '../../domain/session/index.js';
 import type { Executor } from '../../infra/db/db.js';
 import { readStream } from '../../infra/event-store.js';
@@ -294,13 +294,20 @@ export async function controlCall(deps: SessionDeps, projectId: string, sessionI
     const text = (body as { text?: unknown }).text;
     if (t.session.title === undefined && typeof text === 'string' && text.trim()) await deps.db.run(sessionQueries.noteTitle(t.session.session_id, t.session.project_id, titleOf(text)));
   }
-  if (res.status >= 500) {
-    throw new DomainError('unavailable', 'Sandbox unavailable', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
-  }
-  if (!res.ok) {
-    throw new DomainError(res.status === 409 ? 'conflict' : 'validation', (json as { error?: string } | null)?.error ?? 'Refused', (json as { message?: string } | null)?.message ?? `The sandbox answered ${res.status}.`);
-  }
+  if (!res.ok) throw daemonRefusal(res.status, json);
   return json;
+}
+
+/**
+ * A refusal by a sandbox's daemon as the API's error. The daemon runs beside the agent's
+ * code, so what it says is untrusted: its reason passes only if it is one of the closed
+ * list's (the daemon's own are), anything else is a plain refusal; its code is ours.
+ */
+export function daemonRefusal(status: number, json: unknown): DomainError {
+  const body = json !== null && typeof json === 'object' ? (json as { error?: unknown; message?: unknown }) : {};
+  const message = typeof body.message === 'string' ? body.message : `The sandbox answered ${status}.`;
+  if (status >= 500) return new DomainError('unavailable', 'Sandbox unavailable', message);
+  return new DomainError(status === 409 ? 'conflict' : 'validation', isErrorReason(body.error) ? body.error : 'Refused', message);
 }
 
 /** Of `sandboxIds`, those no longer serving a running session: their proxied sockets are cut. */

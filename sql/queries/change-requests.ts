@@ -1,73 +1,39 @@
 import type { Query } from '../query.js';
-import { appendStatement, encodeAppends, type StreamAppend } from './events.js';
-import { crGuardedRows, crSelectList, crSetAll, crSetFromPatch, encodeCrRow, type CrRow, type EncodedCrRow } from './change-request-row.js';
+import type { AppendExtension } from './events.js';
+import { crGuardedRows, crSelectList, crSetAll, crSetFromPatch, encodeCrRow, type CrRow } from './change-request-row.js';
 
 /** The tables a CR row can be written to: the live projection or a rebuild's scratch copy. */
 type CrTable = 'change_requests' | 'cr_rebuilt';
 
-/** An append to a CR's stream with the row it leaves (a whole row: opens, the transactional path). */
-export interface CrAppendWithRow extends StreamAppend {
-  projectId: string;
-  crId: string;
-  row: CrRow;
-}
-
 /**
- * An append to a CR's stream with the change it makes to the CR's row (the command path):
- * `patch` holds only the columns that change, `stream_version` always.
+ * The CR projection as extensions of the one append statement (`appendStatement`, built by
+ * the command handler's store): the row is written in the statement that appends its
+ * events, only for the streams that moved. Each append carries its whole row (`row`).
  */
-export interface CrAppendWithPatch extends StreamAppend {
-  projectId: string;
-  crId: string;
-  patch: Partial<EncodedCrRow>;
-}
-
-/**
- * The CR projection as options of the one append statement (`appendStatement`): the row
- * is written in the statement that appends its events, only for the streams that moved.
- */
-const upsertRows = appendStatement({
+export const crUpsertExtension: AppendExtension = {
   columns: 'row jsonb',
   ctes: `p AS (
         INSERT INTO change_requests
         ${crGuardedRows('(SELECT (jsonb_populate_record(null::change_requests, i.row)).* FROM i JOIN s ON s.stream_id = i.stream_id)')}
         ON CONFLICT (cr_id) DO UPDATE SET ${crSetAll})`,
-});
+};
 
 /**
- * Each append also needs its row still at `expected` (a row that is gone, its project
- * deleted, takes no event), and patches it: the patch sets only the columns it names, so
- * a close sends and converts a few fields, not the whole row.
+ * The command path's: each append also needs its row still at `expected` (a row that is
+ * gone, its project deleted, takes no event), and patches it (`cr_id`, `patch`): the
+ * patch sets only the columns it names, so a close sends and converts a few fields, not
+ * the whole row.
  */
-const patchRows = appendStatement({
+export const crPatchExtension: AppendExtension = {
   columns: 'cr_id uuid, patch jsonb',
   guard: '(SELECT c.stream_version FROM change_requests c WHERE c.cr_id = i.cr_id AND c.project_id = i.project_id) = i.expected',
   ctes: `p AS (
         UPDATE change_requests c SET ${crSetFromPatch('i.patch')}
         FROM i JOIN s ON s.stream_id = i.stream_id
         WHERE c.cr_id = i.cr_id)`,
-});
+};
 
 export const crQueries = {
-  /** Appends and writes each CR's whole row (opening a CR; several events at once). Returns the stored events. */
-  appendAndUpsert: (appends: CrAppendWithRow[]): Query => ({
-    name: 'cr_append_upsert',
-    text: upsertRows,
-    values: [encodeAppends(appends, (a) => ({ row: encodeCrRow(a.row) }))],
-  }),
-
-  /**
-   * The command path, for one or many CR streams at once (group commit, a list's
-   * refreshes): each append stored and its row patched if both are still at its
-   * `expected`; the others store nothing. At most one append per stream. Returns the
-   * stored events.
-   */
-  appendAndPatch: (appends: CrAppendWithPatch[]): Query => ({
-    name: 'cr_append_patch',
-    text: patchRows,
-    values: [encodeAppends(appends, (a) => ({ cr_id: a.crId, patch: a.patch }))],
-  }),
-
   insertMany: (table: CrTable, rows: CrRow[]): Query => ({
     text: `INSERT INTO ${table} ${crGuardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
     values: [JSON.stringify(rows.map(encodeCrRow))],
@@ -81,7 +47,7 @@ export const crQueries = {
 
   /**
    * Many rows by id at once (the command path's grouped read); rows of other projects are
-   * not returned. The ids arrive as one JSON array, for one generic plan (as `appendAndPatch`).
+   * not returned. The ids arrive as one JSON array, for one generic plan (as the appends).
    */
   byIds: (pairs: { projectId: string; crId: string }[]): Query => ({
     name: 'cr_by_ids',

@@ -95,6 +95,9 @@ export const eventQueries = {
     values: [encodeAppends(appends)],
   }),
 
+  /** Serialises appends to one stream for the rest of the transaction (the append-only mode). */
+  lockStream: (streamId: string): Query => ({ text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 12))', values: [streamId] }),
+
   byEventIds: (ids: string[]): Query => ({
     text: `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, stream_position`,
     values: [ids],

@@ -1,16 +1,18 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { appendAndProject, handleCommand } from '../../../services/change-requests/handle.js';
+import { handleCommand, openInTx } from '../../../services/change-requests/handle.js';
 import { createCrCommandPath, GROUP_IN_FLIGHT, type CrCommandPath } from '../../../services/change-requests/command-path.js';
-import type { CrAppendWithPatch } from '../../../sql/queries/change-requests.js';
+import type { Projection, Write } from '../../../infra/event-sourcing/port.js';
+import type { Patch } from '../../../infra/event-sourcing/pg-store.js';
+import { crProjection, crStream } from '../../../projections/change-requests.js';
 import { createGroupCommit } from '../../../infra/db/group-commit.js';
 import { readStream } from '../../../infra/event-store.js';
-import { decide, STREAM_TYPE, streamIdOf } from '../../../domain/change-request/index.js';
+import { streamIdOf } from '../../../domain/change-request/index.js';
 import { crQueries } from '../../../sql/queries/change-requests.js';
 import { insertProjects, type BenchProject } from '../../../bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { createDb, type Db } from '../../../infra/db/db.js';
-import { decodeCrRow } from '../../../sql/queries/change-request-row.js';
+import { crOfRow, decodeCrRow } from '../../../sql/queries/change-request-row.js';
 
 /** Group commit of concurrent CR commands: batched, each with its own optimistic check. */
 describe('group-committed CR appends', function () {
@@ -30,18 +32,14 @@ describe('group-committed CR appends', function () {
     const crId = randomUUID();
     await t.db.transaction(async (tx) => {
       const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(p.projectId)))!;
-      const events = decide(
-        {
+      await openInTx(tx, p.projectId, crId, {
           type: 'OpenChangeRequest',
           data: {
             cr_id: crId, account_id: p.accountId, project_id: p.projectId, number, title: `GC ${number}`, description: '',
             base_ref: 'main', head_ref: `gc/${number}`, head_commit_sha: null, base_commit_sha: null, origin_session_id: null, metadata: {},
           },
           meta: { actor: p.userId, now: now() },
-        },
-        null,
-      );
-      await appendAndProject(tx, p.projectId, crId, 0, null, events, { actor: p.userId });
+        });
     });
     return crId;
   }
@@ -123,11 +121,16 @@ describe('group-committed CR appends', function () {
 
   it('in one batch, a command decided on a stale version stores nothing while the others are stored', async () => {
     const [a, b, c] = await Promise.all([openCr(), openCr(), openCr()]);
-    const cmd = async (crId: string, expected: number): Promise<CrAppendWithPatch> => ({
-      streamId: streamIdOf(crId), streamType: STREAM_TYPE, projectId: p.projectId, crId, expected,
-      events: [{ eventId: randomUUID(), type: 'ChangeRequestEdited', data: { title: `edited ${crId}` } }], metadata: { actor: p.userId },
-      patch: { title: `edited ${crId}`, stream_version: expected + 1 },
-    });
+    const cmd = async (crId: string, expected: number): Promise<Patch> => {
+      const row = decodeCrRow((await t.db.one(crQueries.byId(p.projectId, crId)))!);
+      const next = { ...crOfRow(row), title: `edited ${crId}` };
+      const w: Write<unknown> = {
+        stream: crStream(p.projectId, crId), expected, metadata: { actor: p.userId },
+        events: [{ type: 'ChangeRequestEdited', data: { title: `edited ${crId}` } }],
+        next, projection: crProjection as Projection<unknown>, prevRow: { ...row, stream_version: expected },
+      };
+      return { w, next: { ...next, stream_version: expected + 1 } };
+    };
     const gc = commands.appends;
     // Commands held in flight (their stream rows locked by another transaction) fill the
     // batcher's slots; the three queued behind them then go out as one batch.
@@ -150,7 +153,7 @@ describe('group-committed CR appends', function () {
     }
     const after = gc.stats();
     expect([after.batches - before.batches, after.commands - before.commands], 'the held ones alone, then [a, b, c] together').to.deep.equal([GROUP_IN_FLIGHT + 1, GROUP_IN_FLIGHT + 3]);
-    expect(res.map((r) => r?.stream_position ?? null)).to.deep.equal([2, null, 2]);
+    expect(res.map((r) => r?.[0]?.stream_position ?? null)).to.deep.equal([2, null, 2]);
     expect((await readStream(t.db, streamIdOf(b!))).length, 'the stale one appended nothing').to.equal(1);
     const rowB = await t.db.one<{ title: string; stream_version: number }>(crQueries.byId(p.projectId, b!));
     expect(rowB, 'and wrote no row').to.include({ stream_version: 1 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { parseManifest } from '../../../domain/manifest/parse.js';
-import { decide, evolve, foldChecks, greenVerdict, parseChangeRequestEvent, type ChangeRequestEvent } from '../../../domain/change-request/index.js';
+import { decideCheckEvents, evolve, foldChecks, greenVerdict, parseChangeRequestEvent, type ChangeRequestEvent, type CheckEvent } from '../../../domain/change-request/index.js';
 import { maskSecrets } from '../../../services/checks/log.js';
 
 const A = 'a'.repeat(40);
@@ -65,8 +65,31 @@ describe('check events and their fold (pure)', () => {
     expect(foldChecks([ask, { type: 'ChangeRequestAutoMergeCancelled', data: { head_sha: A, cancelled_at: T, reason: 'check_failed', context: 'test' } }]).auto_merge).to.include({ status: 'cancelled', reason: 'check_failed: test' });
     // New runs and requests only on an open CR.
     const closed = { ...cr!, status: 'closed' as const };
-    expect(() => decide({ type: 'RecordCheckEvent', event: ask, meta: { actor: U, now: new Date(T) } }, closed)).to.throw(/closed/);
-    expect(decide({ type: 'RecordCheckEvent', event: { type: 'CheckPassed', data: { run_id: R1, finished_at: T } }, meta: { actor: U, now: new Date(T) } }, closed)).to.have.length(1);
+    const meta = { actor: U, now: new Date(T) };
+    const record = (events: CheckEvent[]) => ({ type: 'RecordCheckEvents' as const, events, meta });
+    const running = foldChecks([queued(R1, B, A), { type: 'CheckStarted', data: { run_id: R1, started_at: T } }]);
+    expect(() => decideCheckEvents(record([ask]), { cr: closed, checks: running })).to.throw(/closed/);
+    // Results of runs already queued land whatever the CR's fate.
+    expect(decideCheckEvents(record([{ type: 'CheckPassed', data: { run_id: R1, finished_at: T } }]), { cr: closed, checks: running })).to.have.length(1);
+  });
+
+  it('the checks decider admits nothing unchecked: unknown runs, a second start, a second result', () => {
+    const cr = evolve(null, parseChangeRequestEvent({
+      type: 'ChangeRequestOpened',
+      data: { cr_id: R1, account_id: U, project_id: U, number: 1, title: 't', description: '', base_ref: 'main', head_ref: 'x', head_commit_sha: A, base_commit_sha: B, origin_session_id: null, created_by: U, metadata: {}, created_at: T },
+    }))!;
+    const record = (events: CheckEvent[]) => ({ type: 'RecordCheckEvents' as const, events, meta: { actor: U, now: new Date(T) } });
+    const none = foldChecks([]);
+    expect(() => decideCheckEvents(record([{ type: 'CheckPassed', data: { run_id: R2, finished_at: T } }]), { cr, checks: none })).to.throw(/not found/i);
+    expect(() => decideCheckEvents(record([{ type: 'CheckStarted', data: { run_id: R2, started_at: T } }]), { cr, checks: none })).to.throw(/not found/i);
+    const q = queued(R1, B, A) as CheckEvent;
+    expect(() => decideCheckEvents(record([q, q]), { cr, checks: none })).to.throw(/queued already/);
+    const started = foldChecks([q, { type: 'CheckStarted', data: { run_id: R1, started_at: T } }]);
+    expect(() => decideCheckEvents(record([{ type: 'CheckStarted', data: { run_id: R1, started_at: T } }]), { cr, checks: started })).to.throw(/running/);
+    const passed = foldChecks([{ type: 'CheckPassed', data: { run_id: R1, finished_at: T } }], started);
+    expect(decideCheckEvents(record([{ type: 'CheckErrored', data: { run_id: R1, finished_at: T, reason: 'late' } }]), { cr, checks: passed }), 'the first result stands').to.deep.equal([]);
+    expect(decideCheckEvents(record([{ type: 'ChangeRequestAutoMergeCancelled', data: { head_sha: A, cancelled_at: T, reason: 'head_moved' } }]), { cr, checks: none }), 'nothing pending').to.deep.equal([]);
+    expect(() => decideCheckEvents(record([q]), null)).to.throw(/not found/i);
   });
 
   it('stored events are validated on the way in', () => {
