@@ -34,6 +34,7 @@ import { RelayRepos, relayDirOf, relayEnv } from '../../infra/git/relay.js';
 import { checkRepoUrl, repoUrlPolicy } from '../../infra/git/url-policy.js';
 import { servedLocalView } from '../../infra/git/open-repo.js';
 import type { RepoLocation } from '../../infra/git/port.js';
+import { repoCredentials } from '../../infra/git/credentials.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { runGitService } from '../git-http-stream.js';
@@ -209,9 +210,7 @@ export function gitHttpRoutes(deps: ApiDeps, opts: GitHttpOptions = {}): Router 
 
   /** A remote project's repository, with its stored credentials (they stay in this process and its git children). */
   function locationOf(project: ProjectRecord): RepoLocation {
-    const credentials = project.repo_credentials_enc
-      ? (JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
-      : undefined;
+    const credentials = repoCredentials(deps.secrets, project);
     return { projectId: project.project_id, url: project.repo_url ?? '', ...(credentials ? { credentials } : {}) };
   }
 

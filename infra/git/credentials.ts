@@ -1,4 +1,20 @@
+import { z } from 'zod';
+import type { SecretBox } from '../secret-box.js';
 import type { RepoLocation } from './port.js';
+
+const storedCredentials = z.object({ username: z.string(), password: z.string() });
+
+/**
+ * A project's stored repository credentials, opened and checked: the one reader of
+ * `repo_credentials_enc`. A value that is not what the API stored fails here, by name,
+ * instead of reaching git as `undefined`.
+ */
+export function repoCredentials(secrets: SecretBox, project: { repo_credentials_enc: string | null }): { username: string; password: string } | undefined {
+  if (!project.repo_credentials_enc) return undefined;
+  const parsed = storedCredentials.safeParse(JSON.parse(secrets.open(project.repo_credentials_enc)));
+  if (!parsed.success) throw new Error('the stored repository credentials are not a username and password');
+  return parsed.data;
+}
 
 /**
  * Credentials reach git only through the environment of the one git process that needs

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { GitEngine, ProjectRepo } from './port.js';
 import { openProjectRepo } from './open-repo.js';
+import { repoCredentials } from './credentials.js';
 import type { RepoUrlPolicy } from './url-policy.js';
 import { managedRepoPath, openManagedRepo } from './managed-repo.js';
 import { DomainError } from '../../domain/errors.js';
@@ -61,9 +62,7 @@ export function createProjectRepos(opts: {
     const key = `${project.project_id}\n${project.repo_url}\n${project.repo_credentials_enc ?? ''}`;
     let repo = cache.get(key);
     if (!repo) {
-      const credentials = project.repo_credentials_enc
-        ? (JSON.parse(opts.secrets.open(project.repo_credentials_enc)) as { username: string; password: string })
-        : undefined;
+      const credentials = repoCredentials(opts.secrets, project);
       repo = watch(openProjectRepo({
         location: { projectId: project.project_id, url: project.repo_url, ...(credentials ? { credentials } : {}) },
         mirrorsDir: path.join(opts.dataDir, 'mirrors'),

@@ -4,6 +4,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { assertBranchName, assertSha } from '../../domain/refs.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../infra/secret-box.js';
+import { repoCredentials } from '../../infra/git/credentials.js';
 
 /**
  * Cuts the session branch `<session-id>` from the base branch, and answers the base tip
@@ -29,7 +30,7 @@ export async function cutSessionBranch(deps: BranchCutDeps, project: ProjectReco
   const url = project.repo_url;
   const gh = url ? githubRepo(url) : null;
   if (gh) {
-    const creds = project.repo_credentials_enc ? (JSON.parse(deps.secrets.open(project.repo_credentials_enc)) as { password: string }) : null;
+    const creds = repoCredentials(deps.secrets, project);
     return cutOnGitHub({ apiUrl: deps.githubApiUrl ?? 'https://api.github.com', ...gh, token: creds?.password ?? null }, branch, base);
   }
   const repo = deps.repos.for(project);
