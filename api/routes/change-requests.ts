@@ -1,10 +1,8 @@
-import { Router, type Request, type RequestHandler } from 'express';
+import { Router, type Request } from 'express';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
 import type { ApiDeps } from '../deps.js';
-import { authenticateRequest, principalOf, type AuthGuard } from '../auth.js';
-import { checkAgentGate } from '../agent-gate.js';
-import { crReadTarget, lookupCrRead } from '../../services/change-requests/read.js';
+import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../../contracts/common.js';
@@ -79,31 +77,6 @@ export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string
   deps.metrics.merges.inc({ outcome: 'merged' });
   return merged;
 }
-
-/**
- * `GET /v1/projects/:projectId/change-requests/:number` (no query) ahead of the per-step
- * path (mounted before `requireAuth`): the token, the project and the CR in one statement
- * (services/change-requests/read.ts), then every check of that path in its order (the
- * failure limit, the gateway rule, the agent gate, the project's access rule, the CR) and
- * the same live refresh. Anything else (a CR uuid, `as_of`, a reference no project can
- * have) goes on to the per-step path untouched.
- */
-export function crReadRoute(deps: ApiDeps, guard: AuthGuard): RequestHandler {
-  const crDeps = crDepsOf(deps);
-  return async (req, res, next) => {
-    const target = hasQuery(req) ? null : crReadTarget(String(req.params.projectId ?? ''), String(req.params.crId ?? ''));
-    if (!target) return next();
-    const { principal, resolve } = await authenticateRequest(deps.db, guard, req, (value) => lookupCrRead(deps.db, value, target));
-    checkAgentGate(req);
-    const { project, cr } = await resolve();
-    res.json({ change_request: serializeCr(await crs.refreshCr(crDeps, project, cr, principal.user_id)) });
-  };
-}
-
-const hasQuery = (req: Request): boolean => {
-  for (const _ in req.query) return true;
-  return false;
-};
 
 /** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
 export function changeRequestRoutes(deps: ApiDeps): Router {

@@ -16,6 +16,19 @@ export interface ProjectCaller {
   project_id: string | null;
 }
 
+/**
+ * The project a request names as its authentication read it, in the same statement as the
+ * token (`authenticateWithProject`): `ref` the reference as the request gave it, `project`
+ * a project token's own project or the user's project by that reference (null: none),
+ * `member` whether a project token's user is a member of its account. Read for one request
+ * and used by it alone: never kept beyond it.
+ */
+export interface LoadedProject {
+  ref: string;
+  project: ProjectRecord | null;
+  member: boolean;
+}
+
 const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden', message);
 
 /**
@@ -25,7 +38,11 @@ const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden',
  * enumeration). A project token sees only its own project (another one: 403, as the spec
  * says); both kinds act as their user, so one removed from the account loses access (403).
  */
-export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string): Promise<ProjectRecord> {
+export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string, loaded?: LoadedProject): Promise<ProjectRecord> {
+  // Read with the caller's token for this very request: the same rules on the same rows.
+  if (loaded && loaded.ref === ref) {
+    return caller.project_id ? ownProjectOf(ref, loaded.project ?? undefined, () => loaded.member) : userProjectOf(loaded.project ?? undefined);
+  }
   const target = projectRefOf(ref);
   if (caller.project_id) {
     const own = await projectById(db, caller.project_id);

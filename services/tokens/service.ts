@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../infra/db/db.js';
-import { tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
+import { decodeLiveTokenProjectRow, tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
+import type { ProjectRecord } from '../../domain/project.js';
 
 /**
  * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
@@ -94,6 +95,27 @@ export async function authenticate(db: Executor, value: string): Promise<Princip
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
   return principalOfTokenRow(db, hash, await db.one<LiveTokenRow>(tokenQueries.byHash(hash)));
+}
+
+/**
+ * `authenticate` for a request that names a project (`ref`: a lowercase uuid or a slug, as
+ * `projectRefOf` gives it), with that project read in the same statement as the caller may
+ * see it (`tokenQueries.byHashWithProject`): the token's own project and whether its user is
+ * a member (a project token), or the project among the user's accounts (a user token).
+ * Whether the caller may have it is `projectForCaller`'s rule, applied by the caller.
+ */
+export async function authenticateWithProject(
+  db: Executor,
+  value: string,
+  ref: { ref: string; isUuid: boolean },
+): Promise<{ principal: Principal; project: ProjectRecord | null; member: boolean } | null> {
+  if (!looksLikeToken(value)) return null;
+  const hash = hashToken(value);
+  const raw = await db.one(tokenQueries.byHashWithProject(hash, ref.ref, ref.isUuid));
+  if (!raw) return null;
+  const { project, member, ...row } = decodeLiveTokenProjectRow(raw);
+  const principal = principalOfTokenRow(db, hash, row);
+  return principal && { principal, project, member };
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { Query } from '../query.js';
+import { PROJECT_COLUMN_NAMES } from './projects.js';
+import type { ProjectRecord } from '../../domain/project.js';
 
 export const accountQueries = {
   /** Up to two accounts: whether a second tenant exists. */
@@ -32,8 +34,8 @@ export const accountQueries = {
 
 /**
  * The live token whose hash is parameter `hash` (`$1`, ...), with the columns `byHash`
- * documents: one text, so a statement that authenticates as part of a larger read
- * (sql/queries/cr-read.ts) applies exactly the rule every authenticated request does.
+ * documents: one text, so the statement that authenticates and loads the request's project
+ * together (`tokenQueries.byHashWithProject`) applies exactly the rule of `byHash`.
  */
 export const liveTokenByHash = (hash: string): string =>
   `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
@@ -97,6 +99,31 @@ export const tokenQueries = {
     text: liveTokenByHash('$1'),
     values: [hash],
   }),
+  /**
+   * `byHash` and, in the same statement, the project a project-scoped request names, as
+   * `projectForCaller` (services/projects/access.ts) would read it for this token: a
+   * project token's own project (whatever `ref` says: the rule compares) with whether its
+   * user is still a member of its account (`isMember`); a user token's project with that
+   * uuid or slug among the projects of the user's accounts, the earliest membership first
+   * (`projectQueries.byIdOrSlugForUser`). Nothing is decided here. The project comes back
+   * as the JSON of its row (`to_json`: one field to describe and parse instead of nine).
+   * No row: no live token. `ref`: a lowercase uuid (`isUuid`) or a slug.
+   */
+  byHashWithProject: (hash: Buffer, ref: string, isUuid: boolean): Query => ({
+    name: isUuid ? 'token_by_hash_project_by_id' : 'token_by_hash_project_by_slug',
+    text: `SELECT tok.*, coalesce(p.member, false) AS member, p.project
+      FROM (${liveTokenByHash('$1')}) tok
+        LEFT JOIN LATERAL (
+          SELECT to_json(o) AS project,
+              EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
+            FROM projects o WHERE o.project_id = tok.project_id
+          UNION ALL
+          (SELECT to_json(u), true
+            FROM memberships m JOIN projects u ON u.account_id = m.account_id AND ${isUuid ? 'u.project_id = $2::uuid' : 'u.slug = $2'}
+            WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
+            ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true`,
+    values: [hash, ref],
+  }),
   /** The user's live tokens (not revoked, not expired), newest first. */
   listForUser: (userId: string): Query => ({
     text: `SELECT token_id, name, project_id, created_at, expires_at, last_used_at FROM tokens
@@ -118,3 +145,22 @@ export const tokenQueries = {
     values: [tokenId],
   }),
 };
+
+/** A row of `byHashWithProject`: the token's, with the project (null: none the caller may see) and the membership. */
+export interface LiveTokenProjectRow extends LiveTokenRow {
+  project: ProjectRecord | null;
+  member: boolean;
+}
+
+export function decodeLiveTokenProjectRow(r: Record<string, unknown>): LiveTokenProjectRow {
+  const { project, ...rest } = r as unknown as LiveTokenRow & { member: boolean; project: Record<string, unknown> | null };
+  return { ...rest, project: project ? projectOfJson(project) : null };
+}
+
+/** The project's columns as the other statements return them (created_at a Date; JSON carries its ISO text). */
+function projectOfJson(j: Record<string, unknown>): ProjectRecord {
+  const out: Record<string, unknown> = {};
+  for (const c of PROJECT_COLUMN_NAMES) out[c] = j[c];
+  out.created_at = new Date(j.created_at as string);
+  return out as unknown as ProjectRecord;
+}
