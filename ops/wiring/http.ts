@@ -32,7 +32,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   const { sessions, spawnSession } = opts;
-  const apiDeps = { config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue, sessions, spawnSession,
+  const apiDeps = { config, db, logger, metrics: createMetrics(core.workerMetrics ? [core.workerMetrics.registry] : []), secrets, repos, crCommands, queue, sessions, spawnSession,
     // Running sandboxes get secret changes through their daemon's POST /svc/env.
     onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
       void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
@@ -47,7 +47,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   } else {
     const health = express();
     health.disable('x-powered-by');
-    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(), secrets, repos, crCommands, queue }));
+    health.use(healthRoutes({ config, db, logger, metrics: createMetrics(core.workerMetrics ? [core.workerMetrics.registry] : []), secrets, repos, crCommands, queue }));
     server = http.createServer(health);
     // A worker-only process starts sandboxes and holds their gateway sockets: they reach
     // the API there, in-process (clone credentials, smart HTTP, the model gateway), while
