@@ -78,7 +78,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function findCr(db: Db, projectId: string, ref: string): Promise<ChangeRequest> {
   const num = crNumberOf(ref);
   let row: Record<string, unknown> | undefined;
-  if (num !== null) row = await db.one(crQueries.byNumber(projectId, num));
+  if (num !== null) row = (await db.one<{ cr: Record<string, unknown> }>(crQueries.byNumber(projectId, num)))?.cr;
   else if (UUID.test(ref)) row = await db.one(crQueries.byId(projectId, ref.toLowerCase()));
   if (!row) throw notFound('Change request');
   return crOfRow(decodeCrRow(row));

@@ -48,7 +48,7 @@ describe('GET of an open CR: SQL statements per read', function () {
       expect(auth, 'the token').to.match(/token_hash = \$1/);
       expect(auth, "the credential's sandbox is read with the token").to.match(/cli_token_id/);
       expect(auth, 'the project with the membership').to.match(/\bmemberships m\b/).and.match(/FROM projects/);
-      expect(cr, 'the CR by number').to.match(/FROM change_requests WHERE project_id = \$1 AND number = \$2/);
+      expect(cr, 'the CR by number').to.match(/FROM change_requests c WHERE c\.project_id = \$1 AND c\.number = \$2/);
     }
     // Live: a push is seen by the next read (which then records the refresh).
     const pushed = await repo.commit('topic', { 'a.txt': 'two\n' });
