@@ -10,7 +10,7 @@ import { poolQueries, type PoolRow } from '../../sql/queries/pool.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { pause, type SessionDeps } from './deps.js';
 import { chooseModel, gatewayConfigured, gatewayModels } from './model-choice.js';
-import { repoUrlOf } from './provision.js';
+import { repoUrlOf } from './sandbox-env.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
 
