@@ -19,9 +19,10 @@ export interface ProjectCaller {
 /**
  * The project a request names as its authentication read it, in the same statement as the
  * token (`authenticateWithProject`): `ref` the reference as the request gave it, `project`
- * a project token's own project or the user's project by that reference (null: none),
- * `member` whether a project token's user is a member of its account. Read for one request
- * and used by it alone: never kept beyond it.
+ * a project token's own project or the project that reference names for a user (null:
+ * none), `member` whether the token's user is a member of its account: a user is served
+ * only a project of their accounts, a project token only while its user is a member. Read
+ * for one request and used by it alone: never kept beyond it.
  */
 export interface LoadedProject {
   ref: string;
@@ -41,7 +42,8 @@ const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden',
 export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string, loaded?: LoadedProject): Promise<ProjectRecord> {
   // Read with the caller's token for this very request: the same rules on the same rows.
   if (loaded && loaded.ref === ref) {
-    return caller.project_id ? ownProjectOf(ref, loaded.project ?? undefined, () => loaded.member) : userProjectOf(loaded.project ?? undefined);
+    const project = loaded.project ?? undefined;
+    return caller.project_id ? ownProjectOf(ref, project, () => loaded.member) : userProjectOf(loaded.member ? project : undefined);
   }
   const target = projectRefOf(ref);
   if (caller.project_id) {

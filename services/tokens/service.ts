@@ -99,10 +99,10 @@ export async function authenticate(db: Executor, value: string): Promise<Princip
 
 /**
  * `authenticate` for a request that names a project (`ref`: a lowercase uuid or a slug, as
- * `projectRefOf` gives it), with that project read in the same statement as the caller may
- * see it (`tokenQueries.byHashWithProject`): the token's own project and whether its user is
- * a member (a project token), or the project among the user's accounts (a user token).
- * Whether the caller may have it is `projectForCaller`'s rule, applied by the caller.
+ * `projectRefOf` gives it), with that project and whether the token's user is a member of
+ * its account read in the same statement (`tokenQueries.byHashWithProject`): a project
+ * token's own project, or the one the reference names for a user. Whether the caller may
+ * have it is `projectForCaller`'s rule (services/projects/access.ts), applied by the caller.
  */
 export async function authenticateWithProject(
   db: Executor,

@@ -63,6 +63,23 @@ export interface LiveTokenRow {
   credential_provider: string | null;
 }
 
+const TOKEN_WITH_PROJECT_BY_ID = `SELECT tok.*, m.user_id IS NOT NULL AS member, to_json(p) AS project
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN projects p ON p.project_id = coalesce(tok.project_id, $2::uuid)
+    LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id`;
+
+const TOKEN_WITH_PROJECT_BY_SLUG = `SELECT tok.*, coalesce(p.member, false) AS member, p.project
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN LATERAL (
+      SELECT to_json(o) AS project,
+          EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
+        FROM projects o WHERE o.project_id = tok.project_id
+      UNION ALL
+      (SELECT to_json(u), true
+        FROM memberships m JOIN projects u ON u.account_id = m.account_id AND u.slug = $2
+        WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
+        ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true`;
+
 export const tokenQueries = {
   insert: (t: {
     tokenId: string;
@@ -101,27 +118,18 @@ export const tokenQueries = {
   }),
   /**
    * `byHash` and, in the same statement, the project a project-scoped request names, as
-   * `projectForCaller` (services/projects/access.ts) would read it for this token: a
-   * project token's own project (whatever `ref` says: the rule compares) with whether its
-   * user is still a member of its account (`isMember`); a user token's project with that
-   * uuid or slug among the projects of the user's accounts, the earliest membership first
-   * (`projectQueries.byIdOrSlugForUser`). Nothing is decided here. The project comes back
-   * as the JSON of its row (`to_json`: one field to describe and parse instead of nine).
-   * No row: no live token. `ref`: a lowercase uuid (`isUuid`) or a slug.
+   * `projectForCaller` (services/projects/access.ts) reads it for this token, with whether
+   * the token's user is a member of that project's account (`member`): a project token's own
+   * project (whatever `ref` says: the rule compares); for a user token, by uuid the project
+   * with that id, whoever's it is (a primary-key probe; the rule serves it only to a member),
+   * by slug the project with that slug among the user's accounts, the earliest membership
+   * first (`projectQueries.byIdOrSlugForUser`). Nothing is decided here. The project comes
+   * back as the JSON of its row (`to_json`: one field to describe and parse instead of
+   * nine). No row: no live token. `ref`: a lowercase uuid (`isUuid`) or a slug.
    */
   byHashWithProject: (hash: Buffer, ref: string, isUuid: boolean): Query => ({
     name: isUuid ? 'token_by_hash_project_by_id' : 'token_by_hash_project_by_slug',
-    text: `SELECT tok.*, coalesce(p.member, false) AS member, p.project
-      FROM (${liveTokenByHash('$1')}) tok
-        LEFT JOIN LATERAL (
-          SELECT to_json(o) AS project,
-              EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
-            FROM projects o WHERE o.project_id = tok.project_id
-          UNION ALL
-          (SELECT to_json(u), true
-            FROM memberships m JOIN projects u ON u.account_id = m.account_id AND ${isUuid ? 'u.project_id = $2::uuid' : 'u.slug = $2'}
-            WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
-            ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true`,
+    text: isUuid ? TOKEN_WITH_PROJECT_BY_ID : TOKEN_WITH_PROJECT_BY_SLUG,
     values: [hash, ref],
   }),
   /** The user's live tokens (not revoked, not expired), newest first. */
@@ -146,7 +154,7 @@ export const tokenQueries = {
   }),
 };
 
-/** A row of `byHashWithProject`: the token's, with the project (null: none the caller may see) and the membership. */
+/** A row of `byHashWithProject`: the token's, with the project (null: none) and whether the token's user is a member of its account. */
 export interface LiveTokenProjectRow extends LiveTokenRow {
   project: ProjectRecord | null;
   member: boolean;
