@@ -4,6 +4,7 @@ import { DomainError, retryLater } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
 import { authenticate, authenticateWithProject, type Principal } from '../services/tokens/service.js';
 import { projectRefOf, type LoadedProject } from '../services/projects/access.js';
+import { crNumberOf } from '../domain/change-request/index.js';
 import type { Config } from '../infra/config.js';
 import { clientKeyOf, parseTrustedProxies } from './client-key.js';
 import { credentialSandbox } from '../services/sessions/credentials.js';
@@ -120,13 +121,17 @@ export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const ref = projectParamOf(req);
     const target = ref === null ? null : projectRefOf(ref);
+    const crNumber = target ? crReadOf(req) : null;
     const lookup = async (value: string) => {
       if (!target) {
         const principal = await authenticate(db, value);
         return principal && { principal };
       }
-      const found = await authenticateWithProject(db, value, target);
-      return found && { principal: found.principal, project: { ref: ref!, project: found.project, member: found.member } };
+      const found = await authenticateWithProject(db, value, target, crNumber);
+      if (!found) return null;
+      const project: LoadedProject = { ref: ref!, project: found.project, member: found.member };
+      if (crNumber !== null && found.cr !== undefined) project.cr = { number: crNumber, cr: found.cr };
+      return { principal: found.principal, project };
     };
     authenticateRequest(db, guard, req, lookup)
       .then((found) => {
@@ -135,6 +140,22 @@ export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
       })
       .catch(next);
   };
+}
+
+/**
+ * The CR number of `GET /v1/projects/:projectId/change-requests/:number` without a query
+ * (the read most clients repeat): its row is read with the token and the project, and the
+ * route serves it once the access rule gave the caller the project (`loadedCrOf`).
+ */
+function crReadOf(req: Request): number | null {
+  if (req.method !== 'GET') return null;
+  const m = /^\/v1\/projects\/[^/?#]+\/change-requests\/([^/?#]+)$/.exec(req.originalUrl);
+  if (!m) return null;
+  try {
+    return crNumberOf(decodeURIComponent(m[1]!));
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
-import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { crNumberOf, type ChangeRequest } from '../../domain/change-request/index.js';
+import { loadedCrOf } from '../../services/projects/access.js';
 import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
@@ -112,7 +113,9 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.get('/:crId', async (req, res) => {
     const { project, actor } = await ctx(req);
     const q = GetChangeRequestQuery.parse(req.query);
-    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : {});
+    // Read with the token and the project (api/auth.ts) when the path asked for it by number.
+    const found = q.as_of ? undefined : loadedCrOf(req.loadedProject, project, crNumberOf(crRef(req)));
+    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : found !== undefined ? { found } : {});
     res.json({ change_request: serializeCr(cr) });
   });
 

@@ -320,9 +320,11 @@ export async function getCr(
   project: ProjectRecord,
   ref: string,
   actor: string,
-  opts: { asOf?: Date } = {},
+  /** `found`: the CR already read for this request (null: read, none with that reference). */
+  opts: { asOf?: Date; found?: ChangeRequest | null } = {},
 ): Promise<ChangeRequest> {
-  const cr = await findCr(deps.db, project.project_id, ref);
+  if (opts.found === null) throw notFound('Change request');
+  const cr = opts.found ?? (await findCr(deps.db, project.project_id, ref));
   if (opts.asOf) {
     const events = await readStream(deps.db, streamIdOf(cr.cr_id), { asOf: opts.asOf });
     const state = fold(events.map(parseChangeRequestEvent));

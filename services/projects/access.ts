@@ -1,6 +1,7 @@
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Executor } from '../../infra/db/db.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { isMember } from '../accounts/service.js';
 import { projectById, projectByIdOrSlugForUser } from './service.js';
 
@@ -28,6 +29,19 @@ export interface LoadedProject {
   ref: string;
   project: ProjectRecord | null;
   member: boolean;
+  /** The project's CR by number, read in the same statement when the route reads it first (null: none). */
+  cr?: { number: number; cr: ChangeRequest | null };
+}
+
+/**
+ * The CR `number` of `project` as the request's authentication read it, once the access
+ * rule gave the caller `project`: the CR (null: none with that number), or undefined when
+ * it was not read with it (then the route reads it).
+ */
+export function loadedCrOf(loaded: LoadedProject | undefined, project: ProjectRecord, number: number | null): ChangeRequest | null | undefined {
+  if (!loaded?.cr || number === null || loaded.cr.number !== number || loaded.project?.project_id !== project.project_id) return undefined;
+  const cr = loaded.cr.cr;
+  return cr && cr.project_id === project.project_id ? cr : cr === null ? null : undefined;
 }
 
 const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden', message);

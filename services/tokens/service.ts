@@ -2,6 +2,8 @@ import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypt
 import type { Executor } from '../../infra/db/db.js';
 import { decodeLiveTokenProjectRow, tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
 
 /**
  * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
@@ -103,19 +105,23 @@ export async function authenticate(db: Executor, value: string): Promise<Princip
  * its account read in the same statement (`tokenQueries.byHashWithProject`): a project
  * token's own project, or the one the reference names for a user. Whether the caller may
  * have it is `projectForCaller`'s rule (services/projects/access.ts), applied by the caller.
+ * `crNumber`: that project's CR with this number read too (`cr`, null when none), for a
+ * request whose route reads it first; served only once the rule gave the caller the project.
  */
 export async function authenticateWithProject(
   db: Executor,
   value: string,
   ref: { ref: string; isUuid: boolean },
-): Promise<{ principal: Principal; project: ProjectRecord | null; member: boolean } | null> {
+  crNumber: number | null = null,
+): Promise<{ principal: Principal; project: ProjectRecord | null; member: boolean; cr?: ChangeRequest | null } | null> {
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
-  const raw = await db.one(tokenQueries.byHashWithProject(hash, ref.ref, ref.isUuid));
+  const raw = await db.one(tokenQueries.byHashWithProject(hash, ref.ref, ref.isUuid, crNumber));
   if (!raw) return null;
-  const { project, member, ...row } = decodeLiveTokenProjectRow(raw);
+  const { project, member, cr, ...row } = decodeLiveTokenProjectRow(raw);
   const principal = principalOfTokenRow(db, hash, row);
-  return principal && { principal, project, member };
+  if (!principal) return null;
+  return crNumber === null ? { principal, project, member } : { principal, project, member, cr: cr ? crOfRow(decodeCrRow(cr)) : null };
 }
 
 /**

@@ -63,22 +63,35 @@ export interface LiveTokenRow {
   credential_provider: string | null;
 }
 
-const TOKEN_WITH_PROJECT_BY_ID = `SELECT tok.*, m.user_id IS NOT NULL AS member, to_json(p) AS project
+/**
+ * `cr`: the project's CR with number `$3` joined too (`to_json(c) AS cr`), for a request
+ * whose route reads it first (`GET` of a CR by number): the same statement, one round trip.
+ */
+const tokenWithProjectById = (cr: boolean) => `SELECT tok.*, m.user_id IS NOT NULL AS member, to_json(p) AS project${cr ? ', to_json(c) AS cr' : ''}
   FROM (${liveTokenByHash('$1')}) tok
     LEFT JOIN projects p ON p.project_id = coalesce(tok.project_id, $2::uuid)
-    LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id`;
+    LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id${
+      cr ? '\n    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3' : ''}`;
 
-const TOKEN_WITH_PROJECT_BY_SLUG = `SELECT tok.*, coalesce(p.member, false) AS member, p.project
+const tokenWithProjectBySlug = (cr: boolean) => `SELECT tok.*, coalesce(p.member, false) AS member, p.project${cr ? ', to_json(c) AS cr' : ''}
   FROM (${liveTokenByHash('$1')}) tok
     LEFT JOIN LATERAL (
-      SELECT to_json(o) AS project,
+      SELECT o.project_id, to_json(o) AS project,
           EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
         FROM projects o WHERE o.project_id = tok.project_id
       UNION ALL
-      (SELECT to_json(u), true
+      (SELECT u.project_id, to_json(u), true
         FROM memberships m JOIN projects u ON u.account_id = m.account_id AND u.slug = $2
         WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
-        ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true`;
+        ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true${
+      cr ? '\n    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3' : ''}`;
+
+const TOKEN_WITH_PROJECT = {
+  byId: tokenWithProjectById(false),
+  byIdWithCr: tokenWithProjectById(true),
+  bySlug: tokenWithProjectBySlug(false),
+  bySlugWithCr: tokenWithProjectBySlug(true),
+};
 
 export const tokenQueries = {
   insert: (t: {
@@ -127,11 +140,14 @@ export const tokenQueries = {
    * back as the JSON of its row (`to_json`: one field to describe and parse instead of
    * nine). No row: no live token. `ref`: a lowercase uuid (`isUuid`) or a slug.
    */
-  byHashWithProject: (hash: Buffer, ref: string, isUuid: boolean): Query => ({
-    name: isUuid ? 'token_by_hash_project_by_id' : 'token_by_hash_project_by_slug',
-    text: isUuid ? TOKEN_WITH_PROJECT_BY_ID : TOKEN_WITH_PROJECT_BY_SLUG,
-    values: [hash, ref],
-  }),
+  byHashWithProject: (hash: Buffer, ref: string, isUuid: boolean, crNumber: number | null = null): Query => {
+    const cr = crNumber !== null;
+    return {
+      name: `token_by_hash_project_by_${isUuid ? 'id' : 'slug'}${cr ? '_cr' : ''}`,
+      text: TOKEN_WITH_PROJECT[`${isUuid ? 'byId' : 'bySlug'}${cr ? 'WithCr' : ''}`],
+      values: cr ? [hash, ref, crNumber] : [hash, ref],
+    };
+  },
   /** The user's live tokens (not revoked, not expired), newest first. */
   listForUser: (userId: string): Query => ({
     text: `SELECT token_id, name, project_id, created_at, expires_at, last_used_at FROM tokens
@@ -154,14 +170,19 @@ export const tokenQueries = {
   }),
 };
 
-/** A row of `byHashWithProject`: the token's, with the project (null: none) and whether the token's user is a member of its account. */
+/**
+ * A row of `byHashWithProject`: the token's, with the project (null: none), whether the
+ * token's user is a member of its account, and (asked for) the CR's row as JSON (null: none;
+ * decoded by `decodeCrRow`).
+ */
 export interface LiveTokenProjectRow extends LiveTokenRow {
   project: ProjectRecord | null;
   member: boolean;
+  cr?: Record<string, unknown> | null;
 }
 
 export function decodeLiveTokenProjectRow(r: Record<string, unknown>): LiveTokenProjectRow {
-  const { project, ...rest } = r as unknown as LiveTokenRow & { member: boolean; project: Record<string, unknown> | null };
+  const { project, ...rest } = r as unknown as LiveTokenRow & { member: boolean; project: Record<string, unknown> | null; cr?: Record<string, unknown> | null };
   return { ...rest, project: project ? projectOfJson(project) : null };
 }
 
