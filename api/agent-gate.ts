@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { RequestHandler } from 'express';
 import { agentActionOf, assertMay, isAgent } from '../services/tokens/agent-policy.js';
 
 /**
@@ -10,17 +10,13 @@ import { agentActionOf, assertMay, isAgent } from '../services/tokens/agent-poli
  */
 export const agentGate: RequestHandler = (req, _res, next) => {
   try {
-    checkAgentGate(req);
+    const p = req.principal;
+    if (p && isAgent(p)) {
+      const action = agentActionOf(req.method, req.path);
+      if (action !== 'route-checks') assertMay(p, action);
+    }
     next();
   } catch (err) {
     next(err);
   }
 };
-
-/** The gate's rule for one request (its path relative to `/v1`): throws when an agent may not. */
-export function checkAgentGate(req: Request): void {
-  const p = req.principal;
-  if (!p || !isAgent(p)) return;
-  const action = agentActionOf(req.method, req.path);
-  if (action !== 'route-checks') assertMay(p, action);
-}

@@ -7,7 +7,7 @@ import { metricsMiddleware } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
 import { accountRoutes } from './routes/accounts.js';
 import { projectRoutes } from './routes/projects.js';
-import { changeRequestRoutes, crReadRoute } from './routes/change-requests.js';
+import { changeRequestRoutes } from './routes/change-requests.js';
 import { compareRoutes } from './routes/compare.js';
 import { reviewRoutes } from './routes/review.js';
 import { openapiRoutes } from './routes/openapi.js';
@@ -60,8 +60,6 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', readBody(CREDENTIAL_BODY_LIMIT), cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet, 16 KiB
-  // GET of a CR by number: token, project and CR in one statement, the same checks (issue 24 item 8).
-  v1.get('/projects/:projectId/change-requests/:crId', crReadRoute(deps, authGuardOf(deps.config)));
   v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
   v1.use(readBody(BODY_LIMIT)); // the API's bodies: read only now, the caller known
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows

@@ -2,7 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, retryLater } from '../domain/errors.js';
 import type { Db } from '../infra/db/db.js';
-import { authenticate, type Principal } from '../services/tokens/service.js';
+import { authenticate, authenticateWithProject, type Principal } from '../services/tokens/service.js';
+import { projectRefOf, type LoadedProject } from '../services/projects/access.js';
+import { crNumberOf } from '../domain/change-request/index.js';
 import type { Config } from '../infra/config.js';
 import { clientKeyOf, parseTrustedProxies } from './client-key.js';
 import { credentialSandbox } from '../services/sessions/credentials.js';
@@ -11,6 +13,8 @@ import { checkGateway } from './gateway.js';
 declare module 'express-serve-static-core' {
   interface Request {
     principal?: Principal;
+    /** The project the path names, read with the token (`requireAuth`); `resolveProject` applies the rule. */
+    loadedProject?: LoadedProject;
   }
 }
 
@@ -108,26 +112,74 @@ export const vouchFor = (req: IncomingMessage) => void vouched.add(req);
 /**
  * Bearer PATs only. The sandbox service key (SVC_TOKEN) is not a PAT and never matches:
  * it has no row in `tokens`. Failed attempts are limited per principal (AuthGuard).
+ *
+ * A request under `/v1/projects/:projectId/` has that project read in the token's own
+ * statement (`authenticateWithProject`): every project-scoped route then resolves it
+ * (`resolveProject`, the rule of services/projects/access.ts) without another round trip.
  */
 export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
-  const lookup = async (value: string) => {
-    const principal = await authenticate(db, value);
-    return principal && { principal };
-  };
   return (req: Request, _res: Response, next: NextFunction) => {
+    const ref = projectParamOf(req);
+    const target = ref === null ? null : projectRefOf(ref);
+    const crNumber = target ? crReadOf(req) : null;
+    const lookup = async (value: string) => {
+      if (!target) {
+        const principal = await authenticate(db, value);
+        return principal && { principal };
+      }
+      const found = await authenticateWithProject(db, value, target, crNumber);
+      if (!found) return null;
+      const project: LoadedProject = { ref: ref!, project: found.project, member: found.member };
+      if (crNumber !== null && found.cr !== undefined) project.cr = { number: crNumber, cr: found.cr };
+      return { principal: found.principal, project };
+    };
     authenticateRequest(db, guard, req, lookup)
-      .then(() => next())
+      .then((found) => {
+        if ('project' in found) req.loadedProject = found.project;
+        next();
+      })
       .catch(next);
   };
 }
 
 /**
- * The request's credential checked as `requireAuth` checks it, with `lookup` reading the
- * token (and whatever a route reads in the same statement, `T`): 401 without a header or
+ * The CR number of `GET /v1/projects/:projectId/change-requests/:number` without a query
+ * (the read most clients repeat): its row is read with the token and the project, and the
+ * route serves it once the access rule gave the caller the project (`loadedCrOf`).
+ */
+function crReadOf(req: Request): number | null {
+  if (req.method !== 'GET') return null;
+  const m = /^\/v1\/projects\/[^/?#]+\/change-requests\/([^/?#]+)$/.exec(req.originalUrl);
+  if (!m) return null;
+  try {
+    return crNumberOf(decodeURIComponent(m[1]!));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The `:projectId` of a `/v1/projects/:projectId/...` request, decoded as the router decodes
+ * its parameters; null for any other path. Only a hint for the one read: `resolveProject`
+ * uses what was read only when it names the route's own parameter.
+ */
+function projectParamOf(req: Request): string | null {
+  const m = /^\/v1\/projects\/([^/?#]+)/.exec(req.originalUrl);
+  if (!m) return null;
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The request's credential checked, with `lookup` reading the token (and the project the
+ * path names, in the same statement, `T`): 401 without a header or
  * for a value that is no live token, 429 past the failure limit, then the gateway rule;
  * sets `req.principal`.
  */
-export async function authenticateRequest<T extends { principal: Principal }>(
+async function authenticateRequest<T extends { principal: Principal }>(
   db: Db,
   guard: AuthGuard,
   req: Request,

@@ -9,25 +9,28 @@ export interface Metrics {
   merges: client.Counter<'outcome'>;
 }
 
-export function createMetrics(): Metrics {
-  const registry = new client.Registry();
-  client.collectDefaultMetrics({ register: registry });
-  return {
-    registry,
+/** `also`: other registries served on the same /metrics (the periodic jobs', workers/supervisor.ts). */
+export function createMetrics(also: client.Registry[] = []): Metrics {
+  const own = new client.Registry();
+  client.collectDefaultMetrics({ register: own });
+  const registers = [own];
+  const m = {
     httpDuration: new client.Histogram({
       name: 'svc_http_request_duration_seconds',
       help: 'HTTP request duration by route',
       labelNames: ['method', 'route', 'status'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [registry],
+      registers,
     }),
     merges: new client.Counter({
       name: 'svc_cr_merges_total',
       help: 'Change-request merges by outcome',
       labelNames: ['outcome'],
-      registers: [registry],
+      registers,
     }),
   };
+  // Merged once every metric of this registry exists: a merge copies what is registered then.
+  return { registry: also.length > 0 ? client.Registry.merge([own, ...also]) : own, ...m };
 }
 
 /** What this module reads of Express's router (public fields of `router`'s Layer). */

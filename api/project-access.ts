@@ -7,10 +7,12 @@ import { principalOf } from './auth.js';
 
 /**
  * Resolves `:projectId` (uuid or slug) and checks the caller may write to it: the rule
- * lives in services (`projectForCaller`), shared with the dashboard's page loaders.
+ * lives in services (`projectForCaller`), shared with the dashboard's page loaders. The
+ * project was read with the token (`requireAuth`) when the path names it; otherwise it is
+ * read here.
  */
 export async function resolveProject(db: Db, req: Request): Promise<ProjectRecord> {
-  return projectForCaller(db, principalOf(req), String(req.params.projectId ?? ''));
+  return projectForCaller(db, principalOf(req), String(req.params.projectId ?? ''), req.loadedProject);
 }
 
 export function serializeProject(p: ProjectRecord): Project {

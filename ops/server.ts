@@ -12,7 +12,7 @@ import { repoUrlPolicy } from '../infra/git/url-policy.js';
 import { reposDirOf } from '../infra/git/managed-repo.js';
 import { CR_MERGE } from '../services/change-requests/merge.js';
 import { APP_DEPLOY } from '../services/apps/sync.js';
-import type { Scheduler } from '../services/triggers/scheduler.js';
+import { createWorkerMetrics, type RunningJob } from '../workers/supervisor.js';
 import { SESSION_QUEUES } from '../workers/sessions.js';
 import { MANIFEST_SYNC, enqueueMovedSync } from '../workers/manifest.js';
 import { createManifestFollower } from '../services/manifest/follow.js';
@@ -45,7 +45,7 @@ export interface RunningServer {
   database: Database;
   queue: Queue;
   /** This process's trigger scheduler (worker role, SVC_SCHEDULER on). */
-  scheduler?: Scheduler;
+  scheduler?: RunningJob;
   stop(): Promise<void>;
 }
 
@@ -82,7 +82,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config), onTips: follower.tipsRead });
   const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY, ...CHECK_QUEUES] });
   undo.push(() => queue.stop());
-  const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db) };
+  const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db), workerMetrics: createWorkerMetrics() };
 
   // The API URL sandboxes use is known once the HTTP server listens (PORT=0 in tests).
   let apiPort = config.PORT;

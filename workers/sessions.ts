@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import type { JobOutput, Queue } from '../infra/queue.js';
 import type { SessionDeps } from '../services/sessions/deps.js';
-import { idleMs } from '../services/sessions/deps.js';
 import { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP } from '../services/sessions/jobs.js';
 import { provisionSession, recoverSessions, stopSandbox, sweepIdle } from '../services/sessions/provision.js';
 import { sweepOrphans } from '../services/sessions/orphans.js';
-import { startPoolKeeper } from '../services/sessions/pool.js';
+import { startSessionIdleSweep } from './session-idle-sweep.js';
+import { startSandboxPoolKeeper } from './sandbox-pool-keeper.js';
+import type { WorkerMetrics } from './supervisor.js';
 
 export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
 
@@ -22,13 +23,13 @@ const stopJob = z.object({
 
 /**
  * The session workers: `session.provision`, `session.stop` and `session.idle-sweep`
- * (scheduled here: every worker enqueues it, and pg-boss's singleton key lets one run
- * per period). At start, sessions a crashed process left provisioning get their job
+ * (scheduled by ./session-idle-sweep.ts), and the sandbox pool's keeper
+ * (./sandbox-pool-keeper.ts). At start, sessions a crashed process left provisioning get their job
  * again, running ones whose sandbox is gone (or on another provider) are marked stopped,
  * and every loadable provider's sandboxes without a live row are removed (orphans.ts);
  * the sweep repeats both.
  */
-export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts: { concurrency?: number } = {}): Promise<{ stop(): void }> {
+export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts: { concurrency?: number; metrics?: WorkerMetrics | undefined } = {}): Promise<{ stop(): Promise<void> }> {
   const concurrency = opts.concurrency ?? 4;
   queue.work(SESSION_PROVISION, concurrency, async (data): Promise<JobOutput> => {
     const job = provisionJob.parse(data);
@@ -52,19 +53,12 @@ export async function startSessionWorkers(deps: SessionDeps, queue: Queue, opts:
   await sweepOrphans(deps)
     .then((swept) => deps.logger.info({ providers: swept.providers }, 'orphan sweep at start: every loadable provider listed'))
     .catch((err: Error) => deps.logger.warn({ err: err.message }, 'orphan sweep at start failed; the next sweep retries'));
-  const periodMs = Math.max(1000, Math.min(60_000, idleMs(deps.config) / 4));
-  const tick = () =>
-    void queue
-      .enqueue(SESSION_IDLE_SWEEP, {}, { singleton: { key: 'sweep', seconds: Math.max(1, Math.floor(periodMs / 1000)) }, retryLimit: 0 })
-      .catch((err: Error) => deps.logger.warn({ err: err.message }, 'idle sweep not scheduled'));
-  const timer = setInterval(tick, periodMs);
-  timer.unref();
+  const sweep = startSessionIdleSweep(deps, queue, opts.metrics);
   // The pool of prepared sandboxes (docs/sessions.md "Pool"): kept filled from here.
-  const pool = startPoolKeeper(deps);
+  const pool = startSandboxPoolKeeper(deps, { metrics: opts.metrics });
   return {
-    stop: () => {
-      clearInterval(timer);
-      pool.stop();
+    async stop() {
+      await Promise.all([sweep.stop(), pool.stop()]);
     },
   };
 }

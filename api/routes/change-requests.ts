@@ -1,10 +1,9 @@
-import { Router, type Request, type RequestHandler } from 'express';
-import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { Router, type Request } from 'express';
+import { crNumberOf, type ChangeRequest } from '../../domain/change-request/index.js';
+import { loadedCrOf } from '../../services/projects/access.js';
 import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
 import type { ApiDeps } from '../deps.js';
-import { authenticateRequest, principalOf, type AuthGuard } from '../auth.js';
-import { checkAgentGate } from '../agent-gate.js';
-import { crReadTarget, lookupCrRead } from '../../services/change-requests/read.js';
+import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../../contracts/common.js';
@@ -80,31 +79,6 @@ export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string
   return merged;
 }
 
-/**
- * `GET /v1/projects/:projectId/change-requests/:number` (no query) ahead of the per-step
- * path (mounted before `requireAuth`): the token, the project and the CR in one statement
- * (services/change-requests/read.ts), then every check of that path in its order (the
- * failure limit, the gateway rule, the agent gate, the project's access rule, the CR) and
- * the same live refresh. Anything else (a CR uuid, `as_of`, a reference no project can
- * have) goes on to the per-step path untouched.
- */
-export function crReadRoute(deps: ApiDeps, guard: AuthGuard): RequestHandler {
-  const crDeps = crDepsOf(deps);
-  return async (req, res, next) => {
-    const target = hasQuery(req) ? null : crReadTarget(String(req.params.projectId ?? ''), String(req.params.crId ?? ''));
-    if (!target) return next();
-    const { principal, resolve } = await authenticateRequest(deps.db, guard, req, (value) => lookupCrRead(deps.db, value, target));
-    checkAgentGate(req);
-    const { project, cr } = await resolve();
-    res.json({ change_request: serializeCr(await crs.refreshCr(crDeps, project, cr, principal.user_id)) });
-  };
-}
-
-const hasQuery = (req: Request): boolean => {
-  for (const _ in req.query) return true;
-  return false;
-};
-
 /** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
 export function changeRequestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
@@ -139,7 +113,9 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.get('/:crId', async (req, res) => {
     const { project, actor } = await ctx(req);
     const q = GetChangeRequestQuery.parse(req.query);
-    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : {});
+    // Read with the token and the project (api/auth.ts) when the path asked for it by number.
+    const found = q.as_of ? undefined : loadedCrOf(req.loadedProject, project, crNumberOf(crRef(req)));
+    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : found !== undefined ? { found } : {});
     res.json({ change_request: serializeCr(cr) });
   });
 

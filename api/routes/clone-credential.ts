@@ -6,7 +6,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { projectById } from '../../services/projects/service.js';
 import { authenticateSandboxKey, mintCloneCredential, sandboxProvider } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
-import { repoUrlOf } from '../../services/sessions/provision.js';
+import { repoUrlOf } from '../../services/sessions/sandbox-env.js';
 import { sessionDepsOf } from './sessions.js';
 
 export const CLONE_CREDENTIAL_MINUTES = 15;

@@ -14,7 +14,9 @@
  *   concurrent connections, a fixed number of requests. Goal: >= 1,000 req/s. Floors:
  *   `GET /healthz` at the same concurrency (alternated with it, round by round; the notes
  *   give each round's ratio and the CPU per request of this process and of Postgres), and
- *   `git ls-remote` of the same repo. `SVC_BENCH_API_ONLY=get` runs this row alone,
+ *   `git ls-remote` of the same repo. In the same rounds, three other reads (the project,
+ *   its open CRs, `/v1/accounts/me`), each with its same-run ratio to `/healthz`.
+ *   `SVC_BENCH_API_ONLY=get` runs these rows alone,
  *   `SVC_BENCH_API_ROUNDS` sets the rounds.
  * - create: `POST .../change-requests`, 16 concurrent connections.
  */
@@ -220,8 +222,23 @@ export const run: BenchSuite = async ({ quick }) => {
       const r = await client.request('GET', '/healthz');
       if (r.status !== 200) throw new Error(`GET /healthz: ${r.status}`);
     };
+    // Three other reads on the same authentication path, measured in the same rounds: the
+    // project, its open CRs (a page of one), and a route that names no project.
+    const otherReads = [
+      { name: 'GET project', path: `/v1/projects/${project.project_id}` },
+      { name: 'GET open CRs of a project', path: `${crs}?status=open&per_page=1` },
+      { name: 'GET /v1/accounts/me', path: '/v1/accounts/me' },
+    ].map((o) => ({
+      ...o,
+      runs: [] as Run[],
+      call: async () => {
+        const r = await client.request('GET', o.path);
+        if (r.status !== 200) throw new Error(`GET ${o.path}: ${r.status} ${r.body.slice(0, 200)}`);
+      },
+    }));
     await throughput(200, conns, get); // warm-up, opens the connections
     await throughput(200, conns, health);
+    for (const o of otherReads) await throughput(200, conns, o.call);
     const rounds = Number(process.env.SVC_BENCH_API_ROUNDS) || (quick ? 1 : 3);
     const getRuns: Run[] = [];
     const healthRuns: Run[] = [];
@@ -230,6 +247,7 @@ export const run: BenchSuite = async ({ quick }) => {
     for (let r = 0; r < rounds; r++) {
       getRuns.push(await measured(pgb, total, conns, get));
       healthRuns.push(await measured(pgb, total, conns, health));
+      for (const o of otherReads) o.runs.push(await measured(pgb, total, conns, o.call));
     }
     // Still live: a push is seen by the very next read.
     const pushed = await repo.commit('hot', { 'hot.txt': 'moved\n' });
@@ -268,6 +286,23 @@ export const run: BenchSuite = async ({ quick }) => {
         notes: `${lsRuns} calls; what each GET cost before tips were read from the ref files`,
       },
     );
+
+    for (const o of otherReads) {
+      const ratios = o.runs.map((g, i) => g.rps / healthRuns[i]!.rps);
+      const best = Math.max(...o.runs.map((x) => x.rps));
+      rows.push({
+        suite: 'api',
+        name: `${o.name} (${conns} connections)`,
+        value: best,
+        unit: 'req/s',
+        floor: bestHealth,
+        ratio: best / bestHealth,
+        notes:
+          `${total} requests per run, best of ${rounds} (${o.runs.map((x) => Math.round(x.rps)).join('/')}), in the rounds of the open-CR read; ` +
+          `same-run ratios to /healthz ${ratios.map((x) => x.toFixed(2)).join('/')} (median ${median(ratios).toFixed(2)}); ` +
+          `CPU per request, median: node ${us(o.runs, 'nodeUs')} us + postgres ${us(o.runs, 'pgUs')} us`,
+      });
+    }
 
     if (only === 'get') return rows; // iterating on the open-CR read alone
 

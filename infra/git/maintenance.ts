@@ -72,8 +72,6 @@ async function countFiles(dir: string, limit: number): Promise<number> {
 export interface RepoMaintainerOptions {
   /** The repositories to look after (managed repositories and mirrors). */
   repositories: () => Promise<string[]>;
-  /** How often each repository is looked at (ms): a light pass when it grew (needsMaintenance). Default 60 s. */
-  checkEveryMs?: number;
   /** A light pass at least this often even without growth (ms). Default 6 h. */
   lightEveryMs?: number;
   /** A full pass this often (ms). Default 24 h. */
@@ -85,15 +83,15 @@ export interface RepoMaintainerOptions {
 }
 
 /**
- * Runs maintenance in the background of one process (the worker): every `checkEveryMs` it
- * looks at each repository and runs a pass where one is due, one repository at a time, so
- * a burst of pushes is packed within about a minute and reads, pushes and merges never
- * wait for it. A request to maintain a repository being maintained joins the pass in flight.
+ * The maintenance of one process's repositories: `tick` looks at each repository and runs
+ * a pass where one is due, one repository at a time; workers/repository-maintenance.ts
+ * calls it every `checkEveryMs`, so a burst of pushes is packed within about a minute and
+ * reads, pushes and merges never wait for it. A request to maintain a repository being
+ * maintained joins the pass in flight.
  */
 export class RepoMaintainer {
   private readonly running = new Map<string, Promise<MaintenanceResult | null>>();
   private readonly last = new Map<string, { light: number; full: number }>();
-  private timer: NodeJS.Timeout | null = null;
   private ticking: Promise<void> | null = null;
   private readonly started = Date.now();
 
@@ -133,15 +131,8 @@ export class RepoMaintainer {
     return this.ticking;
   }
 
-  start(): void {
-    if (this.timer) return;
-    this.timer = setInterval(() => void this.tick(), this.o.checkEveryMs ?? 60_000);
-    this.timer.unref();
-  }
-
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = null;
+  /** Resolves once the tick and every pass in flight ended. */
+  async drain(): Promise<void> {
     await Promise.all([this.ticking, ...this.running.values()]);
   }
 }

@@ -1,4 +1,4 @@
-import { startChannelDispatcher } from '../../services/channels/dispatcher.js';
+import { startChannelDispatcher } from '../../workers/channel-dispatcher.js';
 import { outboundPolicy } from '../../infra/net/url-policy.js';
 import type { Core, Running } from './core.js';
 
@@ -12,6 +12,7 @@ export function wireChannels(core: Core): Running {
     logger,
     policy: outboundPolicy(config),
     allowHttp: config.SVC_CHANNELS_ALLOW_HTTP,
+    metrics: core.workerMetrics,
     ...(config.SVC_PUBLIC_URL ? { publicUrl: config.SVC_PUBLIC_URL } : {}),
   });
   return { stop: () => channels.stop() };

@@ -1,6 +1,6 @@
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../../services/checks/deps.js';
-import { startChecksRefresher } from '../../services/checks/refresher.js';
+import { startChecksRefresher } from '../../workers/checks-refresher.js';
 import { sendFailureAutomatically } from '../../services/checks/auto-send.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { startCheckWorkers } from '../../workers/checks.js';
@@ -39,7 +39,7 @@ export function wireChecks(core: Core, provider: SandboxProvider | undefined, se
   // `[review] send_failures_to_agent`: a failure goes to the agent's session (auto-send.ts).
   if (sessions) deps.onFailed = (project, crId) => sendFailureAutomatically(deps, sessions, project, crId);
   startCheckWorkers(deps, queue, config.SVC_CHECKS_CONCURRENCY);
-  const refresher = startChecksRefresher(deps, config.SVC_CHECKS_REFRESH_MS);
+  const refresher = startChecksRefresher(deps, config.SVC_CHECKS_REFRESH_MS, core.workerMetrics);
   logger.info({ concurrency: config.SVC_CHECKS_CONCURRENCY, refresh_ms: config.SVC_CHECKS_REFRESH_MS }, 'checks ready');
   return { stop: () => refresher.stop() };
 }

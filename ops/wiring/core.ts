@@ -5,6 +5,7 @@ import type { Queue } from '../../infra/queue.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { CrCommandPath } from '../../services/change-requests/command-path.js';
+import type { WorkerMetrics } from '../../workers/supervisor.js';
 
 /** What every feature's wiring is handed: the process's database, queue, repositories and roles. */
 export interface Core {
@@ -17,6 +18,8 @@ export interface Core {
   queue: Queue;
   /** The CR command path's group commit and caches, one per process (on `db`'s pool). */
   crCommands: CrCommandPath;
+  /** The periodic jobs' metrics (workers/supervisor.ts), served on /metrics with the API's. */
+  workerMetrics?: WorkerMetrics;
 }
 
 /**

@@ -35,7 +35,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   let server: http.Server;
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   const { sessions, spawnSession } = opts;
-  const metrics = createMetrics();
+  const metrics = createMetrics(core.workerMetrics ? [core.workerMetrics.registry] : []);
   const apiDeps = { config, db, logger, metrics, secrets, repos, crCommands, queue, sessions, spawnSession,
     // Running sandboxes get secret changes through their daemon's POST /svc/env.
     onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>

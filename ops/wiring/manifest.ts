@@ -6,7 +6,8 @@ import { enqueueAllManifestSyncs, type ManifestDeps } from '../../services/manif
 import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { createSession } from '../../services/sessions/service.js';
-import { createScheduler, type Scheduler } from '../../services/triggers/scheduler.js';
+import { startTriggerScheduler } from '../../workers/trigger-scheduler.js';
+import type { RunningJob } from '../../workers/supervisor.js';
 import type { SpawnSession } from '../../services/triggers/service.js';
 import { MANIFEST_SYNC, appDeployHandler, manifestSyncHandler } from '../../workers/manifest.js';
 import type { Core, Running } from './core.js';
@@ -14,7 +15,7 @@ import type { Core, Running } from './core.js';
 export interface ManifestWiring extends Running {
   /** How triggers (and the API's fire route) spawn sessions. */
   spawnSession: SpawnSession;
-  scheduler: Scheduler | undefined;
+  scheduler: RunningJob | undefined;
 }
 
 /**
@@ -26,7 +27,7 @@ export async function wireManifest(core: Core, sessions: SessionDeps, appProvide
   const { config, logger, db, secrets, repos, queue, roles } = core;
   const manifestDeps: ManifestDeps = { db, repos, logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
   const spawnSession: SpawnSession = async (input) => ({ ...(await createSession(sessions, input)) });
-  let scheduler: Scheduler | undefined;
+  let scheduler: RunningJob | undefined;
   const owned = new OwnedApps();
   if (roles.worker) {
     queue.work(MANIFEST_SYNC, 2, manifestSyncHandler(manifestDeps));
@@ -34,7 +35,7 @@ export async function wireManifest(core: Core, sessions: SessionDeps, appProvide
     const synced = await enqueueAllManifestSyncs(db, async (project_id) => void (await queue.enqueue(MANIFEST_SYNC, { project_id, reason: 'start' })));
     await resumeApps(db, appProvider, manifestDeps.enqueueApp);
     if (config.SVC_SCHEDULER) {
-      scheduler = createScheduler({ db, repos, logger, intervalMs: config.SVC_SCHEDULER_INTERVAL_MS, spawnSession });
+      scheduler = startTriggerScheduler({ db, repos, logger, spawnSession }, config.SVC_SCHEDULER_INTERVAL_MS, core.workerMetrics);
     }
     logger.info({ projects: synced }, 'manifest syncs queued at start');
   }

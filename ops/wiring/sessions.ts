@@ -61,7 +61,7 @@ export function wireSessions(
     ...(providers ? { providers } : {}),
     projectSecrets: opts.projectSecrets ?? ((projectId) => sandboxSecrets(db, secrets, projectId)),
   };
-  let workers: { stop(): void } | undefined;
+  let workers: { stop(): Promise<void> } | undefined;
   return {
     deps,
     appProvider,
@@ -69,11 +69,11 @@ export function wireSessions(
     async startWorkers() {
       // Sandboxes left running by an earlier process reach the server again.
       if (roles.worker) await gateway.reopen(sandboxesRoot(config));
-      if (roles.worker) workers = await startSessionWorkers(deps, queue);
+      if (roles.worker) workers = await startSessionWorkers(deps, queue, { metrics: core.workerMetrics });
     },
-    stop: () => {
+    stop: async () => {
       stopping.abort();
-      workers?.stop();
+      await workers?.stop();
     },
     async close() {
       await gateway.closeAll();

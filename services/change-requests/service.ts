@@ -83,7 +83,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function findCr(db: Db, projectId: string, ref: string): Promise<ChangeRequest> {
   const num = crNumberOf(ref);
   let row: Record<string, unknown> | undefined;
-  if (num !== null) row = await db.one(crQueries.byNumber(projectId, num));
+  if (num !== null) row = (await db.one<{ cr: Record<string, unknown> }>(crQueries.byNumber(projectId, num)))?.cr;
   else if (UUID.test(ref)) row = await db.one(crQueries.byId(projectId, ref.toLowerCase()));
   if (!row) throw notFound('Change request');
   return crOfRow(decodeCrRow(row));
@@ -314,9 +314,11 @@ export async function getCr(
   project: ProjectRecord,
   ref: string,
   actor: string,
-  opts: { asOf?: Date } = {},
+  /** `found`: the CR already read for this request (null: read, none with that reference). */
+  opts: { asOf?: Date; found?: ChangeRequest | null } = {},
 ): Promise<ChangeRequest> {
-  const cr = await findCr(deps.db, project.project_id, ref);
+  if (opts.found === null) throw notFound('Change request');
+  const cr = opts.found ?? (await findCr(deps.db, project.project_id, ref));
   if (opts.asOf) {
     const events = await readStream(deps.db, streamIdOf(cr.cr_id), { asOf: opts.asOf });
     const state = fold(events.map(parseChangeRequestEvent));

@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { Db } from '../../infra/db/db.js';
 import type { Logger } from '../../lib/logger.js';
 import type { SecretBox } from '../../infra/secret-box.js';
@@ -17,16 +16,14 @@ import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
  * re-read after a crash does not post it twice. A failing webhook is retried with
  * exponential backoff (capped) and holds back only its own channel, in order.
  *
- * One process delivers at a time (the holder of an advisory lock on its own connection);
- * the others stand by and take over when it dies.
+ * This is one pass and the state passes share; its loop, and the election of the one
+ * process that delivers, are workers/channel-dispatcher.ts.
  */
 export interface ChannelDispatcherOptions {
   db: Db;
   secrets: SecretBox;
   logger: Logger;
   publicUrl?: string;
-  /** How often the dispatcher looks for new events (ms). */
-  pollMs?: number;
   /** First retry delay (ms); doubles per failure up to `maxBackoffMs`. */
   baseBackoffMs?: number;
   maxBackoffMs?: number;
@@ -38,10 +35,11 @@ export interface ChannelDispatcherOptions {
   allowHttp: boolean;
 }
 
-export interface ChannelDispatcher {
-  /** Runs one pass now (tests, and the timer). */
-  tick(): Promise<void>;
-  stop(): Promise<void>;
+export interface ChannelDispatch {
+  /** One pass: every channel's pending events, as far as its webhook accepts them. */
+  pass(): Promise<void>;
+  /** Ends the pass in flight at its next event. */
+  stop(): void;
 }
 
 interface Retry {
@@ -49,48 +47,16 @@ interface Retry {
   nextAt: number;
 }
 
-export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelDispatcher {
+export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDispatch {
   const { db, logger, secrets } = opts;
-  const pollMs = opts.pollMs ?? 1000;
   const baseBackoff = opts.baseBackoffMs ?? 500;
   const maxBackoff = opts.maxBackoffMs ?? 5 * 60_000;
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const retries = new Map<string, Retry>();
-  // The leader's lock lives on its own connection, outside the pool: holding it never
-  // takes a connection from the API or the merges.
-  let leaderConn: pg.Client | undefined;
   let lastSeen = '';
   let caughtUp = false;
-  let running: Promise<void> | undefined;
   let stopped = false;
   let lastPrune = 0;
-
-  const lead = async (): Promise<boolean> => {
-    if (leaderConn) return true;
-    // Followers ask with a pooled connection; only a leader keeps one of its own.
-    const free = await db.one<{ free: boolean }>(q.lockFree());
-    if (!free?.free) return false;
-    const conn = new pg.Client({ connectionString: db.url, application_name: 'svc-channels' });
-    conn.on('error', (err) => {
-      logger.warn({ err: err.message }, 'channels: lost the leader connection');
-      if (leaderConn === conn) leaderConn = undefined;
-      conn.end().catch(() => {});
-    });
-    try {
-      await conn.connect();
-      const r = await conn.query<{ leader: boolean }>(q.tryLead().text, q.tryLead().values);
-      if (r.rows[0]?.leader) {
-        leaderConn = conn;
-        logger.info('channels: this process delivers chat notifications');
-        return true;
-      }
-    } catch (err) {
-      await conn.end().catch(() => {});
-      throw err;
-    }
-    await conn.end().catch(() => {});
-    return false;
-  };
 
   /**
    * Every delivery checks the URL again (a name that resolves to a local address now is
@@ -153,7 +119,6 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
   };
 
   const pass = async () => {
-    if (!(await lead())) return;
     // Nothing appended, no horizon move, no retry due: no reads at all.
     const row = await db.one<{ position: number; horizon: string }>(eventQueries.latestPosition());
     const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
@@ -178,28 +143,10 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions): ChannelD
     }
   };
 
-  const tick = () => {
-    running ??= pass()
-      .catch((err: Error) => logger.warn({ err: err.message }, 'channels: pass failed'))
-      .finally(() => (running = undefined));
-    return running;
-  };
-  const timer = setInterval(() => void tick(), pollMs);
-  timer.unref();
-  void tick();
-
   return {
-    tick,
-    async stop() {
+    pass,
+    stop() {
       stopped = true;
-      clearInterval(timer);
-      await running;
-      if (leaderConn) {
-        const conn = leaderConn;
-        leaderConn = undefined;
-        await conn.query(q.resign().text, q.resign().values).catch(() => {});
-        await conn.end().catch(() => {});
-      }
     },
   };
 }

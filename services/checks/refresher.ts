@@ -9,37 +9,14 @@ import { CHECKS_ACTOR, syncChecks } from './schedule.js';
 const BATCH = 5000;
 
 /**
- * The checks refresher (worker role): every `intervalMs`, the open CRs of projects whose
- * manifest in force has checks or required statuses re-read their branch tips, one read
- * per project for all of them (one ls-remote for a remote repository), record what moved
- * (`ChangeRequestRefreshed`), and have their checks synced: a new pair queues runs and
- * cancels the old pair's, a new head cancels merge-when-green, a green pair merges.
- * One tick at a time per process; several workers are safe (every append is decided on
- * the stream at its version).
+ * One pass of the checks refresher (workers/checks-refresher.ts runs it every
+ * SVC_CHECKS_REFRESH_MS): the open CRs of projects whose manifest in force has checks or
+ * required statuses re-read their branch tips, one read per project for all of them (one
+ * ls-remote for a remote repository), record what moved (`ChangeRequestRefreshed`), and
+ * have their checks synced: a new pair queues runs and cancels the old pair's, a new head
+ * cancels merge-when-green, a green pair merges. Several workers are safe (every append is
+ * decided on the stream at its version).
  */
-export function startChecksRefresher(deps: ChecksDeps, intervalMs: number): { stop(): Promise<void>; tick(): Promise<void> } {
-  let running: Promise<void> | null = null;
-  let stopped = false;
-  const tick = (): Promise<void> => {
-    running ??= refreshAll(deps)
-      .catch((err: Error) => deps.logger.warn({ err: err.message }, 'checks refresh failed'))
-      .finally(() => (running = null));
-    return running;
-  };
-  const timer = setInterval(() => {
-    if (!stopped) void tick();
-  }, intervalMs);
-  timer.unref();
-  return {
-    tick,
-    async stop() {
-      stopped = true;
-      clearInterval(timer);
-      await running;
-    },
-  };
-}
-
 export async function refreshAll(deps: ChecksDeps): Promise<void> {
   const rows = await deps.db.rows<{ project_id: string; cr_id: string }>(checkQueries.openCrsWithChecks(BATCH));
   const byProject = new Map<string, string[]>();

@@ -1,6 +1,7 @@
 import { DomainError, notFound } from '../../domain/errors.js';
 import type { Executor } from '../../infra/db/db.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { isMember } from '../accounts/service.js';
 import { projectById, projectByIdOrSlugForUser } from './service.js';
 
@@ -16,6 +17,33 @@ export interface ProjectCaller {
   project_id: string | null;
 }
 
+/**
+ * The project a request names as its authentication read it, in the same statement as the
+ * token (`authenticateWithProject`): `ref` the reference as the request gave it, `project`
+ * a project token's own project or the project that reference names for a user (null:
+ * none), `member` whether the token's user is a member of its account: a user is served
+ * only a project of their accounts, a project token only while its user is a member. Read
+ * for one request and used by it alone: never kept beyond it.
+ */
+export interface LoadedProject {
+  ref: string;
+  project: ProjectRecord | null;
+  member: boolean;
+  /** The project's CR by number, read in the same statement when the route reads it first (null: none). */
+  cr?: { number: number; cr: ChangeRequest | null };
+}
+
+/**
+ * The CR `number` of `project` as the request's authentication read it, once the access
+ * rule gave the caller `project`: the CR (null: none with that number), or undefined when
+ * it was not read with it (then the route reads it).
+ */
+export function loadedCrOf(loaded: LoadedProject | undefined, project: ProjectRecord, number: number | null): ChangeRequest | null | undefined {
+  if (!loaded?.cr || number === null || loaded.cr.number !== number || loaded.project?.project_id !== project.project_id) return undefined;
+  const cr = loaded.cr.cr;
+  return cr && cr.project_id === project.project_id ? cr : cr === null ? null : undefined;
+}
+
 const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden', message);
 
 /**
@@ -25,7 +53,12 @@ const forbidden = (message: string) => new DomainError('forbidden', 'Forbidden',
  * enumeration). A project token sees only its own project (another one: 403, as the spec
  * says); both kinds act as their user, so one removed from the account loses access (403).
  */
-export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string): Promise<ProjectRecord> {
+export async function projectForCaller(db: Executor, caller: ProjectCaller, ref: string, loaded?: LoadedProject): Promise<ProjectRecord> {
+  // Read with the caller's token for this very request: the same rules on the same rows.
+  if (loaded && loaded.ref === ref) {
+    const project = loaded.project ?? undefined;
+    return caller.project_id ? ownProjectOf(ref, project, () => loaded.member) : userProjectOf(loaded.member ? project : undefined);
+  }
   const target = projectRefOf(ref);
   if (caller.project_id) {
     const own = await projectById(db, caller.project_id);

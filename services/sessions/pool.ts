@@ -10,7 +10,7 @@ import { poolQueries, type PoolRow } from '../../sql/queries/pool.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { pause, type SessionDeps } from './deps.js';
 import { chooseModel, gatewayConfigured, gatewayModels } from './model-choice.js';
-import { repoUrlOf } from './provision.js';
+import { repoUrlOf } from './sandbox-env.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
 
@@ -88,24 +88,23 @@ export function poolEnv(deps: SessionDeps, project: ProjectRecord, key: string):
 }
 
 export interface PoolKeeper {
-  /** One pass now (tests, and after a claim). */
-  tick(): Promise<void>;
+  /** One pass (workers/sandbox-pool-keeper.ts runs it, one worker at a time). */
+  pass(): Promise<void>;
+  /** Boots in flight stop waiting for their sandbox (the next start's pass decides). */
   stop(): void;
 }
 
 /**
- * The worker's loop: every `everyMs`, one pass under a cluster-wide advisory lock (one
- * worker fills at a time): pool sandboxes that died or fail their health check three
- * times in a row are destroyed (and so replaced), claims nobody picked up are destroyed,
+ * The pool keeper's pass: pool sandboxes that died or fail their health check three times
+ * in a row are destroyed (and so replaced), claims nobody picked up are destroyed,
  * sandboxes of a stale fingerprint or beyond a project's N go, and missing ones boot.
+ * What boots and what failed its checks is the keeper's state across passes.
  */
-export function startPoolKeeper(deps: SessionDeps, opts: { everyMs?: number } = {}): PoolKeeper {
-  const everyMs = opts.everyMs ?? 1000;
+export function createPoolKeeper(deps: SessionDeps): PoolKeeper {
   const booting = new Set<string>();
   const failures = new Map<string, number>();
   const log = deps.logger.child({ component: 'sandbox-pool' });
   let stopped = false;
-  let running: Promise<void> | null = null;
 
   const drop = async (r: PoolRow, why: string) => {
     await deps.db.run(poolQueries.remove(r.sandbox_id));
@@ -159,23 +158,6 @@ export function startPoolKeeper(deps: SessionDeps, opts: { everyMs?: number } = 
     }
   };
 
-  const pass = async () => {
-    const provider = deps.provider;
-    if (!provider) return;
-    const client = await deps.db.connect();
-    try {
-      const got = await client.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtextextended('svc:sandbox-pool', 0)) AS ok");
-      if (got.rows[0]?.ok !== true) return;
-      try {
-        await passLocked(provider.name);
-      } finally {
-        await client.query("SELECT pg_advisory_unlock(hashtextextended('svc:sandbox-pool', 0))").catch(() => undefined);
-      }
-    } finally {
-      client.release();
-    }
-  };
-
   const passLocked = async (providerName: string) => {
     if (providerName === 'kubernetes') return; // not pooled: untested there (docs/manifest.md)
     const timeout = deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS;
@@ -216,19 +198,12 @@ export function startPoolKeeper(deps: SessionDeps, opts: { everyMs?: number } = 
     for (const r of rows.filter((x) => x.state === 'ready' && !want.has(x.project_id))) await drop(r, 'the project no longer asks for a pool');
   };
 
-  const tick = () => {
-    running ??= pass()
-      .catch((err: Error) => log.warn({ err: err.message }, 'pool pass failed'))
-      .finally(() => (running = null));
-    return running;
-  };
-  const timer = setInterval(() => void (stopped ? undefined : tick()), everyMs);
-  timer.unref();
   return {
-    tick,
-    stop: () => {
+    async pass() {
+      if (deps.provider) await passLocked(deps.provider.name);
+    },
+    stop() {
       stopped = true;
-      clearInterval(timer);
     },
   };
 }

@@ -17,7 +17,7 @@ import { keepFailureLog, redactLog } from './failure-log.js';
 import { nowOf, pause, probeSignal, StopInterrupted, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
-import { NO_SECRETS, sandboxEnv } from './sandbox-env.js';
+import { NO_SECRETS, repoUrlOf, sandboxEnv } from './sandbox-env.js';
 import { checkpointEnv } from './saved-state.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
@@ -191,19 +191,6 @@ export async function refuseUnisolated(deps: Pick<SessionDeps, 'db' | 'config'>,
     'unavailable',
     'The process sandbox provider isolates nothing and this server has more than one account: choose SVC_SANDBOX_PROVIDER=bwrap (or docker, kubernetes), or set SVC_ALLOW_UNISOLATED=1 to accept the risk.',
   );
-}
-
-/**
- * The URL a sandbox clones, fetches and pushes: this server's smart HTTP, for a remote
- * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
- * sandbox, and every push is checked before the remote sees it; and for a `file://` one
- * (served from the server's view of it, docs/git-http.md "Relay"): no repository path
- * enters a sandbox, and none of the repository's hooks runs for its pushes. The server's
- * URL comes from the configuration, never the repo_url stored at creation (a row written
- * before SVC_PUBLIC_HOSTS may hold a Host header's choice, and sandboxes send credentials to it).
- */
-export function repoUrlOf(deps: SessionDeps, project: ProjectRecord): string {
-  return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }
 
 class TimeoutError extends Error {

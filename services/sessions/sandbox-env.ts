@@ -1,5 +1,6 @@
 import type { Session } from '../../domain/session/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import type { SessionDeps } from './deps.js';
 
 /** The project's secrets as they enter a sandbox (services/secrets/sandbox-env.ts, when present). */
 export interface ProjectSecrets {
@@ -56,4 +57,17 @@ export function sandboxEnv(i: {
     SVC_CLI_TOKEN: i.cliToken,
     SVC_EXECUTOR_TOKEN: i.cliToken,
   };
+}
+
+/**
+ * The URL a sandbox clones, fetches and pushes: this server's smart HTTP, for a remote
+ * repository too (its relay, infra/git/relay.ts): the remote's credentials never enter a
+ * sandbox, and every push is checked before the remote sees it; and for a `file://` one
+ * (served from the server's view of it, docs/git-http.md "Relay"): no repository path
+ * enters a sandbox, and none of the repository's hooks runs for its pushes. The server's
+ * URL comes from the configuration, never the repo_url stored at creation (a row written
+ * before SVC_PUBLIC_HOSTS may hold a Host header's choice, and sandboxes send credentials to it).
+ */
+export function repoUrlOf(deps: Pick<SessionDeps, 'apiUrl'>, project: ProjectRecord): string {
+  return `${deps.apiUrl().replace(/\/v1\/?$/, '')}/git/${project.project_id}.git`;
 }

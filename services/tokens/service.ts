@@ -1,6 +1,9 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../infra/db/db.js';
-import { tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
+import { decodeLiveTokenProjectRow, tokenQueries, type LiveTokenRow } from '../../sql/queries/accounts.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
 
 /**
  * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
@@ -94,6 +97,31 @@ export async function authenticate(db: Executor, value: string): Promise<Princip
   if (!looksLikeToken(value)) return null;
   const hash = hashToken(value);
   return principalOfTokenRow(db, hash, await db.one<LiveTokenRow>(tokenQueries.byHash(hash)));
+}
+
+/**
+ * `authenticate` for a request that names a project (`ref`: a lowercase uuid or a slug, as
+ * `projectRefOf` gives it), with that project and whether the token's user is a member of
+ * its account read in the same statement (`tokenQueries.byHashWithProject`): a project
+ * token's own project, or the one the reference names for a user. Whether the caller may
+ * have it is `projectForCaller`'s rule (services/projects/access.ts), applied by the caller.
+ * `crNumber`: that project's CR with this number read too (`cr`, null when none), for a
+ * request whose route reads it first; served only once the rule gave the caller the project.
+ */
+export async function authenticateWithProject(
+  db: Executor,
+  value: string,
+  ref: { ref: string; isUuid: boolean },
+  crNumber: number | null = null,
+): Promise<{ principal: Principal; project: ProjectRecord | null; member: boolean; cr?: ChangeRequest | null } | null> {
+  if (!looksLikeToken(value)) return null;
+  const hash = hashToken(value);
+  const raw = await db.one(tokenQueries.byHashWithProject(hash, ref.ref, ref.isUuid, crNumber));
+  if (!raw) return null;
+  const { project, member, cr, ...row } = decodeLiveTokenProjectRow(raw);
+  const principal = principalOfTokenRow(db, hash, row);
+  if (!principal) return null;
+  return crNumber === null ? { principal, project, member } : { principal, project, member, cr: cr ? crOfRow(decodeCrRow(cr)) : null };
 }
 
 /**

@@ -9,66 +9,37 @@ import { fireScheduled, type TriggerDeps } from './service.js';
  * trigger is due when `next_fire_at <= now`; the tick is that `next_fire_at`, and the
  * process whose insert of the (trigger, tick) row succeeds owns the fire. It then moves
  * `next_fire_at` to the first tick after now (ticks missed while no worker ran are not
- * replayed: one fire, not a burst). Cron is read in the server's time zone (TZ).
+ * replayed: one fire, not a burst). Cron is read in the server's time zone (TZ). One pass;
+ * workers/trigger-scheduler.ts runs it every SVC_SCHEDULER_INTERVAL_MS. Returns the fires
+ * this process won.
  */
-export interface Scheduler {
-  /** One pass; returns the fires this process won. For tests: pass a fake `now`. */
-  tick(now?: Date): Promise<Array<{ slug: string; tick: Date; outcome: string }>>;
-  stop(): Promise<void>;
-}
-
-export function createScheduler(deps: TriggerDeps & { intervalMs?: number; autostart?: boolean }): Scheduler {
-  let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-
-  const tick = async (now = deps.now ? deps.now() : new Date()) => {
-    const won: Array<{ slug: string; tick: Date; outcome: string }> = [];
-    const due = await deps.db.rows<TriggerRow>(triggerQueries.due(now, 100));
-    for (const t of due) {
-      const at = new Date(t.next_fire_at!);
-      let next: Date | null = null;
-      try {
-        next = nextFire(parseCron(t.schedule), now);
-      } catch {
-        next = null; // a schedule that stopped parsing never fires again until the manifest fixes it
-      }
-      // Claim and advance commit together: a worker dying in between leaves the tick unclaimed.
-      const claimed = await deps.db.transaction(async (tx) => {
-        const rows = await tx.rows(triggerQueries.claim(t.project_id, t.slug, at, 'schedule'));
-        if (rows.length === 0) return false;
-        await tx.run(triggerQueries.advance(t.project_id, t.slug, at, next, now));
-        return true;
-      });
-      if (!claimed) {
-        deps.logger.debug({ project_id: t.project_id, trigger: t.slug, tick: at.toISOString() }, 'trigger tick already fired by another worker');
-        continue;
-      }
-      const project = await deps.db.one<ProjectRecord>(projectQueries.byId(t.project_id));
-      if (!project) continue;
-      const out = await fireScheduled(deps, project, t, at);
-      deps.logger.info({ project_id: t.project_id, trigger: t.slug, tick: at.toISOString(), outcome: out.outcome, pid: process.pid }, 'trigger fired');
-      won.push({ slug: t.slug, tick: at, outcome: out.outcome });
+export async function fireDueTriggers(deps: TriggerDeps, now: Date = deps.now ? deps.now() : new Date()): Promise<Array<{ slug: string; tick: Date; outcome: string }>> {
+  const won: Array<{ slug: string; tick: Date; outcome: string }> = [];
+  const due = await deps.db.rows<TriggerRow>(triggerQueries.due(now, 100));
+  for (const t of due) {
+    const at = new Date(t.next_fire_at!);
+    let next: Date | null = null;
+    try {
+      next = nextFire(parseCron(t.schedule), now);
+    } catch {
+      next = null; // a schedule that stopped parsing never fires again until the manifest fixes it
     }
-    return won;
-  };
-
-  const loop = () => {
-    if (stopped) return;
-    running = tick()
-      .catch((err: Error) => deps.logger.warn({ err: err.message }, 'scheduler pass failed'))
-      .finally(() => {
-        if (!stopped) timer = setTimeout(loop, deps.intervalMs ?? 5000);
-      });
-  };
-  if (deps.autostart !== false) loop();
-
-  return {
-    tick,
-    async stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-      await running;
-    },
-  };
+    // Claim and advance commit together: a worker dying in between leaves the tick unclaimed.
+    const claimed = await deps.db.transaction(async (tx) => {
+      const rows = await tx.rows(triggerQueries.claim(t.project_id, t.slug, at, 'schedule'));
+      if (rows.length === 0) return false;
+      await tx.run(triggerQueries.advance(t.project_id, t.slug, at, next, now));
+      return true;
+    });
+    if (!claimed) {
+      deps.logger.debug({ project_id: t.project_id, trigger: t.slug, tick: at.toISOString() }, 'trigger tick already fired by another worker');
+      continue;
+    }
+    const project = await deps.db.one<ProjectRecord>(projectQueries.byId(t.project_id));
+    if (!project) continue;
+    const out = await fireScheduled(deps, project, t, at);
+    deps.logger.info({ project_id: t.project_id, trigger: t.slug, tick: at.toISOString(), outcome: out.outcome, pid: process.pid }, 'trigger fired');
+    won.push({ slug: t.slug, tick: at, outcome: out.outcome });
+  }
+  return won;
 }

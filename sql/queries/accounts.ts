@@ -1,4 +1,6 @@
 import type { Query } from '../query.js';
+import { PROJECT_COLUMN_NAMES } from './projects.js';
+import type { ProjectRecord } from '../../domain/project.js';
 
 export const accountQueries = {
   /** Up to two accounts: whether a second tenant exists. */
@@ -32,8 +34,8 @@ export const accountQueries = {
 
 /**
  * The live token whose hash is parameter `hash` (`$1`, ...), with the columns `byHash`
- * documents: one text, so a statement that authenticates as part of a larger read
- * (sql/queries/cr-read.ts) applies exactly the rule every authenticated request does.
+ * documents: one text, so the statement that authenticates and loads the request's project
+ * together (`tokenQueries.byHashWithProject`) applies exactly the rule of `byHash`.
  */
 export const liveTokenByHash = (hash: string): string =>
   `SELECT t.token_id, t.user_id, t.project_id, t.token_hash, t.last_used_at, u.email, u.name AS user_name,
@@ -60,6 +62,36 @@ export interface LiveTokenRow {
   credential_sandbox_id: string | null;
   credential_provider: string | null;
 }
+
+/**
+ * `cr`: the project's CR with number `$3` joined too (`to_json(c) AS cr`), for a request
+ * whose route reads it first (`GET` of a CR by number): the same statement, one round trip.
+ */
+const tokenWithProjectById = (cr: boolean) => `SELECT tok.*, m.user_id IS NOT NULL AS member, to_json(p) AS project${cr ? ', to_json(c) AS cr' : ''}
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN projects p ON p.project_id = coalesce(tok.project_id, $2::uuid)
+    LEFT JOIN memberships m ON m.account_id = p.account_id AND m.user_id = tok.user_id${
+      cr ? '\n    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3' : ''}`;
+
+const tokenWithProjectBySlug = (cr: boolean) => `SELECT tok.*, coalesce(p.member, false) AS member, p.project${cr ? ', to_json(c) AS cr' : ''}
+  FROM (${liveTokenByHash('$1')}) tok
+    LEFT JOIN LATERAL (
+      SELECT o.project_id, to_json(o) AS project,
+          EXISTS (SELECT 1 FROM memberships m WHERE m.account_id = o.account_id AND m.user_id = tok.user_id) AS member
+        FROM projects o WHERE o.project_id = tok.project_id
+      UNION ALL
+      (SELECT u.project_id, to_json(u), true
+        FROM memberships m JOIN projects u ON u.account_id = m.account_id AND u.slug = $2
+        WHERE tok.project_id IS NULL AND m.user_id = tok.user_id
+        ORDER BY m.created_at, u.account_id LIMIT 1)) p ON true${
+      cr ? '\n    LEFT JOIN change_requests c ON c.project_id = p.project_id AND c.number = $3' : ''}`;
+
+const TOKEN_WITH_PROJECT = {
+  byId: tokenWithProjectById(false),
+  byIdWithCr: tokenWithProjectById(true),
+  bySlug: tokenWithProjectBySlug(false),
+  bySlugWithCr: tokenWithProjectBySlug(true),
+};
 
 export const tokenQueries = {
   insert: (t: {
@@ -97,6 +129,25 @@ export const tokenQueries = {
     text: liveTokenByHash('$1'),
     values: [hash],
   }),
+  /**
+   * `byHash` and, in the same statement, the project a project-scoped request names, as
+   * `projectForCaller` (services/projects/access.ts) reads it for this token, with whether
+   * the token's user is a member of that project's account (`member`): a project token's own
+   * project (whatever `ref` says: the rule compares); for a user token, by uuid the project
+   * with that id, whoever's it is (a primary-key probe; the rule serves it only to a member),
+   * by slug the project with that slug among the user's accounts, the earliest membership
+   * first (`projectQueries.byIdOrSlugForUser`). Nothing is decided here. The project comes
+   * back as the JSON of its row (`to_json`: one field to describe and parse instead of
+   * nine). No row: no live token. `ref`: a lowercase uuid (`isUuid`) or a slug.
+   */
+  byHashWithProject: (hash: Buffer, ref: string, isUuid: boolean, crNumber: number | null = null): Query => {
+    const cr = crNumber !== null;
+    return {
+      name: `token_by_hash_project_by_${isUuid ? 'id' : 'slug'}${cr ? '_cr' : ''}`,
+      text: TOKEN_WITH_PROJECT[`${isUuid ? 'byId' : 'bySlug'}${cr ? 'WithCr' : ''}`],
+      values: cr ? [hash, ref, crNumber] : [hash, ref],
+    };
+  },
   /** The user's live tokens (not revoked, not expired), newest first. */
   listForUser: (userId: string): Query => ({
     text: `SELECT t.token_id, t.name, t.project_id, t.created_at, t.expires_at, t.last_used_at, t.sandbox_id, c.session_id
@@ -119,3 +170,27 @@ export const tokenQueries = {
     values: [tokenId],
   }),
 };
+
+/**
+ * A row of `byHashWithProject`: the token's, with the project (null: none), whether the
+ * token's user is a member of its account, and (asked for) the CR's row as JSON (null: none;
+ * decoded by `decodeCrRow`).
+ */
+export interface LiveTokenProjectRow extends LiveTokenRow {
+  project: ProjectRecord | null;
+  member: boolean;
+  cr?: Record<string, unknown> | null;
+}
+
+export function decodeLiveTokenProjectRow(r: Record<string, unknown>): LiveTokenProjectRow {
+  const { project, ...rest } = r as unknown as LiveTokenRow & { member: boolean; project: Record<string, unknown> | null; cr?: Record<string, unknown> | null };
+  return { ...rest, project: project ? projectOfJson(project) : null };
+}
+
+/** The project's columns as the other statements return them (created_at a Date; JSON carries its ISO text). */
+function projectOfJson(j: Record<string, unknown>): ProjectRecord {
+  const out: Record<string, unknown> = {};
+  for (const c of PROJECT_COLUMN_NAMES) out[c] = j[c];
+  out.created_at = new Date(j.created_at as string);
+  return out as unknown as ProjectRecord;
+}

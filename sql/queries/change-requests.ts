@@ -56,9 +56,13 @@ export const crQueries = {
     values: [JSON.stringify(pairs.map((p) => ({ project_id: p.projectId, cr_id: p.crId })))],
   }),
 
+  /**
+   * The row as one JSON field (`cr`, decoded by `decodeCrRow` like the columns): the read of
+   * a CR by number, the one most requests make, parses one field instead of twenty-two.
+   */
   byNumber: (projectId: string, number: number): Query => ({
     name: 'cr_by_number',
-    text: `SELECT ${crSelectList} FROM change_requests WHERE project_id = $1 AND number = $2`,
+    text: 'SELECT to_json(c) AS cr FROM change_requests c WHERE c.project_id = $1 AND c.number = $2',
     values: [projectId, number],
   }),
 

@@ -19,9 +19,6 @@ export interface ChannelRow {
 const cols = `channel_id, project_id, kind, webhook_url_enc, webhook_hint, created_by, created_at,
   checkpoint_txid::text AS checkpoint_txid, checkpoint_position, delivered_count, last_delivered_at, last_error, last_error_at`;
 
-/** Channel subscribers run in one process at a time: the holder of this lock. */
-export const CHANNELS_LEADER_KEY = 'svc-channels-dispatcher';
-
 export const channelQueries = {
   /** Starts at "now": every transaction below the commit-safe horizon is history. */
   insert: (c: { channelId: string; projectId: string; kind: string; webhookUrlEnc: string; webhookHint: string; createdBy: string }): Query => ({
@@ -64,13 +61,6 @@ export const channelQueries = {
     values: [olderThanDays],
   }),
   /** Whether nobody holds the leader lock (taken and released at once on a pooled connection). */
-  lockFree: (): Query => ({
-    text: `SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0))
-      THEN pg_advisory_unlock(hashtextextended($1, 0)) ELSE false END AS free`,
-    values: [CHANNELS_LEADER_KEY],
-  }),
-  tryLead: (): Query => ({ text: 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS leader', values: [CHANNELS_LEADER_KEY] }),
-  resign: (): Query => ({ text: 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', values: [CHANNELS_LEADER_KEY] }),
   crByStream: (crId: string): Query => ({
     text: 'SELECT number, title, base_ref, head_ref FROM change_requests WHERE cr_id = $1',
     values: [crId],

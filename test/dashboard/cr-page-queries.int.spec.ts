@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { countedCrServer, type StatementLog } from '../support/counting-db.js';
+import { countedCrServer, idleUpkeep, type StatementLog } from '../support/counting-db.js';
 import { client } from '../support/http.js';
 import type { FixtureRepo } from '../support/repo.js';
 import type { TestServer } from '../support/server.js';
@@ -33,7 +33,7 @@ describe('dashboard CR page: SQL statements per render', function () {
     await repo?.cleanup();
   });
 
-  const background = (text: string) => /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b/.test(text); // the sandbox pool's refill check too
+  const background = idleUpkeep;
 
   async function render(): Promise<string[]> {
     log.reset();

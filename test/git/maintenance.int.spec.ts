@@ -7,6 +7,8 @@ import { createManagedRepo, openManagedRepo } from '../../infra/git/managed-repo
 import { bareRepositoriesUnder, maintainRepository, needsMaintenance, RepoMaintainer } from '../../infra/git/maintenance.js';
 import { git, gitOk } from '../support/git-client.js';
 import { until } from '../support/wait.js';
+import { silentLogger } from '../../lib/logger.js';
+import { startRepositoryMaintenance } from '../../workers/repository-maintenance.js';
 
 const PROJECT = '0b7d3c4e-1f2a-4b5c-8d9e-0a1b2c3d4e5f';
 
@@ -99,8 +101,9 @@ describe('repository maintenance (issue 24 item 10)', function () {
     const LIMITS = { looseRefs: PER_ROUND / 2 };
     const maintained = await managedWithClone('maintained');
     const control = await managedWithClone('control');
-    const maintainer = new RepoMaintainer({ repositories: async () => [maintained.repo], checkEveryMs: 100, limits: LIMITS });
-    maintainer.start();
+    const maintainer = new RepoMaintainer({ repositories: async () => [maintained.repo], limits: LIMITS });
+    const start = () => startRepositoryMaintenance(maintainer, { everyMs: 100, logger: silentLogger });
+    let job = start();
     const rows: Array<{ branches: number; maintained: number; control: number }> = [];
     const shapes: Array<{ branches: number; m: Awaited<ReturnType<typeof shape>>; packed: number; c: Awaited<ReturnType<typeof shape>> }> = [];
     try {
@@ -110,15 +113,15 @@ describe('repository maintenance (issue 24 item 10)', function () {
         await pushBranches(control.work, r, PER_ROUND);
         // The maintainer notices the growth and packs it: wait for that, not for a clock.
         await until(async () => !(await needsMaintenance(maintained.repo, LIMITS)), `round ${r} maintained`);
-        await maintainer.stop(); // a pass in flight ends before the repository is measured
+        await job.stop(); // a pass in flight ends before the repository is measured
         const branches = (r + 1) * PER_ROUND + 1;
         shapes.push({ branches, m: await shape(maintained.repo), packed: await packedRefs(maintained.repo), c: await shape(control.repo) });
         rows.push({ branches, maintained: await timeFetches(maintained.clone, 3), control: await timeFetches(control.clone, 3) });
         if (process.env.SVC_TEST_LOG) console.log(`      round ${r} done at ${new Date().toISOString()}`);
-        maintainer.start();
+        job = start();
       }
     } finally {
-      await maintainer.stop();
+      await job.stop();
     }
     console.log('      branches  no-op fetch p50 ms (printed, not asserted): maintained  unmaintained');
     for (const row of rows) console.log(`      ${String(row.branches).padStart(8)}  ${row.maintained.toFixed(1).padStart(49)}  ${row.control.toFixed(1).padStart(12)}`);

@@ -69,6 +69,13 @@ export function countingDb(db: Db): { db: Db; log: StatementLog } {
 }
 
 /**
+ * The idle server's own upkeep, not a request's: job claims, pg-boss, the sandbox pool
+ * keeper (its claims and its scan of the manifests that ask for a pool).
+ */
+export const idleUpkeep = (text: string): boolean =>
+  /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b|->>'pool'/.test(text);
+
+/**
  * A server on a counting Db with no scheduler, app deploys or channel dispatcher polling
  * beside the request being counted, a fixture repository, a project on it and one open CR
  * of `files` on branch `topic`: the setup of the statement-count specs.

@@ -1,15 +1,17 @@
 import { expect } from 'chai';
-import { countedCrServer, type StatementLog } from '../../support/counting-db.js';
+import { countedCrServer, idleUpkeep, type StatementLog } from '../../support/counting-db.js';
 import { client } from '../../support/http.js';
 import type { FixtureRepo } from '../../support/repo.js';
 import type { TestServer } from '../../support/server.js';
 
 /**
  * What `GET` of an open CR (live refresh: both tips re-read) costs the database when its
- * tips did not move (issue 24 item 8, docs/speed.md): one statement, the token (with the
- * sandbox its credential belongs to, for the gateway rule), the project with the caller's
- * membership and the CR row read together (services/change-requests/read.ts); it was
- * three round trips the read waited for in turn.
+ * tips did not move (docs/speed.md "One authentication path"): one statement, the one every
+ * project-scoped request authenticates with (`requireAuth`): the token (with the sandbox its
+ * credential belongs to, for the gateway rule) and the project the path names with the
+ * caller's membership, which for this read also joins the CR by number, served once the
+ * access rule gave the caller the project. Other project routes: the same statement without
+ * the CR, then their own.
  */
 describe('GET of an open CR: SQL statements per read', function () {
   this.timeout(60_000);
@@ -30,10 +32,9 @@ describe('GET of an open CR: SQL statements per read', function () {
     await repo?.cleanup();
   });
 
-  // The idle server's own upkeep: job claims, pg-boss, the sandbox pool's refill check.
-  const background = (text: string) => /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b/.test(text);
+  const background = idleUpkeep;
 
-  it('one statement: the token (its sandbox read with it), the project and the CR; a moved tip is still seen', async () => {
+  it('one statement: the token (its sandbox read with it), the project with the membership and the CR; a moved tip is still seen', async () => {
     const api = client(srv.url, srv.token);
     await api.get(path); // the first read may record a refresh and touch the token
     for (const p of [path, byUuid]) {
@@ -47,9 +48,15 @@ describe('GET of an open CR: SQL statements per read', function () {
       const one = statements[0]!.replace(/\s+/g, ' ');
       expect(one, 'the token').to.match(/token_hash = \$1/);
       expect(one, "the credential's sandbox is read with the token").to.match(/cli_token_id/);
-      expect(one, 'the project with the membership').to.match(/\bmemberships m\b/);
+      expect(one, 'the project with the membership').to.match(/\bmemberships m\b/).and.match(/\bprojects [po]\b/);
       expect(one, 'the CR by number').to.match(/change_requests c ON c\.project_id = p\.project_id AND c\.number = \$3/);
     }
+    // Another project route: the same authentication without the CR, then its own read.
+    log.reset();
+    expect((await api.get(`${byUuid}/events`)).status).to.equal(200);
+    const events = log.except(background).map((t) => t.replace(/\s+/g, ' '));
+    expect(events[0], events.join('\n')).to.match(/token_hash = \$1/).and.match(/\bprojects p\b/).and.not.match(/change_requests c/);
+    expect(events.filter((t) => /token_hash = \$1|\bmemberships\b/.test(t)), 'no second lookup of the token or the membership').to.have.length(1);
     // Live: a push is seen by the next read (which then records the refresh).
     const pushed = await repo.commit('topic', { 'a.txt': 'two\n' });
     expect((await api.get(path)).body.change_request.head_commit_sha).to.equal(pushed);

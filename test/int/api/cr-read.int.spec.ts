@@ -10,11 +10,12 @@ import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 import { startTestServer, type TestServer } from '../../support/server.js';
 
 /**
- * `GET` of a CR by number reads the token, the project and the CR in one statement
- * (services/change-requests/read.ts, issue 24 item 8): every rule of the statement-per-step
- * path still holds on it, and nothing is cached, so a change is seen by the very next read.
+ * Every project-scoped route reads the token and the project it names in one statement
+ * (`requireAuth`, api/auth.ts; the rule applied by `resolveProject`): `GET` of a CR, the
+ * read this was made fast for, and the project's other routes keep every rule of the
+ * access path, and nothing is cached, so a change is seen by the very next read.
  */
-describe('GET of a CR by number (one statement): the same rules, nothing stale', function () {
+describe('project-scoped reads (token and project in one statement): the same rules, nothing stale', function () {
   this.timeout(60_000);
   let srv: TestServer;
   let repo: FixtureRepo;
@@ -45,7 +46,7 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
     const missing = await api.get(crPath(projectId, 99));
     expect(missing.status).to.equal(404);
     expect(missing.body.message).to.match(/Change request/);
-    // The per-step path still serves the rest: the CR by uuid, and as_of.
+    // The CR by uuid, and as_of.
     const cr = (await api.get(crPath(projectId))).body.change_request;
     expect((await api.get(crPath(projectId, cr.cr_id))).body.change_request.number).to.equal(1);
     expect((await api.get(`${crPath(projectId)}?as_of=${encodeURIComponent(new Date().toISOString())}`)).status).to.equal(200);
@@ -58,6 +59,7 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
     expect((await reader.get(crPath(projectId))).status).to.equal(200);
     expect((await owner.call('DELETE', `/v1/accounts/tokens/${made.body.token_id}`)).status).to.equal(204);
     expect((await reader.get(crPath(projectId))).status).to.equal(401);
+    expect((await reader.get(`/v1/projects/${projectId}`)).status).to.equal(401);
 
     const other = await owner.post('/v1/accounts/tokens', { name: 'expiring' });
     expect((await client(srv.url, other.body.token).get(crPath('read'))).status).to.equal(200);
@@ -68,10 +70,12 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
   it("another account's project is 404 like a missing one, by uuid or slug; a slug resolves within the caller's own accounts", async () => {
     const stranger = await srv.newUser('stranger-read@example.test');
     const api = client(srv.url, stranger.token);
-    for (const p of [projectId, 'read', randomUUID()]) {
-      const r = await api.get(crPath(p));
-      expect(r.status, p).to.equal(404);
-      expect(r.body.message).to.match(/Project/);
+    for (const p of [projectId, 'read', randomUUID(), '%72ead']) {
+      for (const url of [crPath(p), `/v1/projects/${p}`, `/v1/projects/${p}/change-requests`]) {
+        const r = await api.get(url);
+        expect(r.status, url).to.equal(404);
+        expect(r.body.message).to.match(/Project/);
+      }
     }
     // The stranger's own project with the same slug is theirs to read, never ours.
     const mine = (await api.post('/v1/projects', { name: 'Read', slug: 'read', repo_url: repo.url })).body.project.project_id;
@@ -96,6 +100,11 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
     expect(r.status).to.equal(403);
     expect(r.body.message).to.match(/write access/);
     expect((await asProject.get(crPath('read'))).status).to.equal(403);
+    // Every project-scoped route, not only the CR read.
+    for (const p of [`/v1/projects/${projectId}`, `/v1/projects/read/change-requests`, `/v1/projects/${projectId}/channels`]) {
+      expect((await asUser.get(p)).status, p).to.equal(404);
+      expect((await asProject.get(p)).status, p).to.equal(403);
+    }
   });
 
   it("a project token reads only its own project's CRs (403 for another project, by uuid or slug, even an unknown one)", async () => {
@@ -104,10 +113,12 @@ describe('GET of a CR by number (one statement): the same rules, nothing stale',
     expect((await owner.post(`/v1/projects/${otherId}/change-requests`, { title: 'Other', head_ref: 'topic' })).status).to.equal(201);
     const own = client(srv.url, (await owner.post(`/v1/projects/${projectId}/cli-token`)).body.token);
     expect((await own.get(crPath(projectId))).body.change_request.project_id).to.equal(projectId);
-    for (const p of [otherId, 'other-read', randomUUID(), 'no-such-slug']) {
-      const r = await own.get(crPath(p));
-      expect(r.status, p).to.equal(403);
-      expect(r.body.message).to.match(/another project/);
+    for (const p of [otherId, 'other-read', randomUUID(), 'no-such-slug', encodeURIComponent('other-read')]) {
+      for (const url of [crPath(p), `/v1/projects/${p}`, `/v1/projects/${p}/change-requests`]) {
+        const r = await own.get(url);
+        expect(r.status, url).to.equal(403);
+        expect(r.body.message).to.match(/another project/);
+      }
     }
   });
 

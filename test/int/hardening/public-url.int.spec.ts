@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../../infra/config.js';
-import { repoUrlOf } from '../../../services/sessions/provision.js';
+import { repoUrlOf } from '../../../services/sessions/sandbox-env.js';
 import type { SessionDeps } from '../../../services/sessions/deps.js';
 import type { ProjectRecord } from '../../../domain/project.js';
 import { startTestServer, type TestServer } from '../../support/server.js';

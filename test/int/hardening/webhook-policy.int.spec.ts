@@ -6,7 +6,7 @@ import { loadKeyring, secretBox } from '../../../infra/secret-box.js';
 import { outboundPolicy } from '../../../infra/net/url-policy.js';
 import { silentLogger } from '../../../lib/logger.js';
 import { addChannel } from '../../../services/channels/service.js';
-import { startChannelDispatcher } from '../../../services/channels/dispatcher.js';
+import { startChannelDispatcher } from '../../../workers/channel-dispatcher.js';
 import { withProject } from '../../support/server.js';
 import { until } from '../../support/wait.js';
 
