@@ -175,15 +175,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;
-    if (opts.timeoutMs) {
-      timer = setTimeout(() => {
-        try {
-          if (child.pid) process.kill(-child.pid, 'SIGKILL');
-        } catch {
-          child.kill('SIGKILL');
-        }
-      }, opts.timeoutMs);
-    }
+    if (opts.timeoutMs) timer = setTimeout(() => processGroup.kill(child), opts.timeoutMs);
     let outBytes = 0;
     let cut = false;
     child.stdout.on('data', (b: Buffer) => {
@@ -231,3 +223,14 @@ export function splitNul(buf: Buffer): string[] {
   if (parts.length > 0 && parts[parts.length - 1] === '') parts.pop();
   return parts;
 }
+
+const processGroup = {
+  /** Kills a child started `detached` with its whole process group (its transport helpers too). */
+  kill(child: { pid?: number | undefined; kill(signal: NodeJS.Signals): boolean }): void {
+    try {
+      if (child.pid) process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      child.kill('SIGKILL');
+    }
+  },
+};

@@ -5,5 +5,5 @@ import type { Core, Running } from './core.js';
 export function wireLlmLedger(core: Core): Running {
   const { config, logger, db, roles } = core;
   if (!roles.worker) return {};
-  return startLedgerSweep({ db, logger: logger.child({ component: 'llm-ledger' }), upstreamTimeoutMs: config.SVC_LLM_UPSTREAM_TIMEOUT_MS });
+  return startLedgerSweep({ db, logger: logger.child({ component: 'llm-ledger' }), upstreamTimeoutMs: config.SVC_LLM_UPSTREAM_TIMEOUT_MS, metrics: core.workerMetrics });
 }

@@ -71,7 +71,7 @@ describe('the model ledger', function () {
     try {
       await until(async () => (await ledgerOf(t.db, caller.session_id))!.in_flight === 0, 'the orphan expired');
     } finally {
-      sweep.stop();
+      await sweep.stop();
     }
     expect(await ledgerOf(t.db, caller.account_id)).to.deep.equal({ spent: r.amount, reserved: 0, in_flight: 0 });
   });
