@@ -22,13 +22,14 @@ const SESSION_SHAPED = /svc_(sbx|pat|llm)_|pool-secret-value/;
 
 interface PoolRow {
   sandbox_id: string;
+  project_id: string;
   state: string;
   ref: string | null;
   url: string | null;
   session_id: string | null;
 }
 
-const rows = (p: SessionProject) => p.srv.db.db.rows<PoolRow>({ text: 'SELECT sandbox_id::text, state, ref, url, session_id FROM pool_sandboxes ORDER BY created_at', values: [] });
+const rows = (p: SessionProject) => p.srv.db.db.rows<PoolRow>({ text: 'SELECT sandbox_id::text, project_id::text, state, ref, url, session_id FROM pool_sandboxes ORDER BY created_at', values: [] });
 const readyRows = async (p: SessionProject) => (await rows(p)).filter((r) => r.state === 'ready');
 
 /** Every process under `pid` (the sandbox's entrypoint or bwrap), by parent links in /proc. */
@@ -184,12 +185,14 @@ for (const provider of ['process', 'bwrap'] as const) {
         await enablePool(p, 1);
         await until(async () => (await readyRows(p)).length === 1, 'the pool to fill');
         const [pooled] = await readyRows(p);
-        // Another project of the same account, without a pool: never handed this one.
+        // Another project of the same account: never handed this one. (It shares the repository,
+        // so once its manifest follows main it keeps a pool of its own: only this project's rows count.)
         expect((await p.api.post('/v1/projects', { name: 'other', slug: 'other', repo_url: p.repo.url })).status).to.equal(201);
         const other = (await p.api.post('/v1/projects/other/sessions', {})).body.session.session_id as string;
         const otherSb = (await waitForStatus(p.api, `/v1/projects/other/sessions/${other}`, ['running'], 60_000)).sandbox.sandbox_id;
         expect(otherSb).to.not.equal(pooled!.sandbox_id);
-        expect((await readyRows(p)).map((r) => r.sandbox_id)).to.deep.equal([pooled!.sandbox_id]);
+        const mine = async () => (await readyRows(p)).filter((r) => r.project_id === pooled!.project_id);
+        expect((await mine()).map((r) => r.sandbox_id)).to.deep.equal([pooled!.sandbox_id]);
         // Two creates at once on a pool of one: one claims it, the other starts cold.
         const [a, b] = await Promise.all([p.api.post(p.sessions, {}), p.api.post(p.sessions, {})]);
         const got = [await sandboxOf(p, a.body.session.session_id), await sandboxOf(p, b.body.session.session_id)];
