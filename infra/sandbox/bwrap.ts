@@ -42,7 +42,8 @@
  * `sandbox.log` (the daemon's output) and `sandbox.json` (pid, start time, url, labels;
  * no secrets: the environment is handed to the process, never written to disk).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnChild } from '../../lib/spawn.js';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -259,7 +260,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
    * while it finishes setting up the namespaces (and at exit); a pipe whose reader has
    * gone kills it with SIGPIPE mid-setup and leaves the sandbox hanging before exec.
    */
-  async function awaitChildPid(child: ReturnType<typeof spawn>, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
+  async function awaitChildPid(child: ChildProcess, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
     const log = () => {
       try {
         return readFileSync(logFile, 'utf8').slice(-2000).trim();
@@ -429,7 +430,8 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const statusFd = openSync(statusFile, 'a', 0o600);
       let child;
       try {
-        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] });
+        // A refused spawn (EMFILE, EAGAIN) is reported by awaitChildPid's own listener, as create_failed.
+        child = spawnChild('sandbox', bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] }, () => undefined);
       } finally {
         closeSync(logFd);
         closeSync(statusFd);

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnChild } from '../../lib/spawn.js';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -114,17 +114,21 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       };
       await writeMeta('');
       const out = openSync(path.join(dir, 'sandbox.log'), 'a');
+      let spawnError: Error | undefined;
       let child;
       try {
-        child = spawn(process.execPath, [ENTRYPOINT], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] });
-      } catch (err) {
-        throw new SandboxError('create_failed', `could not start svc-entrypoint: ${(err as Error).message}`);
+        child = spawnChild('sandbox', process.execPath, [ENTRYPOINT], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] }, (err) => (spawnError = err));
       } finally {
         closeSync(out);
       }
       const pid = child.pid;
-      if (!pid) throw new SandboxError('create_failed', 'svc-entrypoint did not start');
-      child.on('error', () => {});
+      if (!pid) {
+        // Node reports a refused spawn on the next tick: wait for it, for the reason.
+        await new Promise((r) => setImmediate(r));
+        await opts.gateway?.close(spec.sandboxId).catch(() => undefined);
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+        throw new SandboxError('create_failed', `could not start svc-entrypoint: ${spawnError?.message ?? 'no process'}`);
+      }
       child.unref();
       log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
       await writeMeta(String(pid));

@@ -59,6 +59,8 @@ export function createGatewayHub(opts: {
       server.once('error', reject);
       server.listen(at, () => {
         server.off('error', reject);
+        // A failed accept (EMFILE) drops that connection; unheard, it would end the process.
+        server.on('error', (err) => log.warn({ err: err.message, socket: name }, 'a sandbox socket could not accept a connection'));
         resolve();
       });
     });

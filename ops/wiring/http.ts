@@ -60,8 +60,14 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   listening.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     listening.once('error', reject);
-    listening.listen(config.PORT, config.HOST, () => resolve());
+    listening.listen(config.PORT, config.HOST, () => {
+      listening.off('error', reject);
+      resolve();
+    });
   });
+  // A failed accept (EMFILE when the file table is full) drops that one connection; the
+  // listener keeps listening. Without this listener it would end the process.
+  listening.on('error', (err) => core.logger.warn({ err: err.message }, 'the HTTP listener could not accept a connection'));
   return {
     port: (listening.address() as AddressInfo).port,
     server: listening,
