@@ -1,4 +1,5 @@
 import { spawnChild } from '../../lib/spawn.js';
+import { limitedLaunch, type SandboxCaps } from './limits.js';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -6,7 +7,7 @@ import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
-import { labelsMatch, sandboxLabels } from './provider-util.js';
+import { labelsMatch, sandboxLabels, which } from './provider-util.js';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**
@@ -37,6 +38,8 @@ export interface ProcessProviderOptions {
   extraEnv?: Record<string, string>;
   /** The server's end of every sandbox's gateway. */
   gateway?: SandboxGatewayHost;
+  /** RLIMIT_NOFILE/RLIMIT_NPROC of its processes (the rest of infra/sandbox/limits.ts needs isolation this provider has not). */
+  caps?: SandboxCaps;
 }
 
 const dist = path.join(projectRoot, 'dist');
@@ -117,7 +120,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       let spawnError: Error | undefined;
       let child;
       try {
-        child = spawnChild('sandbox', process.execPath, [ENTRYPOINT], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] }, (err) => (spawnError = err));
+        const launch = opts.caps ? limitedLaunch(process.execPath, [ENTRYPOINT], opts.caps, { nice: false, prlimit: which('prlimit') }) : { file: process.execPath, args: [ENTRYPOINT] };
+        child = spawnChild('sandbox', launch.file, launch.args, { env, cwd: dir, detached: true, stdio: ['ignore', out, out] }, (err) => (spawnError = err));
       } finally {
         closeSync(out);
       }
