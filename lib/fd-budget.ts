@@ -17,8 +17,10 @@ export interface FdBudget {
   readonly reserve: number;
   /** Descriptors open now, as last estimated. */
   open(): number;
-  /** True (and counted) when `n` more descriptors fit under limit - reserve. */
+  /** True (and counted) when `n` more descriptors fit below limit - reserve. */
   admit(n?: number): boolean;
+  /** Descriptors still free below the line (the count read afresh when stale). */
+  room(): number;
 }
 
 /** The soft RLIMIT_NOFILE of this process (`Max open files` in /proc/self/limits); null when unknown. */
@@ -34,6 +36,16 @@ export function readNofileLimit(limitsText?: string): number | null {
   const m = /^Max open files\s+(\S+)/m.exec(text);
   if (!m) return null;
   return m[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(m[1]);
+}
+
+/** The hard limit of `Max open files` / `Max processes` of this process (null: unknown or unlimited). */
+export function readHardLimit(name: 'Max open files' | 'Max processes'): number | null {
+  try {
+    const m = new RegExp(`^${name}\\s+\\S+\\s+(\\S+)`, 'm').exec(readFileSync('/proc/self/limits', 'utf8'));
+    return m && m[1] !== 'unlimited' ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
 }
 
 export function countOpenFds(): number {
@@ -67,9 +79,13 @@ export function createFdBudget(opts: { limit: number; reserve: number; count?: (
     admit(n = 1) {
       if (now() - sampledAt >= sampleMs) resample();
       // At most one /proc read per sampleMs: a flood costs one readdir per tick.
-      if (estimate + n > line) return false;
+      if (estimate + n >= line) return false;
       estimate += n;
       return true;
+    },
+    room() {
+      if (now() - sampledAt >= sampleMs) resample();
+      return line - estimate;
     },
   };
 }

@@ -8,6 +8,7 @@
  *               and a cgroup of its own (memory, pids, cpu) where one can be made, else nice 19
  *   process     RLIMIT_NOFILE/RLIMIT_NPROC and nice 19 (it isolates nothing else)
  */
+import { readHardLimit } from '../../lib/fd-budget.js';
 import type { SandboxSpec } from './port.js';
 
 export interface SandboxCaps {
@@ -47,7 +48,9 @@ export function cappedResources(spec: Pick<SandboxSpec, 'resources'>, caps: Sand
  * descriptor, bwrap's status fd included, stay the caller's). Without prlimit, POSIX sh's
  * `ulimit -n` (the process count has no portable sh spelling: bash -u, dash -p).
  */
-export function limitedLaunch(file: string, args: readonly string[], caps: Pick<SandboxCaps, 'nofile' | 'nproc'>, opts: { nice: boolean; prlimit: string | undefined }): { file: string; args: string[] } {
+export function limitedLaunch(file: string, args: readonly string[], wanted: Pick<SandboxCaps, 'nofile' | 'nproc'>, opts: { nice: boolean; prlimit: string | undefined }): { file: string; args: string[] } {
+  // Never above the server's own hard limits: raising them needs a privilege the server may lack.
+  const caps = { nofile: Math.min(wanted.nofile, readHardLimit('Max open files') ?? Infinity), nproc: Math.min(wanted.nproc, readHardLimit('Max processes') ?? Infinity) };
   const niced = opts.nice ? ['nice', '-n', '19', file, ...args] : [file, ...args];
   if (opts.prlimit) return { file: opts.prlimit, args: [`--nofile=${caps.nofile}:${caps.nofile}`, `--nproc=${caps.nproc}:${caps.nproc}`, '--', ...niced] };
   return { file: '/bin/sh', args: ['-c', `ulimit -n ${caps.nofile} && exec "$@"`, 'svc-sandbox', ...niced] };

@@ -106,11 +106,28 @@ export function createGatewayHub(opts: {
       atCap(sandboxId, 'connections');
     });
     // After http's own listener (it sets the socket up; a destroyed one it lets go).
+    let held = 0;
+    let restoring: NodeJS.Timeout | undefined;
     server.on('connection', (socket: net.Socket) => {
-      if (l.connection()) return;
+      if (l.connection()) {
+        held++;
+        socket.once('close', () => held--);
+        return;
+      }
       atCap(sandboxId, 'descriptors');
       socket.destroy();
+      // Past the budget, this socket's cap drops to what it holds: Node then closes further
+      // connections as it accepts them, before any object is made for them (a flood costs
+      // next to nothing). Restored once the budget has room again.
+      server.maxConnections = Math.max(1, held);
+      restoring ??= setInterval(() => {
+        if (l.settings.fds.room() < 64 && server.listening) return;
+        server.maxConnections = l.settings.maxConnections;
+        clearInterval(restoring);
+        restoring = undefined;
+      }, 250).unref();
     });
+    server.once('close', () => clearInterval(restoring));
   }
 
   async function listen(sandboxId: string, dir: string, projectId?: string): Promise<void> {

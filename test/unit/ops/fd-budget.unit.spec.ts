@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createFdBudget, defaultFdReserve, readNofileLimit } from '../../../lib/fd-budget.js';
+import { createFdBudget, defaultFdReserve, readHardLimit, readNofileLimit } from '../../../lib/fd-budget.js';
 import { createGatewayLimits } from '../../../ops/wiring/gateway-limits.js';
 
 describe('the descriptor budget and per-sandbox gateway limits', () => {
@@ -7,6 +7,7 @@ describe('the descriptor budget and per-sandbox gateway limits', () => {
     expect(readNofileLimit('Limit Soft Hard Units\nMax open files            1024                 4096                 files\n')).to.equal(1024);
     expect(readNofileLimit('Max open files unlimited unlimited files\n')).to.equal(Number.MAX_SAFE_INTEGER);
     expect(readNofileLimit()).to.be.a('number').above(0);
+    expect(readHardLimit('Max open files')).to.be.at.least(readNofileLimit()!);
     expect(defaultFdReserve(20_000)).to.equal(5000);
     expect(defaultFdReserve(1024)).to.equal(256);
     expect(defaultFdReserve(320)).to.equal(160);
@@ -18,7 +19,8 @@ describe('the descriptor budget and per-sandbox gateway limits', () => {
     const b = createFdBudget({ limit: 400, reserve: 100, count: () => real, sampleMs: 50, now: () => t });
     let admitted = 0;
     while (b.admit()) admitted++;
-    expect(admitted).to.equal(200); // 100 open + 200 = 300 = 400 - 100
+    expect(admitted).to.equal(199); // 100 open + 199 = 299, below the line of 400 - 100
+    expect(b.room()).to.equal(1);
     expect(b.admit()).to.equal(false);
     // Descriptors closed show at the next read, not before.
     real = 150;
@@ -26,12 +28,13 @@ describe('the descriptor budget and per-sandbox gateway limits', () => {
     t = 50;
     expect(b.admit()).to.equal(true);
     expect(b.open()).to.equal(151);
+    expect(b.room()).to.equal(149);
   });
 
   it("a sandbox's requests: rate and in-flight caps are its own; the descriptor budget refuses with 503", () => {
     let t = 0;
     let fdsLeft = 1000;
-    const fds = { limit: 2000, reserve: 1000, open: () => 0, admit: (n = 1) => (fdsLeft -= n) >= 0 };
+    const fds = { limit: 2000, reserve: 1000, open: () => 0, admit: (n = 1) => (fdsLeft -= n) >= 0, room: () => fdsLeft };
     const l = createGatewayLimits({ maxConnections: 10, maxRequests: 3, ratePerSecond: 5, fds }, () => t);
     const held = [l.request('a'), l.request('a'), l.request('a')];
     expect(held.every((h) => h.ok)).to.equal(true);
