@@ -1,5 +1,11 @@
 import { expect } from 'chai';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createBwrapProvider, probeBwrap } from '../../../infra/sandbox/bwrap.js';
 import { setSpawnFault } from '../../../lib/failpoints.js';
+import { sandboxSpec } from '../../sandbox/support/sandbox-spec.js';
+import { skipUnlessCi } from '../../support/skip.js';
 import { isGitCommandError, runGit } from '../../../lib/git-run.js';
 import { withProject } from '../../support/server.js';
 import { withSessionProject, waitForStatus } from '../../support/sessions.js';
@@ -74,6 +80,29 @@ describe('spawn failures fail one operation, never the server', function () {
       const s2 = (await p.api.post(p.sessions, {})).body.session;
       expect((await waitForStatus(p.api, `${p.sessions}/${s2.session_id}`, ['failed', 'running'], 60_000)).status).to.equal('running');
     }));
+
+  it('the bwrap provider whose spawn is refused: create fails (create_failed, naming the error) and leaves no directory behind', async function () {
+    const probe = probeBwrap();
+    if (!probe.ok) return skipUnlessCi(this, `bubblewrap cannot run here: ${probe.reason}`);
+    const root = mkdtempSync(path.join(os.tmpdir(), 'svc-spawn-bwrap-'));
+    const clear = setSpawnFault('sandbox', 'EMFILE');
+    try {
+      const provider = createBwrapProvider({ root, caps: { memoryMb: 512, cpus: 1, pids: 256, nofile: 1024, nproc: 4096 } });
+      const spec = sandboxSpec({ token: 't', branch: 'b', repoUrl: 'http://127.0.0.1:9/x.git', apiUrl: 'http://127.0.0.1:9/v1', runtime: '/bin/true', label: 'spawn' });
+      const err = await provider.create(spec).then(
+        () => null,
+        (e: Error & { code?: string }) => e,
+      );
+      expect(err?.name).to.equal('SandboxError');
+      expect(err?.code).to.equal('create_failed');
+      expect(err?.message).to.contain('EMFILE');
+      expect(existsSync(path.join(root, spec.sandboxId))).to.equal(false);
+      expect(readdirSync(root)).to.deep.equal([]);
+    } finally {
+      clear();
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
 
   it('the check runner whose sandbox spawn is refused: that run settles errored, the server answers, and the next head passes', () =>
     withProject({ slug: 'spawn-chk', env: CHECKS_ENV }, async (p) => {
