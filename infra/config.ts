@@ -154,9 +154,9 @@ const schema = z.object({
   /** Per sandbox and per socket the server opens for it (gateway, egress): open connections; one more is closed on accept. */
   SVC_SANDBOX_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).default(128),
   /** Per sandbox: requests in flight through its gateway; one more is answered 429. */
-  SVC_SANDBOX_MAX_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(32),
+  SVC_SANDBOX_MAX_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
   /** Per sandbox: requests per second through its gateway (bursts of twice that); more are answered 429 with Retry-After. */
-  SVC_SANDBOX_MAX_REQUEST_RATE: z.coerce.number().positive().max(100_000).default(100),
+  SVC_SANDBOX_MAX_REQUEST_RATE: z.coerce.number().positive().max(100_000).default(20),
   /** File descriptors kept from sandboxes' connections for the public listener, PostgreSQL and child processes; default a quarter of RLIMIT_NOFILE (at least 256, at most half). */
   SVC_FD_RESERVE: z.coerce.number().int().min(0).optional(),
   /** RLIMIT_NOFILE of every process in a sandbox (bwrap, process, docker). */

@@ -10,6 +10,8 @@ import { createFdBudget, defaultFdReserve, readNofileLimit, type FdBudget } from
  *     with Retry-After);
  *   - and, for every sandbox together, the server's descriptor budget (lib/fd-budget.ts):
  *     past it a new connection is closed and a request answered 503.
+ * A refused request is answered after `refusalDelayMs`, on the connection it came on: a
+ * flood's refusals are paced by its own connection cap.
  * Each refusal falls on the sandbox that asked; the counters are per sandbox id.
  */
 export interface GatewayLimitSettings {
@@ -17,6 +19,8 @@ export interface GatewayLimitSettings {
   maxRequests: number;
   ratePerSecond: number;
   fds: FdBudget;
+  /** How long a refusal is held before it is sent (default 1 s; see ops/wiring/gateway.ts). */
+  refusalDelayMs?: number;
 }
 
 export type Admission = { ok: true; release: () => void } | { ok: false; status: 429 | 503; message: string; retryAfter: number };

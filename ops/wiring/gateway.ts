@@ -63,9 +63,22 @@ export function createGatewayHub(opts: {
       if (!a.ok) {
         atCap(sandboxId, a.status === 503 ? 'descriptors' : 'requests');
         const body = JSON.stringify({ error: a.status === 429 ? 'Too many requests' : 'Unavailable', message: a.message });
-        res.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(a.retryAfter), 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
-        // Whatever body it sent is not read: the connection goes with the answer.
-        res.once('finish', () => req.socket.destroySoon());
+        // The refusal waits (holding that connection, which the sandbox's connection cap
+        // counts) before it is sent: a flood then gets at most one refusal per held
+        // connection per delay, instead of as many as it can send, and the server's time
+        // goes to everyone else. Whatever body it sent is not read: the connection goes
+        // with the answer.
+        const answer = () => {
+          if (res.destroyed) return;
+          res.writeHead(a.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(a.retryAfter), 'content-length': Buffer.byteLength(body), connection: 'close' }).end(body);
+          res.once('finish', () => req.socket.destroySoon());
+        };
+        const delay = limits.settings.refusalDelayMs ?? 1000;
+        if (delay <= 0) answer();
+        else {
+          const t = setTimeout(answer, delay);
+          res.once('close', () => clearTimeout(t));
+        }
         return;
       }
       res.once('close', a.release);

@@ -17,8 +17,10 @@ import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
  * server keeps. A real `svc-server` (under a 4,096- or 2,048-descriptor limit) refuses that sandbox
  * past its caps; another tenant's API reads keep a p95 within 2x their p95 without the
  * flood (same run), the server's RSS grows by at most 150 MB, its descriptors stay below
- * the limit minus the reserve, and it never exits. Run twice: with the per-sandbox caps,
- * and with the connection cap lifted, so the descriptor budget alone holds the line.
+ * the limit minus the reserve, and it never exits. Run with the per-sandbox caps, with
+ * the connection cap lifted (the descriptor budget alone holds the line), and as a flood
+ * of requests through the gateway with the sandbox's own token (its rate and in-flight
+ * caps hold it).
  */
 const FLOOD_MS = 12_000;
 
@@ -42,6 +44,25 @@ function one() {
 }
 for (let i = 0; i < 1500; i++) one();
 setTimeout(() => { console.log(JSON.stringify({ attempts, closedByServer, errors, held })); process.exit(0); }, Number(process.argv[1]) + 300);
+`;
+
+/** Runs in the sandbox: 64 requests at a time through its gateway with its own token, for as long as given. */
+const REQUEST_FLOOD_JS = `
+const http = require('node:http');
+const until = Date.now() + Number(process.argv[1]);
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+let attempts = 0, ok = 0, refused = 0, errors = 0;
+function one() {
+  if (Date.now() > until) return;
+  attempts++;
+  const req = http.get({ socketPath: '/run/svc/gw/gateway.sock', path: '/v1/projects', agent, headers: { authorization: 'Bearer ' + process.env.SVC_CLI_TOKEN } }, (res) => {
+    res.resume();
+    res.on('end', () => { if (res.statusCode === 200) ok++; else if (res.statusCode === 429 || res.statusCode === 503) refused++; else errors++; setImmediate(one); });
+  });
+  req.on('error', () => { errors++; setImmediate(one); });
+}
+for (let i = 0; i < 64; i++) one();
+setTimeout(() => { console.log(JSON.stringify({ attempts, ok, refused, errors })); process.exit(0); }, Number(process.argv[1]) + 300);
 `;
 
 interface Sample {
@@ -79,11 +100,15 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
   it("tens of thousands of connections from one sandbox to its gateway and egress sockets, held by the descriptor budget alone: the other tenant's p95 stays within 2x, RSS within 150 MB, descriptors below limit - reserve", () =>
     flood('the descriptor budget alone'));
 
-  async function flood(variant: 'the per-sandbox caps' | 'the descriptor budget alone'): Promise<void> {
+  it("a request flood from one sandbox through its gateway (two processes, 64 requests at a time each): refused past its rate, the other tenant's p95 stays within 2x, RSS within 150 MB", () =>
+    flood('a request flood'));
+
+  async function flood(variant: 'the per-sandbox caps' | 'the descriptor budget alone' | 'a request flood'): Promise<void> {
     {
-      const dataDir = `${fx.dataDir}/${variant === 'the per-sandbox caps' ? 'caps' : 'budget'}`;
+      const suffix = variant === 'the per-sandbox caps' ? 'c' : variant === 'a request flood' ? 'r' : 'b';
+      const dataDir = `${fx.dataDir}/${suffix}`;
       // Lifted caps: two processes' 3,000 pending connections would pass the budget's line (1,536 of 2,048).
-      const NOFILE = variant === 'the per-sandbox caps' ? 4096 : 2048;
+      const NOFILE = variant === 'the descriptor budget alone' ? 2048 : 4096;
       const RESERVE = defaultFdReserve(NOFILE);
       const env: Record<string, string> = {
         DATABASE_URL: fx.db.url,
@@ -99,7 +124,6 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
       const server: SpawnedServer = await spawnTestServer(env, 'start', { launcher: ['prlimit', `--nofile=${NOFILE}:${NOFILE}`, '--'] });
       try {
         const pid = server.proc.pid!;
-        const suffix = variant === 'the per-sandbox caps' ? 'c' : 'b';
         const attacker = (await bootstrapUser(fx.db.db, { email: `mallory-${suffix}@example.test` })).token.token;
         const victim = (await bootstrapUser(fx.db.db, { email: `alice-${suffix}@example.test` })).token.token;
         const m = client(server.url, attacker);
@@ -130,7 +154,7 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
 
         let flooding = true;
         const attack = m
-          .post(`${sessions}/${s.session_id}/agent/exec`, { argv: ['sh', '-c', 'node -e "$1" "$2" & node -e "$1" "$2"; wait', 'sh', FLOOD_JS, String(FLOOD_MS)] })
+          .post(`${sessions}/${s.session_id}/agent/exec`, { argv: ['sh', '-c', 'node -e "$1" "$2" & node -e "$1" "$2"; wait', 'sh', variant === 'a request flood' ? REQUEST_FLOOD_JS : FLOOD_JS, String(FLOOD_MS)] })
           .finally(() => (flooding = false));
         const during: number[] = [];
         const samples: Sample[] = [];
@@ -142,10 +166,9 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
         const result = await attack;
         const cpuShare = (cpuOf(pid) - cpu0) / ((Date.now() - t0) / 1000);
         expect(result.status, JSON.stringify(result.body)).to.equal(200);
-        const counts = { attempts: 0, closedByServer: 0, errors: 0, held: 0 };
+        const counts: Record<string, number> = {};
         for (const line of String(result.body.stdout).trim().split('\n')) {
-          const c = JSON.parse(line) as typeof counts;
-          for (const k of Object.keys(counts) as (keyof typeof counts)[]) counts[k] += c[k];
+          for (const [k, v] of Object.entries(JSON.parse(line) as Record<string, number>)) counts[k] = (counts[k] ?? 0) + v;
         }
 
         const peakRss = Math.max(...samples.map((x) => x.rssKb));
@@ -153,8 +176,17 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
         const report = { variant, counts, quietP95: p95(quiet).toFixed(1), floodP95: p95(during).toFixed(1), reads: during.length, rssMb: [(before.rssKb / 1024).toFixed(0), (peakRss / 1024).toFixed(0)], fds: [before.fds, peakFds], line: NOFILE - RESERVE, serverCpu: cpuShare.toFixed(2) };
         console.log(`      ${JSON.stringify(report)}`);
 
-        expect(counts.attempts, 'tens of thousands of connections tried').to.be.at.least(20_000);
-        expect(counts.closedByServer + counts.errors, 'the sandbox was refused').to.be.greaterThan(counts.attempts / 2);
+        if (variant === 'a request flood') {
+          // Its rate (20/s, bursts of 40) over 12 s lets about 280 through; the rest is refused
+          // (429 or 503, paced), or its connections past its cap are closed (errors here).
+          expect(counts.attempts!, 'requests sent').to.be.at.least(5_000);
+          expect(counts.ok!, 'requests served').to.be.at.most(400);
+          expect(counts.refused! + counts.errors!, 'the sandbox was refused').to.be.greaterThan(counts.attempts! * 0.9);
+          expect(counts.refused!, 'refusals answered').to.be.greaterThan(0);
+        } else {
+          expect(counts.attempts!, 'tens of thousands of connections tried').to.be.at.least(20_000);
+          expect(counts.closedByServer! + counts.errors!, 'the sandbox was refused').to.be.greaterThan(counts.attempts! / 2);
+        }
         expect(server.proc.exitCode).to.equal(null);
         expect(during.length).to.be.greaterThan(50);
         expect(p95(during), JSON.stringify(report)).to.be.at.most(2 * p95(quiet));
