@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, rmdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -145,8 +145,3 @@ export function enterArgs(cg: SandboxCgroup, file: string, args: readonly string
   return { file: '/bin/sh', args: ['-c', script, 'svc-cgroup', String(cg.procs.length), ...cg.procs, file, ...args] };
 }
 
-/** Listing for tests: the pids in a sandbox's cgroup. */
-export async function cgroupPids(cg: SandboxCgroup): Promise<number[]> {
-  const text = await readdir(path.dirname(cg.procs[0]!)).then(() => readFileSync(cg.procs[0]!, 'utf8'), () => '');
-  return text.split('\n').filter(Boolean).map(Number);
-}

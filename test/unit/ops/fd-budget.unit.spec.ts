@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { createFdBudget, defaultFdReserve, readHardLimit, readNofileLimit } from '../../../lib/fd-budget.js';
+import { loadConfig } from '../../../infra/config.js';
+import { cappedResources, limitedLaunch, sandboxCapsOf } from '../../../infra/sandbox/limits.js';
 import { createGatewayLimits } from '../../../ops/wiring/gateway-limits.js';
 
 describe('the descriptor budget and per-sandbox gateway limits', () => {
@@ -58,5 +60,20 @@ describe('the descriptor budget and per-sandbox gateway limits', () => {
     fdsLeft = 0;
     expect(l.request('c')).to.deep.include({ ok: false, status: 503 });
     expect(l.connection()).to.equal(false);
+  });
+
+  it('SVC_SANDBOX_MAX_* and SVC_FD_RESERVE are validated at start, each bad value named; the caps bound the manifest and are its default', () => {
+    const c = loadConfig({});
+    expect([c.SVC_SANDBOX_MAX_CONNECTIONS, c.SVC_SANDBOX_MAX_REQUESTS, c.SVC_SANDBOX_MAX_REQUEST_RATE, c.SVC_FD_RESERVE]).to.deep.equal([128, 16, 20, undefined]);
+    for (const [k, v] of [['SVC_SANDBOX_MAX_CONNECTIONS', '0'], ['SVC_SANDBOX_MAX_REQUESTS', 'many'], ['SVC_SANDBOX_MAX_REQUEST_RATE', '-1'], ['SVC_FD_RESERVE', '-5'], ['SVC_SANDBOX_MAX_MEMORY_MB', '10'], ['SVC_SANDBOX_MAX_CPUS', '0'], ['SVC_SANDBOX_MAX_PIDS', '2'], ['SVC_SANDBOX_MAX_NOFILE', '1.5']] as const) {
+      expect(() => loadConfig({ [k]: v }), `${k}=${v}`).to.throw(k);
+    }
+    const caps = sandboxCapsOf(loadConfig({ SVC_SANDBOX_MAX_MEMORY_MB: '1024', SVC_SANDBOX_MAX_CPUS: '1' }));
+    expect(cappedResources({ resources: { memoryMb: 8192, cpus: 4 } }, caps)).to.deep.equal({ memoryMb: 1024, cpus: 1 });
+    expect(cappedResources({ resources: { memoryMb: 256 } }, caps)).to.deep.equal({ memoryMb: 256, cpus: 1 });
+    expect(cappedResources({}, caps)).to.deep.equal({ memoryMb: 1024, cpus: 1 });
+    // The launch: prlimit, then nice, then the command, its pid and descriptors kept (each execs the next).
+    const l = limitedLaunch('/usr/bin/bwrap', ['--x'], { nofile: 256, nproc: 512 }, { nice: true, prlimit: '/usr/bin/prlimit' });
+    expect(l).to.deep.equal({ file: '/usr/bin/prlimit', args: ['--nofile=256:256', '--nproc=512:512', '--', 'nice', '-n', '19', '/usr/bin/bwrap', '--x'] });
   });
 });
