@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, rmdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
 /**
@@ -91,6 +91,7 @@ export async function createSandboxCgroup(name: string, limits: CgroupLimits): P
   probed ??= await probe();
   if (!probed.ok) return null;
   const leaf = `svc-sandbox-${name}`;
+  await sweepStale(probed.layout);
   const memoryBytes = String(limits.memoryMb * 1024 * 1024);
   const period = 100_000;
   const quota = String(Math.max(1000, Math.round(limits.cpus * period)));
@@ -113,6 +114,26 @@ export async function createSandboxCgroup(name: string, limits: CgroupLimits): P
   await writeFile(path.join(dirs.cpu, 'cpu.cfs_quota_us'), quota);
   const unique = [...new Set(Object.values(dirs))];
   return { procs: unique.map((d) => path.join(d, 'cgroup.procs')), memoryDir: dirs.memory, remove: () => removeDirs(unique) };
+}
+
+/**
+ * Sandbox cgroups left behind by sandboxes that ended without `destroy` (a server killed,
+ * processes killed by hand): each empty one older than a minute is removed when the next
+ * sandbox is made (a younger one may be a create in progress, its process not yet in).
+ */
+async function sweepStale(layout: Layout): Promise<void> {
+  const bases = layout.kind === 'v2' ? [layout.base] : [...new Set(Object.values(layout.bases))];
+  const cutoff = Date.now() - 60_000;
+  for (const base of bases) {
+    for (const name of await readdir(base).catch(() => [] as string[])) {
+      if (!name.startsWith('svc-sandbox-')) continue;
+      const dir = path.join(base, name);
+      const st = await stat(dir).catch(() => null);
+      if (!st || st.mtimeMs > cutoff) continue;
+      const procs = await readFile(path.join(dir, 'cgroup.procs'), 'utf8').catch(() => 'unknown');
+      if (procs.trim() === '') await rmdir(dir).catch(() => undefined);
+    }
+  }
 }
 
 /** Removes a sandbox's cgroup directories once its processes are gone (a few tries: the kernel lets go shortly after exit). */
