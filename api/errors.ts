@@ -4,6 +4,7 @@ import type { ErrorRequestHandler, RequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError, type ErrorCode } from '../domain/errors.js';
 import type { Logger } from '../lib/logger.js';
+import { isResourceExhausted } from '../lib/spawn.js';
 
 /** The one mapping from typed errors to HTTP statuses. */
 export const statusOf: Record<ErrorCode, number> = {
@@ -85,6 +86,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     const status = (err as { status?: unknown }).status ?? (err as { statusCode?: unknown }).statusCode;
     if (typeof status === 'number' && status >= 400 && status < 500 && (err as { expose?: unknown }).expose !== false) {
       res.status(status).json({ error: http.STATUS_CODES[status] ?? 'Bad request', message: 'The request could not be read.' });
+      return;
+    }
+    if (isResourceExhausted(err)) {
+      // The machine is short of files, memory or processes (a spawn refused): this
+      // request fails, the server does not, and the client may try again shortly.
+      logger.warn({ err: (err as Error).message, method: req.method, path: req.path }, 'request failed: the server is short of a resource');
+      res.set('Retry-After', '5').status(503).json({ error: 'Unavailable', message: 'The server is short of a resource right now; try again shortly.' });
       return;
     }
     logger.error({ err, method: req.method, path: req.path /* never the query: it may carry ?access_token= */ }, 'unhandled error');

@@ -5,11 +5,12 @@
  * contract's error body while nothing was sent yet; a client that goes away, a body over
  * the limit, or a transfer that stalls kills git. No shell; every argument is ours.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Request, Response } from 'express';
 import { Transform, type TransformCallback } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { cleanEnv } from '../lib/git-run.js';
+import { spawnChild } from '../lib/spawn.js';
 import type { Logger } from '../lib/logger.js';
 
 export interface GitServiceRun {
@@ -47,7 +48,10 @@ function errorBody(status: number, error: string, message: string): string {
 
 export function runGitService(req: Request, res: Response, run: GitServiceRun): Promise<void> {
   return new Promise((resolve) => {
-    const child: ChildProcess = spawn('git', run.args, { env: cleanEnv(run.env), stdio: [run.input ? 'pipe' : 'ignore', 'pipe', 'pipe'], shell: false });
+    // Its error listener first: a git the system will not start (EMFILE, EAGAIN) is a 503 for this request.
+    const child: ChildProcess = spawnChild('git-http', 'git', run.args, { env: cleanEnv(run.env), stdio: [run.input ? 'pipe' : 'ignore', 'pipe', 'pipe'], shell: false }, () =>
+      child.pid === undefined ? neverStarted() : fail(503, 'Unavailable', 'git could not be started.'),
+    );
     let headSent = false;
     let finished = false;
     let failure: { status: number; error: string; message: string } | null = null;
@@ -80,6 +84,22 @@ export function runGitService(req: Request, res: Response, run: GitServiceRun): 
       if (run.prefix) res.write(run.prefix);
     };
 
+    /** No git ran (and none will close): answered here, the body left unread. */
+    function neverStarted(): void {
+      if (finished) return;
+      finished = true;
+      clearTimeout(idle);
+      run.logger.warn({ args: run.args[0] }, 'git could not be started');
+      if (!res.headersSent) {
+        const body = errorBody(503, 'Unavailable', 'git could not be started.');
+        res.writeHead(503, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), Connection: 'close', 'Retry-After': '5' });
+        res.end(body);
+      } else res.destroy();
+      if (!req.complete) req.socket.destroySoon();
+      resolve();
+    }
+    if (!child.stdout || !child.stderr) return;
+
     child.stdout!.on('data', (chunk: Buffer) => {
       touch();
       if (failure) return;
@@ -92,7 +112,6 @@ export function runGitService(req: Request, res: Response, run: GitServiceRun): 
     child.stderr!.on('data', (chunk: Buffer) => {
       if (stderr.length < 4096) stderr += chunk.toString('utf8').slice(0, 4096 - stderr.length);
     });
-    child.on('error', () => fail(503, 'Unavailable', 'git could not be started.'));
 
     // The client went away (or the response was cut): nothing more to do for git.
     res.on('close', () => {

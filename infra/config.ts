@@ -165,6 +165,25 @@ const schema = z.object({
   SVC_SESSION_PROVISION_TIMEOUT_SECONDS: z.coerce.number().positive().max(3600).default(120),
   /** Prepared sandboxes per server, over every project's `[sandbox] pool` (docs/sessions.md "Pool"); 0 turns the pool off. */
   SVC_SANDBOX_POOL_MAX: z.coerce.number().int().min(0).max(1000).default(2),
+  // --- what one sandbox may use (docs/hardening.md "Availability") ---
+  /** Per sandbox and per socket the server opens for it (gateway, egress): open connections; one more is closed on accept. */
+  SVC_SANDBOX_MAX_CONNECTIONS: z.coerce.number().int().min(1).max(100_000).default(128),
+  /** Per sandbox: requests in flight through its gateway; one more is answered 429. */
+  SVC_SANDBOX_MAX_REQUESTS: z.coerce.number().int().min(1).max(10_000).default(16),
+  /** Per sandbox: requests per second through its gateway (bursts of twice that); more are answered 429 with Retry-After. */
+  SVC_SANDBOX_MAX_REQUEST_RATE: z.coerce.number().positive().max(100_000).default(20),
+  /** File descriptors kept from sandboxes' connections for the public listener, PostgreSQL and child processes; default a quarter of RLIMIT_NOFILE (at least 256, at most half). */
+  SVC_FD_RESERVE: z.coerce.number().int().min(0).optional(),
+  /** RLIMIT_NOFILE of every process in a sandbox (bwrap, process, docker). */
+  SVC_SANDBOX_MAX_NOFILE: z.coerce.number().int().min(64).max(1_048_576).default(4096),
+  /** RLIMIT_NPROC of a sandbox's processes (bwrap, process, docker; counted per user by the kernel, so generous: the pids limit is the bound per sandbox). */
+  SVC_SANDBOX_MAX_NPROC: z.coerce.number().int().min(16).max(4_194_304).default(4096),
+  /** Memory of one sandbox in MiB: the manifest's `memory_mb` is capped to it, and it is the default (docker, kubernetes, bwrap with a cgroup). */
+  SVC_SANDBOX_MAX_MEMORY_MB: z.coerce.number().int().min(64).max(1_048_576).default(4096),
+  /** CPUs of one sandbox: the manifest's `cpus` is capped to it, and it is the default (docker, kubernetes, bwrap with a cgroup; else nice 19). */
+  SVC_SANDBOX_MAX_CPUS: z.coerce.number().positive().max(1024).default(2),
+  /** Processes (pids) of one sandbox (docker, kubernetes, bwrap with a cgroup). */
+  SVC_SANDBOX_MAX_PIDS: z.coerce.number().int().min(16).max(4_194_304).default(1024),
   /** The agent runtime the sandbox daemon launches (process, bwrap: a host path; docker: a path in the image); default opencode. */
   SVC_AGENT_RUNTIME: z.string().min(1).optional(),
   /** The API base (ending in /v1) as sandboxes reach it; default SVC_PUBLIC_URL/v1, else this server on 127.0.0.1. */

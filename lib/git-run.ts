@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnChild } from './spawn.js';
 
 
 /**
@@ -11,8 +11,10 @@ export class GitCommandError extends Error {
   readonly signal: NodeJS.Signals | null;
   readonly args: readonly string[];
   readonly stderr: string;
+  /** Set when git never ran because the system refused the spawn (EMFILE, ENOMEM, EAGAIN …). */
+  readonly systemCode?: string;
 
-  constructor(args: readonly string[], exitCode: number | null, signal: NodeJS.Signals | null, stderr: string) {
+  constructor(args: readonly string[], exitCode: number | null, signal: NodeJS.Signals | null, stderr: string, systemCode?: string) {
     const what = signal ? `signal ${signal}` : `exit code ${exitCode}`;
     const firstLine = stderr.trim().split('\n')[0] ?? '';
     super(`git ${args[0] ?? ''} failed with ${what}${firstLine ? `: ${firstLine}` : ''}`);
@@ -21,6 +23,7 @@ export class GitCommandError extends Error {
     this.signal = signal;
     this.args = args;
     this.stderr = stderr;
+    if (systemCode) this.systemCode = systemCode;
   }
 }
 
@@ -161,24 +164,37 @@ export function redact(text: string, secrets: readonly string[] = []): string {
 export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promise<GitResult> {
   const okCodes = opts.okCodes ?? [0];
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args as string[], {
-      cwd: opts.cwd,
-      env: cleanEnv(opts.env),
-      stdio: ['pipe', 'pipe', 'pipe'],
-      shell: false,
-      windowsHide: true,
-      // With a budget git runs in a process group of its own, so the timeout kills its
-      // transport helper too (git-remote-http holds the pipes open: killing git alone left
-      // the call waiting on a silent host forever).
-      detached: opts.timeoutMs !== undefined,
-    });
+    let timer: NodeJS.Timeout | undefined;
+    // The error listener is the first thing the child gets: a spawn the system refuses
+    // (EMFILE, ENOMEM, EAGAIN) fails this one call, nothing else.
+    const child = spawnChild(
+      'git',
+      'git',
+      args,
+      {
+        cwd: opts.cwd,
+        env: cleanEnv(opts.env),
+        stdio: ['pipe', 'pipe', 'pipe'],
+        shell: false,
+        windowsHide: true,
+        // With a budget git runs in a process group of its own, so the timeout kills its
+        // transport helper too (git-remote-http holds the pipes open: killing git alone left
+        // the call waiting on a silent host forever).
+        detached: opts.timeoutMs !== undefined,
+      },
+      (e) => {
+        if (timer) clearTimeout(timer);
+        reject(new GitCommandError(redactArgs(args, opts.secrets), null, null, redact(String(e.message), opts.secrets), e.code));
+      },
+    );
+    if (!child.stdout || !child.stderr || !child.stdin) return; // never started: the listener rejects
+    const { stdout, stderr: errStream, stdin } = child;
     const out: Buffer[] = [];
     const err: Buffer[] = [];
-    let timer: NodeJS.Timeout | undefined;
     if (opts.timeoutMs) timer = setTimeout(() => processGroup.kill(child), opts.timeoutMs);
     let outBytes = 0;
     let cut = false;
-    child.stdout.on('data', (b: Buffer) => {
+    stdout.on('data', (b: Buffer) => {
       if (cut) return;
       if (opts.maxStdoutBytes !== undefined && outBytes + b.length > opts.maxStdoutBytes) {
         out.push(b.subarray(0, opts.maxStdoutBytes - outBytes));
@@ -190,13 +206,9 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
       outBytes += b.length;
       out.push(b);
     });
-    child.stderr.on('data', (b: Buffer) => err.push(b));
+    errStream.on('data', (b: Buffer) => err.push(b));
     // git may exit before reading all of stdin (EPIPE); its exit code tells the outcome.
-    child.stdin.on('error', () => {});
-    child.on('error', (e) => {
-      if (timer) clearTimeout(timer);
-      reject(new GitCommandError(redactArgs(args, opts.secrets), null, null, redact(String(e.message), opts.secrets)));
-    });
+    stdin.on('error', () => {});
     child.on('close', (code, signal) => {
       if (timer) clearTimeout(timer);
       const stderr = redact(Buffer.concat(err).toString('utf8'), opts.secrets);
@@ -210,7 +222,7 @@ export function runGit(args: readonly string[], opts: GitRunOptions = {}): Promi
         reject(new GitCommandError(redactArgs(args, opts.secrets), code, signal, stderr));
       }
     });
-    child.stdin.end(opts.input ?? '');
+    stdin.end(opts.input ?? '');
   });
 }
 

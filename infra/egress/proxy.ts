@@ -32,6 +32,8 @@ export interface EgressProxyOptions {
   logger: Logger;
   /** Per sandbox: open client sockets, and open upstream connections (default 128 each). */
   maxConnectionsPerSandbox?: number;
+  /** The server's descriptor budget, asked before each upstream connection (false: 503 for that one). */
+  admitFd?: () => boolean;
   /** No byte either way for this long ends a connection (default 120 s). */
   idleMs?: number;
   /** A client connection must send its first request head within this (default 15 s). */
@@ -128,9 +130,10 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
   }
 
   /** An upstream connection, counted against the sandbox, or null when it has too many. */
-  function openUpstream(id: EgressIdentity, address: string, port: number): net.Socket | null {
+  function openUpstream(id: EgressIdentity, address: string, port: number): net.Socket | null | 'no-fd' {
     const u = use(id.sandboxId);
     if (u.upstream >= max) return null;
+    if (opts.admitFd && !opts.admitFd()) return 'no-fd';
     u.upstream++;
     const up = dial(address, port);
     sockets.add(up);
@@ -195,6 +198,10 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
       return;
     }
     const up = openUpstream(id, d.address, d.port);
+    if (up === 'no-fd') {
+      res.writeHead(503, { 'content-type': 'text/plain; charset=utf-8', 'retry-after': '5' }).end('egress refused: the server is at its limit of open files for sandboxes\n');
+      return;
+    }
     if (!up) {
       res.writeHead(429, { 'content-type': 'text/plain; charset=utf-8' }).end(`egress refused: this sandbox has ${max} connections open through the proxy\n`);
       return;
@@ -233,6 +240,10 @@ export function startEgressProxy(opts: EgressProxyOptions): EgressProxy {
     }
     if (socket.destroyed) return;
     const up = openUpstream(id, d.address, d.port);
+    if (up === 'no-fd') {
+      refuse(socket, 503, 'Service Unavailable', 'egress refused: the server is at its limit of open files for sandboxes');
+      return;
+    }
     if (!up) {
       refuse(socket, 429, 'Too Many Requests', `egress refused: this sandbox has ${max} connections open through the proxy`);
       return;

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawnChild } from '../../lib/spawn.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -65,11 +65,12 @@ export async function exportTree(repoPath: string, sha: string, dest: string): P
   assertSha(sha);
   const tarball = (await runGit(['archive', '--format=tar', sha], { cwd: repoPath })).stdout;
   await new Promise<void>((resolve, reject) => {
-    const tar = spawn('tar', ['-x', '-f', '-', '-C', dest, '--no-same-owner'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    const tar = spawnChild('tar', 'tar', ['-x', '-f', '-', '-C', dest, '--no-same-owner'], { stdio: ['pipe', 'ignore', 'pipe'] }, reject);
+    if (!tar.stdin || !tar.stderr) return; // never started: rejected by the listener
     let err = '';
     tar.stderr.on('data', (b: Buffer) => (err += b.toString()));
-    tar.on('error', reject);
     tar.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar exited ${code}: ${err.slice(0, 500)}`))));
+    tar.stdin.on('error', () => {}); // tar exiting early is told by its exit code
     tar.stdin.end(tarball);
   });
 }

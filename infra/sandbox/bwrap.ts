@@ -42,12 +42,15 @@
  * `sandbox.log` (the daemon's output) and `sandbox.json` (pid, start time, url, labels;
  * no secrets: the environment is handed to the process, never written to disk).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnChild } from '../../lib/spawn.js';
 import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandboxName, which } from './provider-util.js';
+import { createSandboxCgroup, enterArgs, removeSandboxCgroup, type SandboxCgroup } from './cgroup.js';
+import { cappedResources, limitedLaunch, type SandboxCaps } from './limits.js';
 import { egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
 
 export interface BwrapProviderOptions {
@@ -74,6 +77,8 @@ export interface BwrapProviderOptions {
   runtime?: string;
   /** Variables added to every sandbox's environment (tests: fast restart backoff). */
   extraEnv?: Record<string, string>;
+  /** What a sandbox's processes may use (infra/sandbox/limits.ts); absent: the host's limits. */
+  caps?: SandboxCaps;
 }
 
 export const SANDBOX_WORKSPACE = '/workspace';
@@ -259,7 +264,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
    * while it finishes setting up the namespaces (and at exit); a pipe whose reader has
    * gone kills it with SIGPIPE mid-setup and leaves the sandbox hanging before exec.
    */
-  async function awaitChildPid(child: ReturnType<typeof spawn>, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
+  async function awaitChildPid(child: ChildProcess, statusFile: string, logFile: string): Promise<{ pid: number; pidNs: number | null }> {
     const log = () => {
       try {
         return readFileSync(logFile, 'utf8').slice(-2000).trim();
@@ -427,9 +432,20 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const statusFile = path.join(dir, 'bwrap-status.json');
       const logFd = openSync(logFile, 'a', 0o600);
       const statusFd = openSync(statusFile, 'a', 0o600);
+      // Limits: rlimits on the launch; memory, pids and cpu in a cgroup of its own where the
+      // host allows one (entered before bwrap runs), else nice 19 for the CPU.
+      let cgroup: SandboxCgroup | null = null;
+      let launch = { file: bwrap, args };
+      if (opts.caps) {
+        const r = cappedResources(spec, opts.caps);
+        cgroup = await createSandboxCgroup(name, { memoryMb: r.memoryMb, cpus: r.cpus, pids: opts.caps.pids }).catch(() => null);
+        launch = limitedLaunch(bwrap, args, opts.caps, { nice: !cgroup, prlimit: which('prlimit') });
+        if (cgroup) launch = enterArgs(cgroup, launch.file, launch.args);
+      }
       let child;
       try {
-        child = spawn(bwrap, args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] });
+        // A refused spawn (EMFILE, EAGAIN) is reported by awaitChildPid's own listener, as create_failed.
+        child = spawnChild('sandbox', launch.file, launch.args, { env, detached: true, stdio: ['ignore', logFd, logFd, statusFd] }, () => undefined);
       } finally {
         closeSync(logFd);
         closeSync(statusFd);
@@ -440,6 +456,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       } catch (err) {
         await opts.gateway?.close(spec.sandboxId).catch(() => undefined);
         await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+        await cgroup?.remove().catch(() => undefined);
         throw err;
       }
       child.unref();
@@ -485,6 +502,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       }
       await opts.gateway?.close(handle.sandboxId).catch(() => undefined);
       await rm(dir, { recursive: true, force: true });
+      if (meta?.name) await removeSandboxCgroup(meta.name).catch(() => undefined);
     },
 
     async list(labels: Record<string, string>): Promise<SandboxHandle[]> {

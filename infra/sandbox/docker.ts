@@ -33,6 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Docker from 'dockerode';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+import type { SandboxCaps } from './limits.js';
 import { LABEL, sandboxLabels, sandboxName } from './provider-util.js';
 import { DAEMON_SOCKET, egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
 import { socketUrl } from '../../lib/sandbox-dial.js';
@@ -57,6 +58,8 @@ export interface DockerProviderOptions {
   memoryBytes?: number;
   cpus?: number;
   pidsLimit?: number;
+  /** The server's caps on every sandbox (infra/sandbox/limits.ts): the most, and the default. */
+  caps?: SandboxCaps;
   /** Seconds `destroy` lets the daemon stop before the engine kills it (default 10). */
   stopGraceSeconds?: number;
 }
@@ -128,11 +131,27 @@ export async function buildRepoImage(docker: Docker, dockerfile: string, baseIma
   return tag;
 }
 
-/** HostConfig limits: the spec's (the project's manifest) over the provider's defaults. */
-function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProviderOptions, 'cpus' | 'memoryBytes'>): Pick<Docker.HostConfig, 'Memory' | 'NanoCpus'> {
-  const memory = spec.resources?.memoryMb ? spec.resources.memoryMb * 1024 * 1024 : opts.memoryBytes;
-  const cpus = spec.resources?.cpus ?? opts.cpus;
-  return { ...(memory ? { Memory: memory } : {}), ...(cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}) };
+/**
+ * HostConfig limits: the spec's (the project's manifest) over the provider's defaults,
+ * each at most the server's cap (`caps`, which is also the default): memory (swap
+ * included: no more swap than memory), CPUs, pids, and RLIMIT_NOFILE/RLIMIT_NPROC.
+ */
+function limitsOf(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<DockerProviderOptions, 'cpus' | 'memoryBytes' | 'pidsLimit' | 'caps'>): Pick<Docker.HostConfig, 'Memory' | 'MemorySwap' | 'NanoCpus' | 'PidsLimit' | 'Ulimits'> {
+  let memory = spec.resources?.memoryMb ? spec.resources.memoryMb * 1024 * 1024 : opts.memoryBytes;
+  let cpus = spec.resources?.cpus ?? opts.cpus;
+  let pids = opts.pidsLimit;
+  const caps = opts.caps;
+  if (caps) {
+    memory = Math.min(memory ?? Infinity, caps.memoryMb * 1024 * 1024);
+    cpus = Math.min(cpus ?? Infinity, caps.cpus);
+    pids = Math.min(pids ?? Infinity, caps.pids);
+  }
+  return {
+    ...(memory ? { Memory: memory, MemorySwap: memory } : {}),
+    ...(cpus ? { NanoCpus: Math.round(cpus * 1e9) } : {}),
+    ...(pids ? { PidsLimit: pids } : {}),
+    ...(caps ? { Ulimits: [{ Name: 'nofile', Soft: caps.nofile, Hard: caps.nofile }, { Name: 'nproc', Soft: caps.nproc, Hard: caps.nproc }] } : {}),
+  };
 }
 
 export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxProvider {
@@ -224,7 +243,6 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
         SecurityOpt: ['no-new-privileges'],
         Binds: [`${sockets.gw}:${SANDBOX_GATEWAY_DIR}:ro`, `${sockets.daemon}:${SANDBOX_DAEMON_DIR}`, ...(opts.binds ?? [])],
         ...limitsOf(spec, opts),
-        ...(opts.pidsLimit ? { PidsLimit: opts.pidsLimit } : {}),
       };
       await opts.gateway?.open(spec.sandboxId, sockets.gw, spec.projectId);
 

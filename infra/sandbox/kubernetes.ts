@@ -39,6 +39,7 @@ import type {
   V1Service,
 } from '@kubernetes/client-node';
 import { SandboxError, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
+import type { SandboxCaps } from './limits.js';
 import { LABEL, sandboxLabels, sandboxName } from './provider-util.js';
 import { DEFAULT_SANDBOX_IMAGE } from './docker.js';
 
@@ -87,6 +88,8 @@ export interface KubernetesProviderOptions {
   extraEnv?: Record<string, string>;
   /** Per-request timeout towards the API server (default 15 s). */
   requestTimeoutMs?: number;
+  /** The server's caps (infra/sandbox/limits.ts): cpu and memory limits of every pod. */
+  caps?: SandboxCaps;
 }
 
 /**
@@ -94,12 +97,20 @@ export interface KubernetesProviderOptions {
  * both limit and request (the pod is scheduled where they fit, and held to them), over the
  * provider's own.
  */
-function podResources(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<KubernetesProviderOptions, 'resources'>): { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } } {
+function podResources(spec: Pick<SandboxSpec, 'resources'>, opts: Pick<KubernetesProviderOptions, 'resources' | 'caps'>): { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } } {
   const own: Record<string, string> = {};
-  if (spec.resources?.cpus) own.cpu = `${Math.max(1, Math.round(spec.resources.cpus * 1000))}m`;
-  if (spec.resources?.memoryMb) own.memory = `${spec.resources.memoryMb}Mi`;
-  if (!Object.keys(own).length) return opts.resources ? { resources: opts.resources } : {};
-  return { resources: { requests: { ...opts.resources?.requests, ...own }, limits: { ...opts.resources?.limits, ...own } } };
+  const cpuOf = (cpus: number) => `${Math.max(1, Math.round(cpus * 1000))}m`;
+  const cpus = spec.resources?.cpus !== undefined && opts.caps ? Math.min(spec.resources.cpus, opts.caps.cpus) : spec.resources?.cpus;
+  const memoryMb = spec.resources?.memoryMb !== undefined && opts.caps ? Math.min(spec.resources.memoryMb, opts.caps.memoryMb) : spec.resources?.memoryMb;
+  if (cpus) own.cpu = cpuOf(cpus);
+  if (memoryMb) own.memory = `${memoryMb}Mi`;
+  // The server's caps are the limits whatever the manifest says (the manifest's, smaller, win).
+  const capped: Record<string, string> = opts.caps ? { cpu: cpuOf(opts.caps.cpus), memory: `${opts.caps.memoryMb}Mi` } : {};
+  if (!Object.keys(own).length) {
+    if (!opts.caps) return opts.resources ? { resources: opts.resources } : {};
+    return { resources: { ...(opts.resources?.requests ? { requests: opts.resources.requests } : {}), limits: { ...opts.resources?.limits, ...capped } } };
+  }
+  return { resources: { requests: { ...opts.resources?.requests, ...own }, limits: { ...opts.resources?.limits, ...capped, ...own } } };
 }
 
 /** The library's request context sent over node's http/https with the kubeconfig's auth. */

@@ -1,4 +1,5 @@
-import { spawn } from 'node:child_process';
+import { spawnChild } from '../../lib/spawn.js';
+import { limitedLaunch, type SandboxCaps } from './limits.js';
 import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -6,7 +7,7 @@ import { freePort } from '../../lib/net.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
-import { labelsMatch, sandboxLabels } from './provider-util.js';
+import { labelsMatch, sandboxLabels, which } from './provider-util.js';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
 
 /**
@@ -37,6 +38,8 @@ export interface ProcessProviderOptions {
   extraEnv?: Record<string, string>;
   /** The server's end of every sandbox's gateway. */
   gateway?: SandboxGatewayHost;
+  /** RLIMIT_NOFILE/RLIMIT_NPROC of its processes (the rest of infra/sandbox/limits.ts needs isolation this provider has not). */
+  caps?: SandboxCaps;
 }
 
 const dist = path.join(projectRoot, 'dist');
@@ -114,17 +117,22 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       };
       await writeMeta('');
       const out = openSync(path.join(dir, 'sandbox.log'), 'a');
+      let spawnError: Error | undefined;
       let child;
       try {
-        child = spawn(process.execPath, [ENTRYPOINT], { env, cwd: dir, detached: true, stdio: ['ignore', out, out] });
-      } catch (err) {
-        throw new SandboxError('create_failed', `could not start svc-entrypoint: ${(err as Error).message}`);
+        const launch = opts.caps ? limitedLaunch(process.execPath, [ENTRYPOINT], opts.caps, { nice: false, prlimit: which('prlimit') }) : { file: process.execPath, args: [ENTRYPOINT] };
+        child = spawnChild('sandbox', launch.file, launch.args, { env, cwd: dir, detached: true, stdio: ['ignore', out, out] }, (err) => (spawnError = err));
       } finally {
         closeSync(out);
       }
       const pid = child.pid;
-      if (!pid) throw new SandboxError('create_failed', 'svc-entrypoint did not start');
-      child.on('error', () => {});
+      if (!pid) {
+        // Node reports a refused spawn on the next tick: wait for it, for the reason.
+        await new Promise((r) => setImmediate(r));
+        await opts.gateway?.close(spec.sandboxId).catch(() => undefined);
+        await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+        throw new SandboxError('create_failed', `could not start svc-entrypoint: ${spawnError?.message ?? 'no process'}`);
+      }
       child.unref();
       log.info({ sandbox_id: spec.sandboxId, session_id: spec.sessionId, pid, port: servicePort }, 'sandbox started');
       await writeMeta(String(pid));

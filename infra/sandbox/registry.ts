@@ -13,6 +13,7 @@ import { createDockerProvider } from './docker.js';
 import { createKubernetesProvider } from './kubernetes.js';
 import { type SandboxGatewayHost, type SandboxProvider, type SandboxProviderName } from './port.js';
 import { createProcessProvider } from './process.js';
+import { sandboxCapsOf } from './limits.js';
 import { appRoot, which } from './provider-util.js';
 import { UNISOLATED_PROVIDERS } from '../../domain/sandbox.js';
 
@@ -30,16 +31,17 @@ export type ProviderFactory = (config: Config, deps: SandboxRegistryDeps) => San
 export const sandboxesRoot = (config: Pick<Config, 'dataDir'>) => path.join(config.dataDir, 'sandboxes');
 
 const extraEnvOf = (deps: SandboxRegistryDeps) => ({ ...(deps.extraEnv ? { extraEnv: deps.extraEnv } : {}), ...(deps.gateway ? { gateway: deps.gateway } : {}) });
+const capsOf = (config: Config) => ({ caps: sandboxCapsOf(config) });
 const runtimeOf = (config: Config) => (config.SVC_AGENT_RUNTIME ? { runtime: config.SVC_AGENT_RUNTIME } : {});
 
 export const providerFactories: Record<SandboxProviderName, ProviderFactory> = {
   process: (config, deps) =>
-    createProcessProvider({ dataDir: config.dataDir, logger: deps.logger, ...runtimeOf(config), ...extraEnvOf(deps) }),
-  bwrap: (config, deps) => createBwrapProvider({ root: sandboxesRoot(config), ...runtimeOf(config), ...extraEnvOf(deps) }),
+    createProcessProvider({ dataDir: config.dataDir, logger: deps.logger, ...runtimeOf(config), ...extraEnvOf(deps), ...capsOf(config) }),
+  bwrap: (config, deps) => createBwrapProvider({ root: sandboxesRoot(config), ...runtimeOf(config), ...extraEnvOf(deps), ...capsOf(config) }),
   docker: (config, deps) => {
     // SVC_AGENT_RUNTIME, when set, names the runtime as the container sees it (a path in the image).
     const runtime: Record<string, string> = config.SVC_AGENT_RUNTIME ? { SVC_AGENT_RUNTIME: config.SVC_AGENT_RUNTIME } : {};
-    return createDockerProvider({ image: config.SVC_SANDBOX_IMAGE, root: sandboxesRoot(config), ...extraEnvOf(deps), extraEnv: { ...runtime, ...deps.extraEnv } });
+    return createDockerProvider({ image: config.SVC_SANDBOX_IMAGE, root: sandboxesRoot(config), ...extraEnvOf(deps), extraEnv: { ...runtime, ...deps.extraEnv }, ...capsOf(config) });
   },
   kubernetes: (config, deps) =>
     createKubernetesProvider({
@@ -48,6 +50,7 @@ export const providerFactories: Record<SandboxProviderName, ProviderFactory> = {
       image: config.SVC_SANDBOX_IMAGE,
       clusterDomain: config.SVC_K8S_CLUSTER_DOMAIN,
       imagePullPolicy: config.SVC_K8S_IMAGE_PULL_POLICY,
+      ...capsOf(config),
     }),
 };
 

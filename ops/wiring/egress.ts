@@ -20,7 +20,7 @@ export interface EgressWiring extends Running {
  * apply to it as to every outbound URL; nothing in the configuration loosens its address
  * rules.
  */
-export function wireEgress(core: Core): EgressWiring {
+export function wireEgress(core: Core, opts: { admitFd?: () => boolean } = {}): EgressWiring {
   const { config, logger, db, repos } = core;
   const refusals = egressRefusals({ db, logger });
   const proxy = startEgressProxy({
@@ -28,6 +28,7 @@ export function wireEgress(core: Core): EgressWiring {
     rulesFor: egressRulesFor({ db, repos }),
     onRefused: (id, r) => refusals.record(id, r),
     logger,
+    ...(opts.admitFd ? { admitFd: opts.admitFd } : {}),
   });
   return {
     proxy,

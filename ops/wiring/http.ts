@@ -64,9 +64,16 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   listening.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     // Taken between the start's check and here: the same words as that check.
-    listening.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new Error(portProblemMessage(config.PORT, config.HOST, err)) : err));
-    listening.listen(config.PORT, config.HOST, () => resolve());
+    const failed = (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' || err.code === 'EACCES' ? new Error(portProblemMessage(config.PORT, config.HOST, err)) : err);
+    listening.once('error', failed);
+    listening.listen(config.PORT, config.HOST, () => {
+      listening.off('error', failed);
+      resolve();
+    });
   });
+  // A failed accept (EMFILE when the file table is full) drops that one connection; the
+  // listener keeps listening. Without this listener it would end the process.
+  listening.on('error', (err) => core.logger.warn({ err: err.message }, 'the HTTP listener could not accept a connection'));
   const metricsServer = await listenMetrics(config.SVC_METRICS_ADDR, metrics, logger);
   return {
     port: (listening.address() as AddressInfo).port,

@@ -2,6 +2,7 @@ import type { SandboxProvider } from '../../infra/sandbox/port.js';
 import { createSandboxProvider, createSandboxProviders, runtimeInstallHint, sandboxesRoot } from '../../infra/sandbox/registry.js';
 import { createGatewayHub, type GatewayHub } from './gateway.js';
 import { wireEgress } from './egress.js';
+import { gatewayLimitsFor } from './gateway-limits.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { sandboxSecrets } from '../../services/secrets/sandbox-env.js';
 import { startSessionWorkers } from '../../workers/sessions.js';
@@ -30,8 +31,10 @@ export function wireSessions(
     config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
   // The sandboxes' egress proxy, reached through each gateway's egress socket (issue 20 item 5).
-  const egress = wireEgress(core);
-  const gateway = createGatewayHub({ logger, serverOrigin: apiUrl, egress: (socket, id) => egress.proxy.handle(socket, id) });
+  // Every sandbox's share of the server: connections, requests, rate, descriptors.
+  const limits = gatewayLimitsFor(config, logger);
+  const egress = wireEgress(core, { admitFd: () => limits.connection() });
+  const gateway = createGatewayHub({ logger, serverOrigin: apiUrl, egress: (socket, id) => egress.proxy.handle(socket, id), limits });
   const extra = { ...(opts.sandboxEnv ? { extraEnv: opts.sandboxEnv } : {}), gateway };
   // The current provider, and the others this host can run (stopping an earlier provider's sandboxes, the orphan sweep).
   const providers = roles.worker ? createSandboxProviders(config, { logger, ...extra }) : undefined;

@@ -30,8 +30,9 @@ export async function manifestInForce(deps: Pick<SessionDeps, 'db' | 'repos'>, p
  *   - `image` wins; else, on docker only, the Dockerfile (`dockerfile`, default
  *     `.svc/Dockerfile`) read at the session's base commit. A `dockerfile` the manifest
  *     names and the commit lacks fails the sandbox; a missing default is no Dockerfile.
- *   - `cpus`, `memory_mb` → `resources`, for every provider (docker and kubernetes enforce
- *     them; process and bwrap do not, and say so in the log).
+ *   - `cpus`, `memory_mb` → `resources`, for every provider, capped by the server
+ *     (SVC_SANDBOX_MAX_*; infra/sandbox/limits.ts): docker, kubernetes and bwrap with a
+ *     cgroup enforce them; process does not, and says so in the log.
  */
 export async function sandboxSettings(
   deps: Pick<SessionDeps, 'db' | 'repos' | 'logger'>,
@@ -58,7 +59,7 @@ export async function sandboxSettings(
   }
   const log = deps.logger.child({ project_id: project.project_id, provider });
   if ((provider === 'process' || provider === 'bwrap') && (sb.image || sb.dockerfile || out.resources)) {
-    log.warn({ sandbox: sb }, `svc.toml [sandbox] image, dockerfile, cpus and memory_mb are not applied by the ${provider} provider (no container)`);
+    log.warn({ sandbox: sb }, `svc.toml [sandbox] image and dockerfile are not applied by the ${provider} provider (no container); cpus and memory_mb only where it can make a cgroup (bwrap), else the server's caps apply as rlimits and nice`);
   }
   if (provider === 'kubernetes' && sb.dockerfile && !sb.image) log.warn({ dockerfile: sb.dockerfile }, 'svc.toml [sandbox] dockerfile is not built on kubernetes: set [sandbox] image');
   return out;

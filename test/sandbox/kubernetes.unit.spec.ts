@@ -126,6 +126,22 @@ describe('kubernetes sandbox provider (API shapes through nock)', () => {
     expect(c.resources).to.deep.equal({ requests: { cpu: '1500m', memory: '4096Mi' }, limits: { 'ephemeral-storage': '2Gi', cpu: '1500m', memory: '4096Mi' } });
   });
 
+  it("the server's caps (SVC_SANDBOX_MAX_CPUS, SVC_SANDBOX_MAX_MEMORY_MB) are every pod's limits: a manifest asking for more gets the caps, one asking nothing gets them as limits", async () => {
+    const pods: any[] = [];
+    for (let i = 0; i < 2; i++) {
+      nock(API)
+        .post(`/api/v1/namespaces/${NS}/pods`, (b) => (pods.push(b), true))
+        .reply(201, (_uri, body) => ({ ...(body as object), metadata: { ...(body as any).metadata, uid: 'pod-uid-1' }, status: { phase: 'Pending' } }));
+      nock(API).post(`/api/v1/namespaces/${NS}/secrets`).reply(201, {});
+      nock(API).post(`/api/v1/namespaces/${NS}/services`).reply(201, {});
+    }
+    const capped = createKubernetesProvider({ kubeConfig: kubeConfig(), namespace: NS, image: 'registry.example/svc-sandbox:1', caps: { cpus: 2, memoryMb: 2048, pids: 1024, nofile: 4096, nproc: 4096 } });
+    await capped.create({ ...spec(), resources: { cpus: 8, memoryMb: 65_536 } });
+    await capped.create(spec());
+    expect(pods[0].spec.containers[0].resources).to.deep.equal({ requests: { cpu: '2000m', memory: '2048Mi' }, limits: { cpu: '2000m', memory: '2048Mi' } });
+    expect(pods[1].spec.containers[0].resources).to.deep.equal({ limits: { cpu: '2000m', memory: '2048Mi' } });
+  });
+
   it('is idempotent: 409 AlreadyExists on the Pod answers the existing one, and 409 on the Secret and Service is fine', async () => {
     nock(API).post(`/api/v1/namespaces/${NS}/pods`).reply(409, status(409, 'AlreadyExists', `pods "${NAME}" already exists`));
     nock(API).get(`/api/v1/namespaces/${NS}/pods/${NAME}`).reply(200, podJson('Running'));

@@ -149,13 +149,15 @@ export interface SpawnedServer {
 
 /** `svc-server <cmd>` as a child process, ready when /readyz answers 200. */
 /** `readyMs`: how long it may take to answer /readyz (a fresh embedded cluster runs initdb first). */
-export async function spawnTestServer(env: Record<string, string>, cmd = 'start', opts: { readyMs?: number } = {}): Promise<SpawnedServer> {
+/** `launcher`: a command the server runs under (e.g. `prlimit --nofile=256:256 --`). */
+export async function spawnTestServer(env: Record<string, string>, cmd = 'start', opts: { readyMs?: number; launcher?: string[] } = {}): Promise<SpawnedServer> {
   const port = await freePort();
   // Its responses are checked against the OpenAPI document inside it; problems come back through this file.
   const contractLog = path.join(os.tmpdir(), `svc-contract-${process.pid}-${port}.jsonl`);
   collectFrom(contractLog);
   markWatched(port);
-  const proc = spawn(process.execPath, ['--import', path.join(projectRoot, 'dist/test/support/contract-preload.js'), path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
+  const [file, ...pre] = [...(opts.launcher ?? []), process.execPath];
+  const proc = spawn(file!, [...pre, '--import', path.join(projectRoot, 'dist/test/support/contract-preload.js'), path.join(projectRoot, 'dist/ops/svc-server.js'), cmd], {
     env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', SVC_ALLOW_FILE_REPOS: '1', ...TEST_ENV, ...env, SVC_TEST_CONTRACT_LOG: contractLog },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

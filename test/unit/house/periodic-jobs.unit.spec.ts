@@ -18,6 +18,8 @@ const SCANNED = ['services', 'infra', 'projections', 'sql', 'domain', 'lib', 'op
 const ALLOWED: Record<string, string> = {
   'infra/queue.ts':
     "the job queue adapter's own consumer: each process polls its queues for jobs and rescues its stuck claims, as pg-boss itself polls; it is no server-wide job (every process runs its own, for its own work)",
+  'ops/wiring/gateway.ts':
+    "one sandbox socket's own timers, like a connection's: a refusal answered after its delay, and the socket's connection cap restored once the descriptor budget has room again; they live and die with that socket, no server-wide job",
 };
 
 /** A timer's callback that only sleeps or ends something at a deadline. */

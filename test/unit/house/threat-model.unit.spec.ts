@@ -21,13 +21,14 @@ export interface ThreatRow {
   text: string;
 }
 
-/** The rows of the table under `## Threat model`, header and separator left out. */
+/** The rows of the tables under `## Threat model` (the principals', then its parts' such as Availability), headers and separators left out. */
 export function threatModelRows(markdown: string): ThreatRow[] {
   const start = markdown.indexOf('\n## Threat model\n');
   if (start < 0) throw new Error('docs/hardening.md has no "## Threat model" section');
   const end = markdown.indexOf('\n## ', start + 1);
   const lines = markdown.slice(start, end < 0 ? undefined : end).split('\n').filter((l) => l.startsWith('|'));
-  return lines.slice(2).map((line) => {
+  const separator = (l: string | undefined) => l !== undefined && /^\|(\s*:?-{3,}:?\s*\|)+$/.test(l);
+  return lines.filter((l, i) => !separator(l) && !separator(lines[i + 1])).map((line) => {
     // A `\|` inside a cell is text, not a column break.
     const cells = line.slice(1, -1).split(/(?<!\\)\|/).map((c) => c.trim());
     const last = cells[cells.length - 1] ?? '';
@@ -102,6 +103,10 @@ describe('docs/hardening.md threat model (issue 20)', () => {
     ]) {
       expect(principals, p).to.include(p);
     }
+    // Availability: one row per bound a sandbox meets, each naming its test.
+    for (const b of ['connections to its gateway socket', 'connections to its egress socket', 'requests in flight', 'request rate', 'file descriptors', 'a child process it cannot start', "A sandbox's processes: open files", "A sandbox's processes: processes", "A sandbox's memory", "A sandbox's CPU"]) {
+      expect(principals, b).to.include(b);
+    }
     const k8s = rows.find((r) => r.principal.includes('kubernetes'));
     expect(k8s?.text).to.include('Not exercisable here');
     expect(k8s?.tests.map((t) => t.file)).to.deep.equal(['test/unit/ops/helm-chart.unit.spec.ts']);
@@ -117,6 +122,9 @@ describe('docs/hardening.md threat model (issue 20)', () => {
       'row "P": test/unit/house/missing.unit.spec.ts does not exist',
     ]);
     expect(threatModelProblems(projectRoot, table('none'))).to.deep.equal(['row "P" names no test']);
+    // A part's own table (### Availability) is read the same way: its header is no row.
+    const parts = table('`test/unit/house/threat-model.unit.spec.ts` “every test the table names exists, with that exact title”').replace('\n\n## Next', '\n\n### Part\n\n| Bound | Gets | Past it | Test |\n|---|---|---|---|\n| B | x | y | none |\n\n## Next');
+    expect(threatModelProblems(projectRoot, parts)).to.deep.equal(['row "B" names no test']);
     expect(threatModelProblems(projectRoot, table('`test/unit/house/threat-model.unit.spec.ts` “covers the principals issue 20 lists, each row naming a test; the kubernetes row says it is not exercisable here”'))).to.deep.equal([]);
   });
 });
