@@ -23,13 +23,6 @@ export interface ProxyTarget {
   kind: 'runtime' | 'port';
 }
 
-export interface ProxyAuthResult {
-  target: ProxyTarget;
-  context: UserContext;
-  /** Set-Cookie value to add to the response, when the context came from `?svc_ctx=`. */
-  setCookie: string | undefined;
-}
-
 /**
  * `/proxy/{port}/rest` -> `127.0.0.1:{port}/rest`; anything else -> the runtime. The
  * daemon's own port is refused (403) so a preview cannot loop back into the control

@@ -2,7 +2,7 @@ import { mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../lib/logger.js';
 import { credentialEnv, fetchCloneCredential, remoteNeedsCredential, type CredentialSource } from './credential.js';
-import { git, GitError, isSafeRefName, runGit } from './git.js';
+import { git, isSafeRefName, runGit } from './git.js';
 
 /**
  * The project checkout in the workspace: clone at boot, re-pull on refresh, and the
@@ -153,4 +153,3 @@ export async function repoStatus(cwd: string): Promise<RepoStatus> {
   };
 }
 
-export { GitError };

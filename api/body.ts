@@ -12,7 +12,8 @@ import express, { type Request, type RequestHandler, type Response } from 'expre
 export const KiB = 1024;
 export const MiB = 1024 * KiB;
 /** Every API route and dashboard form unless its documentation says otherwise. */
-export const BODY_LIMIT = MiB;
+/** The API's default: 1 MiB. */
+export const BODY_LIMIT = 1024 * KiB;
 /** The doors whose credential travels in the body: sign-in and CLI login. */
 export const CREDENTIAL_BODY_LIMIT = 16 * KiB;
 /** A body larger than this that nobody read gets its connection closed instead of drained. */

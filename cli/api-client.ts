@@ -6,7 +6,7 @@ import { ApiError, NetworkError, codeForStatus } from './errors.js';
 import type { FetchLike } from './http.js';
 
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
-export type { ChangeRequest, CrStatus as CRStatus, DiffFile, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
+export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
 import type { CrChecks } from '../contracts/index.js';
 import type { ChangeRequest, Compare, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 

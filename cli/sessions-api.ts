@@ -4,7 +4,7 @@
  */
 import type { ApiClient } from './api-client.js';
 
-export type { Session, SessionStatus } from '../contracts/sessions.js';
+export type { Session } from '../contracts/sessions.js';
 import type { CreateSessionInput, Session } from '../contracts/sessions.js';
 
 export type NewSessionInput = CreateSessionInput;

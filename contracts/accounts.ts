@@ -57,7 +57,6 @@ export const AccountSchema = z.strictObject({
   /** The caller's role in it (`owner`, `member`). */
   role: z.string(),
 });
-export type Account = z.infer<typeof AccountSchema>;
 
 /** `GET /v1/accounts/me`: the caller, the active account (the first of `accounts`) and the token that asked. */
 export const MeSchema = z.strictObject({

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { sha, shaOut, text, time, uuid } from './common.js';
+import { shaOut, text, time, uuid } from './common.js';
 
 /** Checks, commit statuses and merge when green (issue 23; docs/checks.md). */
 
@@ -73,7 +73,6 @@ export const PostStatusBody = z.strictObject({
   target_url: httpUrl.nullable().optional(),
 });
 export const OneStatus = z.strictObject({ status: CommitStatusSchema });
-export const StatusSha = sha;
 
 /** `202` of `POST .../merge {"when":"checks_pass"}`. */
 export const AutoMergeAccepted = z.strictObject({ auto_merge: AutoMergeSchema });

@@ -36,8 +36,6 @@ export const time = z.iso.datetime();
 export const uuid = z.uuid();
 
 export const EmptyBody = z.strictObject({});
-/** A body-less success (`{}`). */
-export const EmptyResponse = z.strictObject({});
 
 /** Cursor pagination (GitHub's shape): `per_page` 1..100, default 30; `cursor` from `next_cursor` / `Link: rel="next"`. */
 export const PageQuery = z.object({
@@ -84,4 +82,3 @@ export const ErrorSchema = z.strictObject({
   reason: z.string().optional(),
   slug: z.string().optional(),
 });
-export type ErrorBody = z.infer<typeof ErrorSchema>;

@@ -16,7 +16,6 @@ export const HistoryEventSchema = z.strictObject({
   actor: z.string(),
   recorded_at: time,
 });
-export type HistoryEvent = z.infer<typeof HistoryEventSchema>;
 
 /**
  * A CR's history names who acted: `actor_name` (the person's name, else their email; null
@@ -56,4 +55,3 @@ export const FeedMessageSchema = z.strictObject({
   actor: z.string(),
   recorded_at: time,
 });
-export type FeedMessage = z.infer<typeof FeedMessageSchema>;

@@ -28,7 +28,6 @@ export const ManifestSchema = z.strictObject({
   checks: z.array(z.strictObject({ name: z.string(), run: z.string(), timeout_minutes: z.number().int(), secrets: z.array(z.string()) })).optional(),
   review: z.strictObject({ required_statuses: z.array(z.string()), send_failures_to_agent: z.boolean(), max_agent_rounds: z.number().int() }).optional(),
 });
-export type ManifestJson = z.infer<typeof ManifestSchema>;
 
 /** `GET .../manifest`: the last valid manifest, the commit last read, its errors and warnings. */
 export const ManifestViewSchema = z.strictObject({
@@ -37,7 +36,6 @@ export const ManifestViewSchema = z.strictObject({
   errors: z.array(IssueSchema),
   warnings: z.array(IssueSchema),
 });
-export type ManifestView = z.infer<typeof ManifestViewSchema>;
 
 export const PutSecretBody = z.strictObject({ value: z.string() });
 export const PatchSecretsBody = z.strictObject({
@@ -66,7 +64,6 @@ export const TriggerSchema = z.strictObject({
 export type Trigger = z.infer<typeof TriggerSchema>;
 
 export const TriggerFireSchema = z.strictObject({ tick: time, kind: z.string(), outcome: z.string().nullable(), session_id: z.string().nullable(), fired_at: time });
-export type TriggerFire = z.infer<typeof TriggerFireSchema>;
 /** One trigger with its recent fires. */
 export const TriggerDetailSchema = TriggerSchema.extend({ fires: z.array(TriggerFireSchema) });
 export type TriggerDetail = z.infer<typeof TriggerDetailSchema>;
@@ -102,7 +99,6 @@ export const AppDeploySchema = z.strictObject({
   started_at: time,
   finished_at: time.nullable(),
 });
-export type AppDeploy = z.infer<typeof AppDeploySchema>;
 /** One app with its recent deploys. */
 export const AppDetailSchema = AppSchema.extend({ deploys: z.array(AppDeploySchema) });
 export type AppDetail = z.infer<typeof AppDetailSchema>;

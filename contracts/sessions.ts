@@ -65,7 +65,6 @@ export const SessionSavedSchema = z.strictObject({
 
 export const SESSION_STATUSES = ['queued', 'branching', 'provisioning', 'running', 'stopped', 'failed', 'completed'] as const;
 export const SessionStatusSchema = z.enum(SESSION_STATUSES);
-export type SessionStatus = z.infer<typeof SessionStatusSchema>;
 
 export const ListSessionsQuery = z.object({
   status: z.enum([...SESSION_STATUSES, 'all']).default('all'),
@@ -121,7 +120,6 @@ export const CheckpointAcceptedSchema = z.strictObject({
 
 /** `GET .../git/clone-credential`: a short-lived git credential for a live sandbox. */
 export const CloneCredentialSchema = z.strictObject({ username: z.string(), password: z.string(), expires_at: time, repo_url: z.string() });
-export type CloneCredential = z.infer<typeof CloneCredentialSchema>;
 
 /** `POST .../prompt` (202): the agent runtime's session the prompt went to, and whether it was new. */
 export const PromptResultSchema = z.strictObject({ session_id: z.string(), created: z.boolean() });

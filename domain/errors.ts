@@ -78,8 +78,6 @@ export const validationError = (message: string, issues: ErrorIssue[] = []): Dom
 
 export const notFound = (what: string): DomainError => new DomainError('not_found', 'Not found', `${what} not found.`);
 
-export const conflict = (message: string): DomainError => new DomainError('conflict', 'Conflict', message);
-
 export const isDomainError = (e: unknown): e is DomainError => e instanceof DomainError;
 
 /** 503 or 429 with `Retry-After`: the error body carries `retry_after` (seconds), api/errors.ts sets the header. */

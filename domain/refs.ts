@@ -61,4 +61,3 @@ export function assertSha(value: string, field = 'sha'): string {
   return value;
 }
 
-export const branchRef = (name: string): string => `refs/heads/${assertBranchName(name)}`;

@@ -8,7 +8,7 @@ import { startSessionIdleSweep } from './session-idle-sweep.js';
 import { startSandboxPoolKeeper } from './sandbox-pool-keeper.js';
 import type { WorkerMetrics } from './supervisor.js';
 
-export { SESSION_IDLE_SWEEP, SESSION_PROVISION, SESSION_STOP, SESSION_QUEUES } from '../services/sessions/jobs.js';
+export { SESSION_QUEUES } from '../services/sessions/jobs.js';
 
 const provisionJob = z.object({ session_id: z.uuid() });
 const stopJob = z.object({

@@ -1,4 +1,4 @@
-import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { DomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
@@ -151,4 +151,3 @@ export function projectOf(deps: Pick<ApiDeps, 'db'>, req: Request, res: Response
 export const userOf = (res: Response) => locals(res).session!.user;
 export const csrfOf = (res: Response) => locals(res).session?.csrf_token ?? '';
 
-export type Handler = (req: Request, res: Response, next: NextFunction) => Promise<void>;

@@ -31,9 +31,6 @@ export function html(strings: TemplateStringsArray, ...parts: Part[]): Html {
 /** Trusted markup from this codebase (never user data). */
 export const raw = (s: string) => new Html(s);
 
-/** JSON for a `<script type="application/json">` block: `<` cannot close the element. */
-export const jsonScript = (v: unknown) => new Html(JSON.stringify(v).replace(/</g, '\\u003c').replace(/>/g, '\\u003e').replace(/&/g, '\\u0026'));
-
 export const shortSha = (s: string | null | undefined) => (s ? s.slice(0, 7) : '–');
 
 export function timeAgo(iso: string | null | undefined, now = Date.now()): Html {

@@ -56,5 +56,3 @@ export const checkEventSchemas = {
 } as const;
 
 export type CheckEventType = keyof typeof checkEventSchemas;
-export const CHECK_EVENT_TYPES = Object.keys(checkEventSchemas) as CheckEventType[];
-export const isCheckEventType = (t: string): t is CheckEventType => Object.hasOwn(checkEventSchemas, t);

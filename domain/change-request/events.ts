@@ -68,10 +68,8 @@ export const changeRequestEventSchemas = {
 
 const catalog = eventCatalog('change-request', changeRequestEventSchemas);
 
-export type ChangeRequestEventType = keyof typeof changeRequestEventSchemas;
 /** A discriminated union: `{type, data}` for every CR event type. */
 export type ChangeRequestEvent = EventOf<typeof changeRequestEventSchemas>;
-export const isChangeRequestEventType = catalog.isType;
 /** Validates a stored event on the way in from the log (the place for upcasters). */
 export const parseChangeRequestEvent = catalog.parse;
 

@@ -69,14 +69,6 @@ export function parseCron(expr: string): Cron {
   };
 }
 
-export function cronMatches(c: Cron, t: Date): boolean {
-  if (!c.minutes.has(t.getMinutes()) || !c.hours.has(t.getHours()) || !c.months.has(t.getMonth() + 1)) return false;
-  const dom = c.days.has(t.getDate());
-  const dow = c.weekdays.has(t.getDay());
-  if (c.dayRestricted && c.weekdayRestricted) return dom || dow;
-  return dom && dow;
-}
-
 /** The first whole minute strictly after `after` that matches, or null within ~5 years. */
 export function nextFire(c: Cron, after: Date): Date | null {
   const t = new Date(Math.floor(after.getTime() / 60_000) * 60_000 + 60_000);

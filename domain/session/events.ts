@@ -73,9 +73,7 @@ export const sessionEventSchemas = {
 
 const catalog = eventCatalog('session', sessionEventSchemas);
 
-export type SessionEventType = keyof typeof sessionEventSchemas;
 export type SessionEvent = EventOf<typeof sessionEventSchemas>;
-export const isSessionEventType = catalog.isType;
 export const parseSessionEvent = catalog.parse;
 
 export const SESSION_STREAM_TYPE = 'session';

@@ -5,16 +5,6 @@ import { classify, previewFor } from './engine-ort.js';
 import { ngErrno, type NgRepository, type NodeGit } from './nodegit-types.js';
 import { diffResult } from './diff-result.js';
 
-/**
- * libgit2 through nodegit. Same port and, where libgit2 and merge-ort agree, the same
- * results; they differ on directory renames (merge-ort's directory-rename detection
- * reports a conflict, libgit2 merges cleanly without moving the file), which
- * test/git/engine-differences.int.spec.ts pins down.
- */
-export async function loadNodeGit(): Promise<NodeGit | null> {
-  return (await tryLoadNodeGit()).nodegit;
-}
-
 /** nodegit, or why it could not be loaded (not installed, failed to build, ABI mismatch...). */
 export async function tryLoadNodeGit(): Promise<{ nodegit: NodeGit; reason?: undefined } | { nodegit: null; reason: string }> {
   try {

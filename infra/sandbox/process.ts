@@ -202,12 +202,6 @@ async function killTagged(sandboxId: string): Promise<void> {
   }
 }
 
-/** The last lines a sandbox printed (for a failed session's error). */
-export async function processSandboxLog(dataDir: string, sandboxId: string, maxBytes = 2000): Promise<string> {
-  const text = await readFile(path.join(dataDir, 'sandboxes', sandboxId, 'sandbox.log'), 'utf8').catch(() => '');
-  return text.slice(-maxBytes);
-}
-
 /**
  * A resumed sandbox links its predecessor's workspace path to its own (agentd/wip.ts: the
  * runtime remembers each conversation's directory): `<root>/<old id>/workspace` → this

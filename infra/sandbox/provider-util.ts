@@ -1,10 +1,8 @@
 /**
  * Small helpers shared by the bwrap, docker and kubernetes providers.
  */
-import { access, constants } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SandboxError } from './port.js';
@@ -50,18 +48,6 @@ export function labelsMatch(labels: Record<string, string> | undefined, wanted: 
   return Object.entries(wanted).every(([k, v]) => labels[k] === v);
 }
 
-/** A port nobody listens on right now on `host` (bind to 0, read it, release it). */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, host, () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 /** The absolute path of `cmd` on PATH, or undefined. */
 export function which(cmd: string, envPath = process.env.PATH ?? ''): string | undefined {
   if (cmd.includes('/')) return existsSync(cmd) ? path.resolve(cmd) : undefined;
@@ -71,13 +57,6 @@ export function which(cmd: string, envPath = process.env.PATH ?? ''): string | u
     if (existsSync(p)) return p;
   }
   return undefined;
-}
-
-export async function isExecutable(p: string): Promise<boolean> {
-  return access(p, constants.X_OK).then(
-    () => true,
-    () => false,
-  );
 }
 
 export const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

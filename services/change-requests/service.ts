@@ -89,11 +89,6 @@ export async function findCr(db: Db, projectId: string, ref: string): Promise<Ch
   return crOfRow(decodeCrRow(row));
 }
 
-export async function listCrs(db: Db, projectId: string, status: CrStatus | 'all', limit = 1000): Promise<ChangeRequest[]> {
-  const rows = await db.rows(crQueries.list(projectId, status === 'all' ? null : status, limit));
-  return rows.map((r) => crOfRow(decodeCrRow(r)));
-}
-
 export interface CrPage {
   change_requests: ChangeRequest[];
   /** Opaque; null on the last page. */

@@ -39,9 +39,6 @@ export function parsePreviewHost(host: string | undefined, config: PreviewConfig
 
 export const isLoopbackHost = (h: string) => h === 'localhost' || h.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(h) || h === '[::1]';
 
-/** Whether an origin (SVC_PUBLIC_URL) is on loopback, where `*.localhost` previews work without a domain. */
-export const isLoopbackUrl = (url: string): boolean => isLoopbackHost(new URL(url).hostname.toLowerCase());
-
 /**
  * The preview's origin, as a browser reaches it. `listenPort` is the port this server
  * answered the current request on: locally the previews share it.

@@ -20,8 +20,3 @@ export async function sandboxSecrets(
   return { env, names: rows.map((r) => r.name), revision: Number(rev?.revision ?? 0) };
 }
 
-/** The two variables that describe the set, as injected next to the values. */
-export const secretsMarkers = (s: { names: string[]; revision: number }) => ({
-  SVC_PROJECT_SECRET_NAMES: s.names.join(','),
-  SVC_PROJECT_SECRETS_REVISION: String(s.revision),
-});

@@ -15,7 +15,7 @@ import type { SessionDeps } from './deps.js';
  */
 
 /** The proxy's port and environment live with the sandbox plumbing (the providers set them). */
-export { EGRESS_PROXY_PORT, egressProxyEnv } from '../../infra/sandbox/gateway-dirs.js';
+export { egressProxyEnv } from '../../infra/sandbox/gateway-dirs.js';
 
 /**
  * The egress list in force for the sandbox's project, read for every connection (a merge

@@ -23,7 +23,7 @@ import { INSTALL_LABEL, installIdOf } from './orphans.js';
  * hands it over (pool-claim.ts). Pool sandboxes are not sessions: no cap counts them.
  */
 export const POOL_KEY_PREFIX = 'svc_pool_';
-export const POOL_LABEL = 'svc.pool';
+const POOL_LABEL = 'svc.pool';
 
 const providerOf = (deps: Pick<SessionDeps, 'config' | 'provider'>): SandboxProviderName =>
   deps.provider?.name ?? deps.config.SVC_SANDBOX_PROVIDER ?? defaultProviderName();

@@ -4,7 +4,7 @@ import { liveSandbox, type Session } from '../../domain/session/index.js';
 import type { Config } from '../../infra/config.js';
 import { reposDirOf } from '../../infra/git/managed-repo.js';
 import { sessionStateStore, type SessionStateStore } from '../../infra/git/session-state-store.js';
-import { bundleHeadProblem, decodeFrame, encodeFrame, FrameError, readFrameStream, type ArchivedFile, type StreamedFrame } from '../../lib/checkpoint-frame.js';
+import { bundleHeadProblem, encodeFrame, FrameError, readFrameStream, type ArchivedFile, type StreamedFrame } from '../../lib/checkpoint-frame.js';
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { savedStateQueries, type SavedStateRow } from '../../sql/queries/session-saved-state.js';
 import { serviceKeyOf } from './credentials.js';
@@ -59,20 +59,6 @@ export interface CheckpointAccepted {
   wip_sha: string | null;
   skipped: { path: string; bytes: number; reason: string }[];
   conversation: boolean;
-}
-
-/** `PUT …/sessions/:id/wip`: a checkpoint from the session's live sandbox (its key already checked), whole in memory. */
-export async function acceptCheckpoint(deps: SessionDeps, who: { session_id: string; project_id: string }, body: Buffer): Promise<CheckpointAccepted> {
-  let parts;
-  try {
-    parts = decodeFrame(body);
-  } catch (err) {
-    throw badCheckpoint(`Not a checkpoint: ${(err as Error).message}.`);
-  }
-  const store = storeOf(deps.config);
-  return settleCheckpoint(deps, who, { header: parts.header, bundleBytes: parts.bundle.length, conversation: parts.conversation }, (sha) =>
-    store.accept(who.project_id, who.session_id, parts.bundle, sha),
-  );
 }
 
 /**

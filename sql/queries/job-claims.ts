@@ -3,12 +3,6 @@ import type { Query } from '../query.js';
 /** The advisory lock a worker process holds for its whole life (see sql/021_job_claims.sql). */
 const workerLockKey = (workerId: string) => `svc-worker:${workerId}`;
 
-export interface JobClaimRow {
-  job_id: string;
-  queue: string;
-  worker_id: string;
-}
-
 export const jobClaimQueries = {
   holdWorkerLock: (workerId: string): Query => ({
     text: 'SELECT pg_advisory_lock(hashtextextended($1, 0))',

@@ -33,8 +33,6 @@ export interface ReviewRow {
 const commentCols =
   'comment_id, project_id, cr_id, body, commit_sha, path, line, side, head_sha, author_kind, author_id, session_id, answers_round, resolved, resolved_by, resolved_at, created_at';
 
-export type ReviewTable = 'cr_comments' | 'cr_comments_rebuilt' | 'cr_reviews' | 'cr_reviews_rebuilt';
-
 export const reviewQueries = {
   insertComment: (r: CommentRow): Query => ({
     text: `INSERT INTO cr_comments (${commentCols}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
