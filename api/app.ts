@@ -49,7 +49,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   app.use(metricsMiddleware(deps.metrics));
   app.use(healthRoutes(deps));
   app.use(openapiRoutes());
-  app.use('/git', gitHttpRoutes(deps)); // managed repositories over smart HTTP (issue 11)
+  app.use('/git', gitHttpRoutes(deps)); // managed repositories over smart HTTP
   // Sessions: the sandbox proxy streams raw bodies, so it comes before the JSON parser.
   app.use('/v1/projects/:projectId/sessions/:sessionId', dashboardProxyAuth(deps)); // dashboard: the cookie, on the proxy only
   app.use('/v1/projects/:projectId/sessions/:sessionId', sessionProxyRoutes(deps));
@@ -65,11 +65,11 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts', accountRoutes(deps));
-  v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // issue 23: checks, logs
+  v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
-  v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent (issue 23)
+  v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
   v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions/:sessionId/preview-url', previewUrlRoutes(deps));

@@ -21,9 +21,9 @@ export interface ApiDeps {
   crCommands: CrCommandPath;
   /** Merges, provisioning, manifest syncs and app deploys are jobs on it. */
   queue: Queue;
-  /** Sessions (issue 10): absent in a process that runs none (the routes answer 503). */
+  /** Sessions: absent in a process that runs none (the routes answer 503). */
   sessions?: SessionDeps;
-  // --- manifest, secrets, triggers, apps (issue 12) ---
+  // --- manifest, secrets, triggers, apps ---
   /** Spawns a session (the sessions capability); absent: a trigger fire records 'sessions unavailable'. */
   spawnSession?: SpawnSession;
   /** Told after a project's secrets change (push to running sandboxes: POST /svc/env). */

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { DomainError } from '../domain/errors.js';
 
 /**
- * The sandbox gateway's identity check (issue 20 item 2, docs/hardening.md). A request
+ * The sandbox gateway's identity check (docs/hardening.md). A request
  * that came in through a sandbox's gateway socket carries that sandbox's id, attached
  * in-process by the listener that accepted it (ops/wiring/gateway.ts): never a header, so
  * nothing a client sends can claim it. Every credential minted for a sandbox (its service

@@ -1,7 +1,7 @@
 import * as c from '../contracts/index.js';
 import type { Op } from './openapi.js';
 
-/** OpenAPI entries of checks, commit statuses and their logs (issue 23; docs/checks.md). */
+/** OpenAPI entries of checks, commit statuses and their logs (docs/checks.md). */
 const P = '/v1/projects/{projectId}';
 
 export function checkOps(): Record<string, Record<string, Op>> {

@@ -1,7 +1,7 @@
 import * as c from '../contracts/index.js';
 import type { Op } from './openapi.js';
 
-/** OpenAPI entries of the manifest, secrets, triggers and apps routes (issue 12). */
+/** OpenAPI entries of the manifest, secrets, triggers and apps routes. */
 const P = '/v1/projects/{projectId}';
 
 export function manifestOps(): Record<string, Record<string, Op>> {

@@ -1,7 +1,7 @@
 import * as c from '../contracts/index.js';
 import type { Op } from './openapi.js';
 
-/** Review comments and "send to agent" (issue 23 items 5–6; docs/api.md "Review"). */
+/** Review comments and "send to agent" (docs/api.md "Review"). */
 export function reviewOps(): Record<string, Record<string, Op>> {
   const cr = '/v1/projects/{projectId}/change-requests/{crId}';
   return {

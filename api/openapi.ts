@@ -107,10 +107,10 @@ const ops: Record<string, Record<string, Op>> = {
       errors: [400, 401, 403, 404, 426],
     },
   },
-  // --- manifest, secrets, triggers, apps (issue 12; docs/manifest.md) ---
+  // --- manifest, secrets, triggers, apps (docs/manifest.md) ---
   ...manifestOps(),
   ...reviewOps(),
-  // --- checks, statuses, merge when green (issue 23; docs/checks.md) ---
+  // --- checks, statuses, merge when green (docs/checks.md) ---
   ...checkOps(),
 };
 

@@ -19,7 +19,7 @@ import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.j
 import { sessionDepsOf } from './routes/sessions.js';
 
 /**
- * Previews on their own origin (issue 20 item 6; docs/sessions.md "Previews"). A request
+ * Previews on their own origin (docs/sessions.md "Previews"). A request
  * whose Host is `p<port>-<session id>.<preview domain>` is answered here and never reaches
  * the API or the dashboard: with a valid preview cookie for that very (session, port) it
  * goes to the daemon's `/proxy/<port>/*` with a freshly signed user context; without one a

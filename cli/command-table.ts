@@ -138,7 +138,7 @@ export const SECTIONS: Section[] = [
       },
     ],
   },
-  // --- ops (issue 14) ---
+  // --- ops ---
   {
     title: 'Channels',
     commands: [

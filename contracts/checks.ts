@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { shaOut, text, time, uuid } from './common.js';
 
-/** Checks, commit statuses and merge when green (issue 23; docs/checks.md). */
+/** Checks, commit statuses and merge when green (docs/checks.md). */
 
 export const CheckRunSchema = z.strictObject({
   run_id: uuid,

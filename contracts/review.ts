@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { sha, shaOut, storable, text, time, uuid } from './common.js';
 import { DiffSchema } from './change-requests.js';
 
-/** Review comments, reviews and rounds sent to the agent (issue 23 items 5–6; docs/api.md "Review"). */
+/** Review comments, reviews and rounds sent to the agent (docs/api.md "Review"). */
 
 export const CreateCommentBody = z.strictObject({
   body: text(65_536).refine((v) => v.trim() !== '', 'must not be empty'),

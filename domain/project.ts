@@ -8,6 +8,6 @@ export interface ProjectRecord {
   repo_credentials_enc: string | null;
   default_branch: string;
   created_at: Date;
-  /** A bare repository this service hosts (issue 11), served at repo_url over smart HTTP. */
+  /** A bare repository this service hosts, served at repo_url over smart HTTP. */
   repo_managed?: boolean;
 }

@@ -60,7 +60,7 @@ const schema = z.object({
     .default('0')
     .transform((v) => v === '1' || v === 'true'),
   DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
-  // --- hardening (issue 15): outbound repository URLs, read budgets, auth abuse, diff limits ---
+  // --- hardening: outbound repository URLs, read budgets, auth abuse, diff limits ---
   /** Allow repository hosts that resolve to loopback, private, link-local, multicast or unspecified addresses. */
   SVC_REPO_ALLOW_LOCAL_NETWORKS: z
     .enum(['0', '1', 'true', 'false'])
@@ -121,21 +121,21 @@ const schema = z.object({
   SVC_DIFF_MAX_FILES: z.coerce.number().int().min(1).default(3000),
   /** Merge jobs one worker process runs at once (capped by the pool size). */
   SVC_MERGE_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
-  /** Check runs at once per server (issue 23, docs/checks.md); each is a sandbox. */
+  /** Check runs at once per server (docs/checks.md); each is a sandbox. */
   SVC_CHECKS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(2),
   /** How often open CRs with checks (or a pending merge-when-green) re-read their tips. */
   SVC_CHECKS_REFRESH_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
   /** A check's log is kept up to this size (its head and tail beyond). */
   SVC_CHECKS_LOG_MAX_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
   // --- end hardening ---
-  // --- managed repositories (issue 11) ---
+  // --- managed repositories ---
   /** Root of the bare repositories this server hosts (default `<data dir>/repos`); a shared volume in scale-out. */
   SVC_REPOS_DIR: z.string().min(1).optional(),
   /** Largest push (request body, after decompression) smart HTTP accepts, in bytes. */
   SVC_GIT_MAX_PUSH_BYTES: z.coerce.number().int().min(1024).default(2 * 1024 ** 3),
   /** A smart-HTTP transfer that moves no byte for this long is cut (seconds). */
   SVC_GIT_IDLE_TIMEOUT_SECONDS: z.coerce.number().min(0.1).max(86_400).default(120),
-  // --- ops (issue 14): chat channels ---
+  // --- ops: chat channels ---
   /** Accept http:// channel webhooks (tests, a receiver on the same host). Off: https only. */
   SVC_CHANNELS_ALLOW_HTTP: z
     .enum(['0', '1', 'true', 'false'])
@@ -148,7 +148,7 @@ const schema = z.object({
     .transform((v) => v === '1' || v === 'true'),
   // --- end ops ---
 
-  // --- Sessions and sandboxes (issue 10, docs/sessions.md) ---
+  // --- Sessions and sandboxes (docs/sessions.md) ---
   /** Where sandboxes run; unset: `bwrap`. `process` (no isolation) only when chosen here. */
   SVC_SANDBOX_PROVIDER: z.enum(['process', 'bwrap', 'docker', 'kubernetes']).optional(),
   /** `1`: the process provider keeps running sessions after a second account exists (it isolates nothing). */
@@ -190,7 +190,7 @@ const schema = z.object({
   SVC_SANDBOX_API_URL: z.string().url().optional(),
   /** GitHub's REST API base for branch cuts on github.com repositories. */
   SVC_GITHUB_API_URL: z.string().url().default('https://api.github.com'),
-  // --- the model gateway (issue 21; docs/models.md) ---
+  // --- the model gateway (docs/models.md) ---
   /** The OpenAI-compatible upstream sessions' agents reach through `/v1/llm` (a hosted provider, LiteLLM, OpenRouter, vLLM, Ollama). */
   SVC_LLM_UPSTREAM_URL: z
     .string()
@@ -213,7 +213,7 @@ const schema = z.object({
   SVC_LLM_SESSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** How long one model call may take upstream; a reservation a dead process left expires after it, charged in full. */
   SVC_LLM_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(600_000),
-  // --- manifest, triggers, apps (issue 12; docs/manifest.md) ---
+  // --- manifest, triggers, apps (docs/manifest.md) ---
   /** How often each worker looks for due triggers. */
   SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
   /** Off: this worker fires no triggers (e.g. to pin the scheduler to some workers). */
@@ -236,7 +236,7 @@ const schema = z.object({
   /** How long a new app version has to answer its health path before the deploy fails. */
   SVC_APP_HEALTH_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(60_000),
 
-  // --- Sandbox providers bwrap, docker, kubernetes (issue 10, docs/sandbox-providers.md) ---
+  // --- Sandbox providers bwrap, docker, kubernetes (docs/sandbox-providers.md) ---
   /** docker / kubernetes: the default sandbox image (ops/sandbox-image.sh builds svc-sandbox:local). */
   SVC_SANDBOX_IMAGE: z.string().min(1).default('svc-sandbox:local'),
   /** kubernetes: the namespace of sandbox pods, services and secrets (the server needs RBAC there). */

@@ -26,7 +26,7 @@ export const redactPaths = [
   'env.SVC_CLI_TOKEN',
   'env.SVC_EXECUTOR_TOKEN',
   'env.SVC_LLM_API_KEY',
-  // Project secret values (issue 12): request bodies of the secrets API, sandbox env maps.
+  // Project secret values: request bodies of the secrets API, sandbox env maps.
   'value',
   '*.value',
   'req.body',

@@ -76,7 +76,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   await migrate(db, { logger });
   const secrets = secretBox(await loadKeyring({ envKey: config.SVC_SECRET_KEY, dataDir: config.dataDir }));
   const engine = await createEngine(config.SVC_GIT_ENGINE);
-  // managed repositories (issue 11): their root is SVC_REPOS_DIR or <data dir>/repos.
+  // managed repositories: their root is SVC_REPOS_DIR or <data dir>/repos.
   // The manifest in force follows the default branch: every tip read reports to the follower.
   const follower = createManifestFollower({ db, logger, enqueue: (projectId, sha, reason) => enqueueMovedSync(queue)(projectId, sha, reason) });
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config), onTips: follower.tipsRead });

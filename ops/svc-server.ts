@@ -159,7 +159,7 @@ export async function main(argv: string[]): Promise<void> {
           import('../services/accounts/service.js'),
         ]);
         if (args.action === 'rotate-key') {
-          // Issue 12: a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
+          // a new key first in the key file (or the first of SVC_SECRET_KEY), then every value resealed.
           const report = await withDatabase(async (d) => {
             const config = loadConfig();
             if (!config.SVC_SECRET_KEY) await addKeyToFile(config.dataDir);

@@ -14,7 +14,7 @@ import { html, shortSha, timeAgo, type Html } from './html.js';
 import { respond } from './shared.js';
 
 /**
- * The CR page's checks (issue 23): each check's latest run on its pair with a link to its
+ * The CR page's checks: each check's latest run on its pair with a link to its
  * log, the head's commit statuses (required ones marked), and merge when green (its state,
  * or the button that asks for it on the head the page shows). The section is one of the
  * page's `data-live` parts: every event of the CR's stream (a run starting, passing ...)

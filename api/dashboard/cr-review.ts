@@ -17,7 +17,7 @@ import { html, raw, shortSha, timeAgo, type Html } from './html.js';
 import { respond } from './shared.js';
 
 /**
- * The review part of a CR page (issue 23 items 5–6): line comments at their line of the
+ * The review part of a CR page: line comments at their line of the
  * diff, general comments, a form to comment (on a line or not), Resolve, "Send to agent",
  * "Mark reviewed" and the changes since the reader's last review. Every body is escaped
  * (the `html` tag); nothing a comment says becomes markup.

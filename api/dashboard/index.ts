@@ -68,7 +68,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(appsPage(deps));
   r.use(checksPageRoutes(deps)); // before the CR page: its /merge-when-green and /checks/:runId/log
   r.use(crPageRoutes(deps));
-  r.use(crReviewRoutes(deps)); // review comments, send to agent (issue 23)
+  r.use(crReviewRoutes(deps)); // review comments, send to agent
   // Any other path outside /v1 is a page that does not exist: the HTML 404 below.
   r.use((_req, _res, next) => next(new DomainError('not_found', 'Not found', 'There is no page at this address.')));
   r.use(dashboardErrors(deps.logger));

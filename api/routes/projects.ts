@@ -18,7 +18,7 @@ import type { Request } from 'express';
  * project's `repo_url`: `SVC_PUBLIC_URL`; else the `SVC_PUBLIC_HOSTS` origin whose host the
  * request named (else the first); else the address this connection reached (the socket's,
  * never a header). Never the request's Host alone: a Host the operator did not list would
- * become the URL sandboxes send their clone credentials to (issue 20 attack 8).
+ * become the URL sandboxes send their clone credentials to.
  */
 export function publicBaseUrl(req: Request, config: Config): string {
   if (config.SVC_PUBLIC_URL) return config.SVC_PUBLIC_URL.replace(/\/+$/, '');

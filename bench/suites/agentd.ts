@@ -8,7 +8,7 @@
  *   p50 direct. Goal: <= 1 ms added.
  * - throughput: 32 concurrent keep-alive connections over a fixed number of requests;
  *   proxied req/s as a share of direct req/s. Goal: >= 70%.
- * - the reference (issue 16): the same load, same generator, through nginx (Debian's
+ * - the reference: the same load, same generator, through nginx (Debian's
  *   package, one worker, keep-alive to the upstream) as a reverse proxy on loopback, in
  *   the same run. Goals: the daemon's `/proxy/:port/*` >= 0.8x nginx's req/s and <= 1.2x
  *   nginx's added p50 latency.

@@ -261,14 +261,14 @@ export const run: BenchSuite = async ({ quick }) => {
         ratio: projectedRatio,
         goal: '>= 0.5x floor',
         met: projectedRatio >= 0.5,
-        notes: `open (number + Opened + row) every 16th step, else close/reopen via handleCommand (group-committed: ${gcStats.batches} statements for ${gcStats.commands} commands in the timed rounds); one project per writer; median of ${rounds} (${projected.map(Math.round).join('/')}); ratio = median of per-round ratios (${projected.map((v, i) => (v / floor[i]!).toFixed(2)).join('/')}); per event: ${perEvent(projectedCost)} (floor: ${perEvent(floorCost)}); issue 16's earlier goal >= 3,000 events/s: ${ap >= 3000 ? 'met' : 'not met'} on this machine`,
+        notes: `open (number + Opened + row) every 16th step, else close/reopen via handleCommand (group-committed: ${gcStats.batches} statements for ${gcStats.commands} commands in the timed rounds); one project per writer; median of ${rounds} (${projected.map(Math.round).join('/')}); ratio = median of per-round ratios (${projected.map((v, i) => (v / floor[i]!).toFixed(2)).join('/')}); per event: ${perEvent(projectedCost)} (floor: ${perEvent(floorCost)}); the earlier goal >= 3,000 events/s: ${ap >= 3000 ? 'met' : 'not met'} on this machine`,
       },
       {
         suite: 'events',
         name: 'anchor: Emmett 0.42 PostgreSQL store (not run here)',
         value: NaN,
         unit: 'events/s',
-        notes: 'issue 16: 1,525-1,837 appends/s on the same 2-core machine in an earlier run; not installed, quoted for scale only',
+        notes: 'an earlier measurement: 1,525-1,837 appends/s on the same 2-core machine in an earlier run; not installed, quoted for scale only',
       },
     );
     for (const c of clients.splice(0)) await c.end().catch(() => {});

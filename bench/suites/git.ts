@@ -35,7 +35,7 @@ export const run: BenchSuite = async ({ quick }) => {
 
   // Floors: the same work as raw plumbing, called directly.
   const rawPreviewFn = () => runGit(['merge-tree', '--write-tree', '-z', '--name-only', base, head], { cwd: repo, okCodes: [0, 1] });
-  // Issue 16's floor for a diff: one `git diff --numstat -p base...head`.
+  // The floor for a diff: one `git diff --numstat -p base...head`.
   const rawDiffFn = () => runGit(['diff', '--no-renames', '--numstat', '-p', `${base}...${head}`], { cwd: repo });
   const rawMergeFn = async () => {
     const t = await runGit(['merge-tree', '--write-tree', '-z', base, head], { cwd: repo });

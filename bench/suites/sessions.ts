@@ -1,5 +1,5 @@
 /**
- * `npm run bench -- sessions`: what a user waits for (issue 22 item 3). Per provider that
+ * `npm run bench -- sessions`: what a user waits for. Per provider that
  * runs here (SVC_BENCH_PROVIDERS, default `process,bwrap`; `docker` when asked), pooled and
  * cold, with the real runtime (opencode from node_modules) and a streaming model behind the
  * server's gateway:

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Checks and merge-when-green on the CR stream (issue 23, docs/checks.md). A check run is
+ * Checks and merge-when-green on the CR stream (docs/checks.md). A check run is
  * bound to the exact (base_sha, head_sha) pair it was queued for and runs on `merge_sha`,
  * the commit the merge engine would make (the head itself for a fast-forward). The events
  * carry status and a pointer (`run_id`, whose log lives outside the log: check_logs),

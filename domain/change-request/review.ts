@@ -4,7 +4,7 @@ import type { CommandMeta } from './commands.js';
 import type { ChangeRequest, CrState } from './state.js';
 
 /**
- * Review on the CR stream (issue 23 items 5–6): comments (general or on a line of the
+ * Review on the CR stream: comments (general or on a line of the
  * diff), their resolution, a person's "mark reviewed", and the rounds of feedback sent to
  * the CR's origin session. None of them changes the CR's own row (its JSON stays the
  * spec's); they are projected into `cr_comments` and `cr_reviews` (projections/review.ts).

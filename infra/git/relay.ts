@@ -7,7 +7,7 @@ import type { RepoLocation } from './port.js';
 import { checkRepoUrl, type RepoUrlPolicy } from './url-policy.js';
 
 /**
- * The push relay (issue 20): sandboxes fetch and push a project with a remote repository
+ * The push relay: sandboxes fetch and push a project with a remote repository
  * (GitHub, any git URL, a local path) through the server's smart HTTP, never the remote
  * itself, so the remote's stored credentials never enter a sandbox and every push is
  * checked by the server's pre-receive before the remote sees it.

@@ -6,7 +6,7 @@ import { DomainError } from '../../domain/errors.js';
 import { runGit } from '../../lib/git-run.js';
 
 /**
- * The server's store of paused workspaces (issue 22 item 1): one bare repository per
+ * The server's store of paused workspaces: one bare repository per
  * project under `<repos dir>/session-state/<project id>.git`, holding each session's
  * saved workspace on `refs/svc/sessions/<session id>/wip`. It is neither the managed
  * repository smart HTTP serves (a managed repository is `<repos dir>/<uuid>.git`; nothing

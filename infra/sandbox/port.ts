@@ -40,7 +40,7 @@ export interface SandboxSpec {
   /** Labels for re-attaching after a server restart (docker labels, pod labels). */
   labels: Record<string, string>;
   /**
-   * An app sandbox (issue 12, `[[apps]]`): instead of the daemon, `svc-entrypoint` runs
+   * An app sandbox (`[[apps]]`): instead of the daemon, `svc-entrypoint` runs
    * `/bin/sh -c <command>` (env SVC_APP_COMMAND) in the workspace, which is this host
    * directory (the merged commit's tree, exported by the deploy): bound as the workspace
    * by `bwrap`, used as it is by `process`. The app listens on `PORT` (in `env`) on the

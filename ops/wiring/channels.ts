@@ -2,7 +2,7 @@ import { startChannelDispatcher } from '../../workers/channel-dispatcher.js';
 import { outboundPolicy } from '../../infra/net/url-policy.js';
 import type { Core, Running } from './core.js';
 
-/** Chat channels (issue 14): the notifications subscriber runs with the workers (SVC_CHANNELS_DISPATCH). */
+/** Chat channels: the notifications subscriber runs with the workers (SVC_CHANNELS_DISPATCH). */
 export function wireChannels(core: Core): Running {
   const { config, logger, db, secrets, roles } = core;
   if (!roles.worker || !config.SVC_CHANNELS_DISPATCH) return {};

@@ -16,7 +16,7 @@ export function checksEnqueue(core: Core): Pick<ChecksDeps, 'enqueueRun' | 'eval
 }
 
 /**
- * Checks (issue 23), worker role: runs on the app provider (a host directory as the
+ * Checks, worker role: runs on the app provider (a host directory as the
  * workspace: process or bwrap), merge-when-green evaluated here (merges re-sync the
  * manifest like any merge), and the refresher that follows open CRs' tips.
  */

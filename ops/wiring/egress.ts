@@ -15,7 +15,7 @@ export interface EgressWiring extends Running {
 }
 
 /**
- * The sandboxes' egress proxy (issue 20 item 5): one per server process, serving every
+ * The sandboxes' egress proxy: one per server process, serving every
  * sandbox gateway of this process. The operator's blocked hosts (SVC_REPO_BLOCKED_HOSTS)
  * apply to it as to every outbound URL; nothing in the configuration loosens its address
  * rules.

@@ -19,7 +19,7 @@ export interface ManifestWiring extends Running {
 }
 
 /**
- * The manifest, triggers and apps (issue 12). Worker role: manifest syncs and app deploys
+ * The manifest, triggers and apps. Worker role: manifest syncs and app deploys
  * from the queue, a sync of every project queued at start, apps resumed, and (SVC_SCHEDULER)
  * the trigger scheduler. Triggers spawn sessions the same way as an interactive create.
  */

@@ -19,7 +19,7 @@ export interface SessionsWiring extends Running {
 }
 
 /**
- * Sessions (issue 10): the sandbox provider (worker role), the service's deps and, later,
+ * Sessions: the sandbox provider (worker role), the service's deps and, later,
  * the workers. `listenPort` is the port the HTTP server got (PORT=0 in tests).
  */
 export function wireSessions(
@@ -30,7 +30,7 @@ export function wireSessions(
   const apiUrl = () =>
     config.SVC_SANDBOX_API_URL?.replace(/\/+$/, '') ??
     (config.SVC_PUBLIC_URL ? `${config.SVC_PUBLIC_URL.replace(/\/+$/, '')}/v1` : `http://127.0.0.1:${opts.listenPort()}/v1`);
-  // The sandboxes' egress proxy, reached through each gateway's egress socket (issue 20 item 5).
+  // The sandboxes' egress proxy, reached through each gateway's egress socket.
   // Every sandbox's share of the server: connections, requests, rate, descriptors.
   const limits = gatewayLimitsFor(config, logger);
   const egress = wireEgress(core, { admitFd: () => limits.connection() });

@@ -12,7 +12,7 @@ import { assertMay, isAgent } from '../tokens/agent-policy.js';
 import type { Principal } from '../tokens/service.js';
 
 /**
- * Review comments on a CR (issue 23 item 5): general, or on a line of the diff at a
+ * Review comments on a CR: general, or on a line of the diff at a
  * commit of the CR's head. Each is a `ChangeRequestCommented` event on the CR stream,
  * projected into `cr_comments` in the same transaction. People resolve; an agent-grade
  * credential may comment on its own session's CR (its answer to a round sent to it) and

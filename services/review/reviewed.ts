@@ -9,7 +9,7 @@ import type { Principal } from '../tokens/service.js';
 import { withReviewRows } from './comments.js';
 
 /**
- * "Changes since your last review" (issue 23 item 6): per person, the head they last
+ * "Changes since your last review": per person, the head they last
  * reviewed is their last comment's head or the head of an explicit "mark reviewed"
  * (`ChangeRequestReviewed`); what changed since is the diff from that head to the CR's
  * head now.

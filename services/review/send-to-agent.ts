@@ -13,7 +13,7 @@ import { collectFeedback, commentFeedback, feedbackPrompt, type FeedbackSource }
 import { withReviewRows } from './comments.js';
 
 /**
- * "Send to agent" (issue 23 item 6): the CR's feedback items (unresolved comments, and
+ * "Send to agent": the CR's feedback items (unresolved comments, and
  * whatever other sources are wired in) go to the CR's origin session as one prompt, only
  * when the CR's head is that session's branch. A running session gets it at once, queued
  * behind a prompt it is running (its last agent conversation); a stopped one is restarted

@@ -15,7 +15,7 @@ import { sandboxSettings } from './sandbox-settings.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
 
 /**
- * The pool of prepared sandboxes (issue 22 item 2, docs/sessions.md "Pool"). A worker keeps
+ * The pool of prepared sandboxes (docs/sessions.md "Pool"). A worker keeps
  * each project's `[sandbox] pool = N` sandboxes booted (all projects together at most
  * SVC_SANDBOX_POOL_MAX): daemon and runtime running, no session, no credential but the
  * sandbox's own control key (`svc_pool_…`, sealed in `pool_sandboxes`). A create claims

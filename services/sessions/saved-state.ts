@@ -12,7 +12,7 @@ import { nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 
 /**
- * Pause and resume (issue 22 item 1; docs/sessions.md "Pause and resume"): an extension of
+ * Pause and resume (docs/sessions.md "Pause and resume"): an extension of
  * the spec's fresh clone. A stop first asks the sandbox's daemon for a final checkpoint
  * (its uncommitted and untracked files as a commit, and the runtime's conversation), and
  * the daemon checkpoints on its own at most every SVC_SESSION_WIP_CHECKPOINT_SECONDS

@@ -91,7 +91,7 @@ export function openInputFor<T extends { head_ref: string; session_id?: string |
 export function agentActionOf(method: string, path: string): AgentAction | 'route-checks' {
   if (/^\/accounts(\/|$)/.test(path)) return { kind: 'other', what: 'call account routes' };
   if (method === 'GET' || method === 'HEAD') return { kind: 'read' };
-  // Review (issue 23): an agent comments (its route checks the CR); the rest is a person's.
+  // Review: an agent comments (its route checks the CR); the rest is a person's.
   const review = /^\/projects\/[^/]+\/change-requests\/[^/]+\/(comments|send-to-agent|reviewed)(\/[^/]+)?\/?$/.exec(path);
   if (review) return review[1] === 'comments' && !review[2] && method === 'POST' ? 'route-checks' : { kind: 'cr.review' };
   const m = /^\/projects\/[^/]+(?:\/([^/]+)(?:\/([^/]+)(?:\/([^/]+))?)?)?\/?$/.exec(path);

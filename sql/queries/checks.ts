@@ -12,7 +12,7 @@ export interface StatusRow {
   updated_at: Date;
 }
 
-/** Commit statuses, check logs, and what the checks refresher reads (issue 23). */
+/** Commit statuses, check logs, and what the checks refresher reads. */
 export const checkQueries = {
   upsertStatus: (s: { projectId: string; sha: string; context: string; state: string; description: string | null; targetUrl: string | null; actor: string }): Query => ({
     text: `INSERT INTO commit_statuses (project_id, sha, context, state, description, target_url, created_by)

@@ -6,11 +6,11 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { PASSWORD, withPassword } from './support.js';
 
 /**
- * `svc login` bound to the terminal (issue 20 item 10): the CLI registers the login (its
+ * `svc login` bound to the terminal: the CLI registers the login (its
  * callback, a PKCE challenge) and prints a user code; the approval page asks for the code;
  * the one-time code redeems only with the verifier. Attack 7 is replayed exactly.
  */
-describe('svc login through the browser: bound to the terminal (issue 20 item 10)', function () {
+describe('svc login through the browser: bound to the terminal', function () {
   this.timeout(60_000);
   let srv: TestServer;
   let cookie: string;

@@ -8,7 +8,7 @@ import { until } from '../support/wait.js';
 import { dashFetch, launch, screenshot, signIn, withPassword } from './support.js';
 
 /**
- * A malicious preview page in chromium (issue 20 attack 2, replayed): the session page
+ * A malicious preview page in chromium: the session page
  * frames a page served from the sandbox, which tries to read and drive the dashboard
  * that frames it. On its own origin it cannot; the sandbox sees no credential of the
  * viewer; another site cannot frame it; preview A's cookie opens no other preview.

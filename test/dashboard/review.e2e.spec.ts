@@ -8,7 +8,7 @@ import { skipUnlessCi } from '../support/skip.js';
 import { CHROMIUM, launch, screenshot, signIn, withPassword } from './support.js';
 
 /**
- * Review on the CR page in chromium (issue 23 items 5–6): a person comments on a line of
+ * Review on the CR page in chromium: a person comments on a line of
  * the diff and the comment shows at that line, hostile bodies render as text, Resolve,
  * and "changes since your last review" after a push, cleared by "Mark reviewed".
  */

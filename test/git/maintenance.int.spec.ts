@@ -61,7 +61,7 @@ async function timeFetches(clone: string, times: number): Promise<number> {
   return ms[Math.floor(ms.length / 2)]!;
 }
 
-describe('repository maintenance (issue 24 item 10)', function () {
+describe('repository maintenance', function () {
   this.timeout(600_000);
   let root: string;
 

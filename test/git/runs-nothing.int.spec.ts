@@ -18,7 +18,7 @@ import { CR_ONLY_MESSAGE } from '../../infra/git/pre-receive.js';
 import { enginesUnderTest, forEachEngine } from './support/engines.js';
 
 /**
- * Server-side git runs nothing a repository carries (issue 20 item 7). A repository is
+ * Server-side git runs nothing a repository carries. A repository is
  * booby-trapped: every hook, and every config key that names a command, runs a script that
  * writes its name into a marker file. The server then does everything it does with a
  * repository; the marker file must not exist. A control shows the traps are live: plain

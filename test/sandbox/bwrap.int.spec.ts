@@ -176,7 +176,7 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
     expect(await again.list!({ 'svc.sandbox': s.sandboxId })).to.deep.equal([]);
   });
 
-  it('binds no file:// repository (issue 20 attack 4): its path is absent inside, even when it is SVC_REPO_URL', async () => {
+  it('binds no file:// repository: its path is absent inside, even when it is SVC_REPO_URL', async () => {
     // Sandboxes clone and push every project through the server's smart HTTP; a repository
     // path named by the environment is no reason to mount it (the bind once let an agent
     // plant hooks that the server ran as itself).
@@ -234,7 +234,7 @@ describe('bwrap sandbox provider (real bubblewrap)', function () {
   });
 });
 
-describe('bwrap sandbox provider: the application installed under /tmp (issue 21 item 7)', function () {
+describe('bwrap sandbox provider: the application installed under /tmp', function () {
   this.timeout(60_000);
   const probe = probeBwrap();
   let t: ReturnType<typeof tempDir>;

@@ -10,7 +10,7 @@ import { until } from '../../support/wait.js';
 import { CHECKS_ENV, crEvents, putManifest, settled } from './support.js';
 
 /**
- * Checks and review as one loop (issue 23, its first "done when"), end to end: the real
+ * Checks and review as one loop, end to end: the real
  * runtime in a process sandbox, the scripted model through the gateway. The agent's CR
  * fails its check on the merge result; a person sends the failure to the session; the
  * agent pushes a fix to the same branch and answers once; the check passes on the new

@@ -27,14 +27,14 @@ import { MemoryQueue } from '../../support/memory-queue.js';
 import { APP_DEPLOY, type AppJob } from '../../../services/apps/sync.js';
 
 /**
- * The egress table (issue 20, done-when): a sandbox's connections through the proxy, each
+ * The egress table: a sandbox's connections through the proxy, each
  * decided before any connection is made. Names resolve only through the test's resolver;
  * the proxy dials through a recording dialer that maps two public addresses to loopback
  * test servers (the "internet") and otherwise dials for real, so a refused row that got
  * through would reach the loopback servers that count every connection. The manifest in
  * force comes from real syncs of svc.toml in a real repository.
  */
-describe('egress proxy (issue 20 item 5)', function () {
+describe('egress proxy', function () {
   this.timeout(60_000);
   const PUBLIC_A = '93.184.215.14';
   const PUBLIC_B = '93.184.215.15';

@@ -56,7 +56,7 @@ s.setTimeout(3000, () => { console.log('timeout'); s.destroy(); });
 `;
 
 /**
- * The egress proxy wired into the sandbox gateway (issue 20 item 5), end to end under bwrap:
+ * The egress proxy wired into the sandbox gateway, end to end under bwrap:
  * the sandbox's HTTP_PROXY (127.0.0.1:3128 of its own loopback, forwarded by svc-entrypoint
  * to the server's gw/egress.sock) reaches the server's proxy, which decides with the
  * sandbox's identity known from the socket that accepted the connection. The policy

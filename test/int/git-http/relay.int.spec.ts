@@ -10,7 +10,7 @@ import { startGitHttpServer, type GitHttpServer } from '../../agentd/support/git
 import { AGENT_BRANCH_MESSAGE, CR_ONLY_MESSAGE, relayPushArgs } from '../../../infra/git/pre-receive.js';
 
 /**
- * Every push relayed (issue 20): a project on a remote repository that needs credentials
+ * Every push relayed: a project on a remote repository that needs credentials
  * (git's own http-backend behind HTTP Basic, the credentials stored with the project).
  * The sandbox clones and pushes through the server's smart HTTP with agent-grade tokens,
  * through its own gateway (the only door its credentials open: on the public listener

@@ -4,12 +4,12 @@ import { client, requestFrom } from '../../support/http.js';
 import { PASSWORD, withPassword } from '../../dashboard/support.js';
 
 /**
- * Issue 20 item 8 / attack 5: failed-auth buckets are per principal. One client's guesses
+ * Failed-auth buckets are per principal. One client's guesses
  * (bad bearer tokens, bad git passwords, bad sandbox keys) fill its own bucket only: the
  * dashboard and every other client keep working. Loopback source addresses stand for
  * clients (127.0.0.2 the attacker, 127.0.0.3 another client); 127.0.0.4 is a trusted proxy.
  */
-describe('failed-auth limits per principal (issue 20 item 8)', function () {
+describe('failed-auth limits per principal', function () {
   this.timeout(60_000);
   const LIMIT = 20;
   let srv: TestServer;

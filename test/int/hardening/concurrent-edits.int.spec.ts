@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
 
-describe('concurrent edits are retried on the server (issue 15 item 8)', function () {
+describe('concurrent edits are retried on the server', function () {
   this.timeout(60_000);
 
   it('50 parallel PATCHes of one CR: all 200, the last write visible, the stream contiguous', () =>

@@ -3,7 +3,7 @@ import { withProject } from '../../support/server.js';
 import { truncationNote } from '../../../cli/commands/cr/diff.js';
 import { limitDiff } from '../../../services/change-requests/diff-limits.js';
 
-describe('diff limits (issue 15 item 5)', function () {
+describe('diff limits', function () {
   this.timeout(120_000);
 
   it('a 50 MB generated file: listed with its stats and patch_truncated, the rest of the diff intact, the response bounded', () =>

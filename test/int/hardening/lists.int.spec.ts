@@ -4,7 +4,7 @@ import { withProject } from '../../support/server.js';
 
 const nextOf = (link: string | null) => (link ? /<([^>]+)>; rel="next"/.exec(link)?.[1] ?? null : null);
 
-describe('lists: cursor pagination (issue 15 item 7) and refresh on list (item 4)', function () {
+describe('lists: cursor pagination and refresh on list', function () {
   this.timeout(120_000);
 
   it('250 CRs: Link rel="next" and next_cursor walk each exactly once, newest first; the CLI client follows pages to --limit', () =>

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import pg from 'pg';
 import { withProject } from '../../support/server.js';
 
-describe('bounded waits on the merge lock (issue 15 item 12)', function () {
+describe('bounded waits on the merge lock', function () {
   this.timeout(60_000);
 
   it('while the lock is held, reads answer and closes give up with 503 + Retry-After; the pool never stalls', () =>

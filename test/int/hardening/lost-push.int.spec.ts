@@ -4,7 +4,7 @@ import { repoUnavailable } from '../../../infra/git/errors.js';
 import { eventTypes } from '../../support/merges.js';
 import { openDivergedCr, withProject } from '../../support/server.js';
 
-describe('a merge whose outcome is unknown keeps its record (issue 15 item 10)', function () {
+describe('a merge whose outcome is unknown keeps its record', function () {
   this.timeout(60_000);
 
   it('the push moved the remote and its answer was lost: the CR ends merged once, with the merge commit that was pushed', () =>

@@ -7,12 +7,12 @@ import { startTestServer, type TestServer } from '../../support/server.js';
 import { requestFrom } from '../../support/http.js';
 
 /**
- * Issue 20 attack 8: without SVC_PUBLIC_URL the creating request's Host became a managed
+ * Without SVC_PUBLIC_URL the creating request's Host became a managed
  * repository's URL, to which sandboxes then sent their clone credentials. Managed repo URLs
  * now come from SVC_PUBLIC_URL or SVC_PUBLIC_HOSTS (else the socket's own address), never
  * from the Host header.
  */
-describe('managed repository URLs never come from the Host header (issue 20 attack 8)', function () {
+describe('managed repository URLs never come from the Host header', function () {
   this.timeout(60_000);
 
   const create = (srv: TestServer, slug: string, host: string) =>

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { withProject } from '../../support/server.js';
 import { blackHole } from '../../support/blackhole.js';
 
-describe('read budget: a black-holed remote never holds a read (issue 15 item 3)', function () {
+describe('read budget: a black-holed remote never holds a read', function () {
   this.timeout(60_000);
 
   it('GET of an open CR serves the stored CR within SVC_REFRESH_TIMEOUT_MS; diff and preview answer 504', () =>

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { serverAndRepo } from '../../support/suite.js';
 import { client } from '../../support/http.js';
 
-describe('project slugs per account (issue 15 item 11) and foreign projects answer 404 (item 6)', function () {
+describe('project slugs per account and foreign projects answer 404', function () {
   this.timeout(90_000);
   const fx = serverAndRepo();
 

@@ -28,7 +28,7 @@ function getFrom(url: string, path: string, token: string, localAddress: string)
   });
 }
 
-describe('tokens and sign-in abuse (issue 15 item 6)', function () {
+describe('tokens and sign-in abuse', function () {
   this.timeout(60_000);
 
   it('revoking or expiring a token closes its event feeds within 1 s; the next call is 401', () =>

@@ -22,7 +22,7 @@ const base: RepoUrlPolicy = {
   dataDir: '/nonexistent-data',
 };
 
-describe('outbound repository URLs (issue 15 item 2)', function () {
+describe('outbound repository URLs', function () {
   this.timeout(60_000);
 
   describe('the SSRF table, with a stubbed resolver: refused before any connection', () => {

@@ -11,7 +11,7 @@ import { withProject } from '../../support/server.js';
 import { until } from '../../support/wait.js';
 
 /**
- * Issue 20 attack 6 / item 9: channel webhook URLs go through the one outbound URL policy,
+ * Channel webhook URLs go through the one outbound URL policy,
  * when stored and again at every delivery (which connects to the address it checked).
  * Local networks are refused here (the test servers usually allow them).
  */
@@ -28,7 +28,7 @@ async function receiver() {
   return { hits, port: (server.address() as AddressInfo).port, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 
-describe('webhook URLs and the outbound URL policy (issue 20 attack 6)', function () {
+describe('webhook URLs and the outbound URL policy', function () {
   this.timeout(60_000);
 
   it('a webhook to 127.0.0.1 (or any local, metadata or private address, in any spelling) is 400; a public host is accepted', () =>

@@ -44,7 +44,7 @@ const killGroup = (p: ChildProcess) => {
 };
 
 
-describe('merges outlive their workers (issue 15 item 9)', function () {
+describe('merges outlive their workers', function () {
   this.timeout(180_000);
   let t: TestDb;
   let repo: FixtureRepo;

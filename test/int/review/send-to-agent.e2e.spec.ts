@@ -10,7 +10,7 @@ import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
 /**
- * Review back to the session, end to end (issue 23 item 6): the real `opencode serve` in a
+ * Review back to the session, end to end: the real `opencode serve` in a
  * process sandbox, driven by the scripted model through the server's gateway, opens a CR;
  * a person comments on a line with `svc cr comment` and runs `svc cr send-to-agent`; the
  * agent receives one prompt holding the comment, pushes a fix to the same branch and

@@ -10,7 +10,7 @@ import { AGENT_BRANCH_MESSAGE, CR_ONLY_MESSAGE } from '../../../infra/git/pre-re
 import { AGENT_CANNOT_MERGE_MESSAGE } from '../../../services/tokens/agent-policy.js';
 
 /**
- * The credential matrix (issue 20, attack 3): everything obtainable inside a sandbox —
+ * The credential matrix: everything obtainable inside a sandbox —
  * SVC_CLI_TOKEN (= SVC_EXECUTOR_TOKEN), SVC_TOKEN, and what clone-credential returns —
  * cannot merge, write secrets, create sessions, or push anything but its own session
  * branch; a person's `/cli-token` token still merges. Commit statuses (`POST .../statuses/:sha`)

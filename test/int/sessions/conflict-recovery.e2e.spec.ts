@@ -12,7 +12,7 @@ import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
 /**
- * The conflict-recovery path of the agent loop (issue 21 item 3), driven through the
+ * The conflict-recovery path of the agent loop, driven through the
  * runtime's own tools: the agent's CR conflicts after a person moves the base; asked to
  * resolve, the agent merges the base into its branch, resolves, pushes, and the CR's merge
  * preview turns clean, and a person merges it. The real runtime, the scripted model

@@ -100,7 +100,7 @@ describe('sessions: lifecycle on the process provider (scripted runtime)', funct
       expect(cred.status).to.equal(200);
       expect(cred.body.username).to.equal('x-access-token');
       expect(cred.body.password).to.match(/^svc_pat_/);
-      // A file:// project too is cloned through the server's smart HTTP (issue 20 attack 4), the URL the sandbox was given.
+      // A file:// project too is cloned through the server's smart HTTP, the URL the sandbox was given.
       expect(cred.body.repo_url).to.match(new RegExp(`/git/${s.project_id}\\.git$`));
       expect(Date.parse(cred.body.expires_at) - Date.now()).to.be.within(60_000, 16 * 60_000);
       expect((await client(srv.url, srv.token).get(`/v1/projects/${s.project_id}/git/clone-credential`)).status).to.equal(401);

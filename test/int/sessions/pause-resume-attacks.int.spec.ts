@@ -7,7 +7,7 @@ import { client, gatewayUrl } from '../../support/http.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 
 /**
- * The hidden ref of pause and resume under attack (issue 22 item 1): smart HTTP neither
+ * The hidden ref of pause and resume under attack: smart HTTP neither
  * lists, serves nor accepts `refs/svc/*` of a managed project whose session was paused
  * (ls-remote, fetch by name, fetch by sha-want, push to it); a CR cannot name it; the
  * checkpoint route takes only the session's own sandbox key through its own gateway, and

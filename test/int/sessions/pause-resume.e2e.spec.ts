@@ -11,8 +11,8 @@ import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
 /**
- * Pause and resume end to end with the real runtime (opencode) and the scripted model
- * (issue 22 item 1): the agent writes an untracked file and an uncommitted change through
+ * Pause and resume end to end with the real runtime (opencode) and the scripted model:
+ * the agent writes an untracked file and an uncommitted change through
  * its own bash tool, in a sandbox started cold or claimed from the project's pool; the session is stopped by a person, by the idle sweep, or its sandbox
  * is SIGKILLed after a checkpoint; a restart brings both files back and the same
  * conversation continues (the model's next request carries the earlier turns); the session

@@ -9,7 +9,7 @@ import { agentReady, waitForStatus, withSessionProject, type SessionProject } fr
 import { until } from '../../support/wait.js';
 
 /**
- * Pause and resume on the process provider with the scripted runtime (issue 22 item 1):
+ * Pause and resume on the process provider with the scripted runtime:
  * what a stop saves (files within the cap, the runtime's conversation files, never its
  * auth file), what a restart restores inside the new sandbox, `--fresh`, removal, and the
  * hidden ref kept away from smart HTTP and the remote. The real runtime and the other

@@ -11,7 +11,7 @@ import { skipUnlessCi } from '../../support/skip.js';
 import { until } from '../../support/wait.js';
 
 /**
- * The pool of prepared sandboxes (issue 22 item 2, docs/sessions.md "Pool"), on the process
+ * The pool of prepared sandboxes (docs/sessions.md "Pool"), on the process
  * and bwrap providers with the scripted runtime: what a pool sandbox holds before its claim
  * (read from outside, as an attacker with the provider's view would), the claim, the
  * refill, a killed pool sandbox replaced, and the cold paths.

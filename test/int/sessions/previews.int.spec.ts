@@ -6,7 +6,7 @@ import { agentReady, waitForStatus, withSessionProject, type SessionProject } fr
 import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 
 /**
- * Previews on their own origin and the proxy on the dashboard's origin (issue 20 item 6):
+ * Previews on their own origin and the proxy on the dashboard's origin:
  * the headers, the same-origin rule for the cookie, what reaches the sandbox, the cookie's
  * binding to (session, port). The browser's view is test/dashboard/previews.e2e.spec.ts.
  */

@@ -26,7 +26,7 @@ async function openSocket(url: string, token: string): Promise<{ ws: WebSocket; 
 const closedAt = (sock: { closed: Promise<number> }) =>
   Promise.race([sock.closed, new Promise<number>((_, reject) => setTimeout(() => reject(new Error('the socket is still open 3 s later')), 3000).unref())]);
 
-describe('proxied WebSockets (and event streams) end with their token and their session (issue 20 item 11)', function () {
+describe('proxied WebSockets (and event streams) end with their token and their session', function () {
   this.timeout(90_000);
 
   it('agent and preview sockets close within 1 s of their token\'s revocation; a socket of a live token stays open; then within 1 s of the session\'s stop', () =>

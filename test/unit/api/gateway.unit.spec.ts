@@ -15,7 +15,7 @@ const expectDomainError = (fn: () => void, code: string) => {
   throw new Error('expected a DomainError');
 };
 
-/** The sandbox gateway's identity check (issue 20 item 2): the door a credential may use. */
+/** The sandbox gateway's identity check: the door a credential may use. */
 describe('sandbox gateway identity (api/gateway.ts)', () => {
   const req = (headers: Record<string, string> = {}) => {
     const r = new IncomingMessage(new Socket());

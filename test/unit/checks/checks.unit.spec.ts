@@ -11,7 +11,7 @@ const R2 = '22222222-2222-4222-8222-222222222222';
 const U = '33333333-3333-4333-8333-333333333333';
 const T = '2026-11-25T12:00:00.000Z';
 
-describe('checks in the manifest (issue 23 item 1)', () => {
+describe('checks in the manifest', () => {
   it('[[checks]] and [review] with their defaults', () => {
     const m = parseManifest('[[checks]]\nname = "test"\nrun = "npm test"\n\n[review]\nrequired_statuses = ["ci/e2e"]\n').manifest!;
     expect(m.checks).to.deep.equal([{ name: 'test', run: 'npm test', timeout_minutes: 15, secrets: [] }]);

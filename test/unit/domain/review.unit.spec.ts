@@ -22,7 +22,7 @@ const comment = (body: string): ChangeRequestCommand => ({
   meta,
 });
 
-describe('review on the CR decider (issue 23 items 5–6)', () => {
+describe('review on the CR decider', () => {
   it('a comment is an event on the CR stream that leaves the CR row unchanged', () => {
     given([opened]).when(comment('why?')).then((events) => {
       expect(events).to.have.length(1);

@@ -76,7 +76,7 @@ const KEPT: Record<string, string> = {
   'test/x.ts': "import { anything } from '../infra/db/db.js';",
 };
 
-describe('house layering (issue 24 item 2)', () => {
+describe('house layering', () => {
   const read = (file: string) => readFileSync(path.join(projectRoot, file), 'utf8');
 
   it('finds the imports it must judge (the scanner is not blind)', () => {

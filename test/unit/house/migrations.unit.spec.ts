@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { loadMigrations } from '../../../infra/db/migrate.js';
 
-describe('migration numbers (issue 24 item 11)', () => {
+describe('migration numbers', () => {
   it('the tree has no two migrations with one number', async () => {
     const all = await loadMigrations();
     expect(new Set(all.map((m) => m.version)).size).to.equal(all.length);

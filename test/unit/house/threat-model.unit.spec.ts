@@ -4,8 +4,8 @@ import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
 
 /**
- * docs/hardening.md's threat model names, for each principal, the test that attacks it
- * (issue 20, "Done when"). This spec keeps the table honest: every named spec file exists
+ * docs/hardening.md's threat model names, for each principal, the test that attacks it.
+ * This spec keeps the table honest: every named spec file exists
  * and holds a test (or describe) of exactly that title, so a renamed or deleted test fails
  * here instead of leaving the document pointing at nothing.
  */
@@ -76,14 +76,14 @@ export function threatModelProblems(root: string, markdown: string): string[] {
   return problems;
 }
 
-describe('docs/hardening.md threat model (issue 20)', () => {
+describe('docs/hardening.md threat model', () => {
   const doc = readFileSync(path.join(projectRoot, 'docs', 'hardening.md'), 'utf8');
 
   it('every test the table names exists, with that exact title', () => {
     expect(threatModelProblems(projectRoot, doc)).to.deep.equal([]);
   });
 
-  it('covers the principals issue 20 lists, each row naming a test; the kubernetes row says it is not exercisable here', () => {
+  it('covers every principal of the threat model, each row naming a test; the kubernetes row says it is not exercisable here', () => {
     const rows = threatModelRows(doc);
     const principals = rows.map((r) => r.principal).join('\n');
     for (const p of [
@@ -125,6 +125,6 @@ describe('docs/hardening.md threat model (issue 20)', () => {
     // A part's own table (### Availability) is read the same way: its header is no row.
     const parts = table('`test/unit/house/threat-model.unit.spec.ts` “every test the table names exists, with that exact title”').replace('\n\n## Next', '\n\n### Part\n\n| Bound | Gets | Past it | Test |\n|---|---|---|---|\n| B | x | y | none |\n\n## Next');
     expect(threatModelProblems(projectRoot, parts)).to.deep.equal(['row "B" names no test']);
-    expect(threatModelProblems(projectRoot, table('`test/unit/house/threat-model.unit.spec.ts` “covers the principals issue 20 lists, each row naming a test; the kubernetes row says it is not exercisable here”'))).to.deep.equal([]);
+    expect(threatModelProblems(projectRoot, table('`test/unit/house/threat-model.unit.spec.ts` “covers every principal of the threat model, each row naming a test; the kubernetes row says it is not exercisable here”'))).to.deep.equal([]);
   });
 });

@@ -4,7 +4,7 @@ import { egressAllows, egressRules } from '../../../domain/manifest/egress.js';
 import { decide, type Session, type SessionState, fold } from '../../../domain/session/index.js';
 import { egressProxyEnv } from '../../../services/sessions/egress.js';
 
-describe('[sandbox] egress (issue 20 item 5)', () => {
+describe('[sandbox] egress', () => {
   const parse = (egress: string) => parseManifest(`[sandbox]\negress = ${egress}\n`);
 
   it('accepts hosts, *.suffix and host:port entries, lowercased; absent stays absent', () => {

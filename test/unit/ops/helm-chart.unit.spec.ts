@@ -198,7 +198,7 @@ describe('Helm chart ops/helm/svc (flattened templates, validated without helm)'
     expect(byKind('ClusterRole')).to.deep.equal([]);
   });
 
-  it('NetworkPolicy (issue 20): sandbox pods get no pod-to-pod traffic; in only from the server on the daemon port, out only to the api and DNS', () => {
+  it('NetworkPolicy: sandbox pods get no pod-to-pod traffic; in only from the server on the daemon port, out only to the api and DNS', () => {
     const [np] = byKind('NetworkPolicy');
     expect(np!.apiVersion).to.equal('networking.k8s.io/v1');
     expect(np!.metadata.namespace).to.equal('TPL'); // the sandbox namespace, as the Role

@@ -52,7 +52,7 @@ describe('agent policy: what an agent-grade principal may do', () => {
     expect(agentActionOf('POST', `${P}/change-requests/1/close`)).to.equal('route-checks');
     expect(agentActionOf('POST', `${P}/change-requests/1/reopen`)).to.equal('route-checks');
     expect(agentActionOf('POST', `${P}/change-requests/1/merge`)).to.deep.equal({ kind: 'cr.merge' });
-    // Review (issue 23): an agent comments (its route checks the CR); resolving is a person's.
+    // Review: an agent comments (its route checks the CR); resolving is a person's.
     expect(agentActionOf('POST', `${P}/change-requests/1/comments`)).to.equal('route-checks');
     expect(agentActionOf('PATCH', `${P}/change-requests/1/comments/c`)).to.deep.equal({ kind: 'cr.review' });
     expect(agentActionOf('DELETE', `${P}/change-requests/1`)).to.deep.include({ kind: 'other' });
