@@ -2,6 +2,7 @@ import type { Db, Executor, Isolation, Query } from '../../infra/db/db.js';
 import { client } from './http.js';
 import { fixtureRepo, type FixtureRepo } from './repo.js';
 import { startTestServer, type TestServer } from './server.js';
+import { until } from './wait.js';
 
 /**
  * A Db that records every statement the server sends through it (rows/one/run, and
@@ -103,5 +104,14 @@ export async function countedCrServer(slug: string, files: Record<string, string
   await repo.commit('topic', files);
   const cr = await api.post(`/v1/projects/${slug}/change-requests`, { title, head_ref: 'topic' });
   if (cr.status !== 201) throw new Error(`CR: ${cr.status} ${JSON.stringify(cr.body)}`);
-  return { srv, repo, log: log!, projectId: project.body.project.project_id as string, crNumber: cr.body.change_request.number as number };
+  // The manifest follows main from its first tip read on (the open above): its sync is a job,
+  // waited for here so that it never lands inside a counted request.
+  const projectId = project.body.project.project_id as string;
+  const main = repo.tip('main');
+  await until(
+    async () => (await srv.db.db.one<{ source_sha: string | null }>({ text: 'SELECT source_sha FROM project_manifests WHERE project_id = $1', values: [projectId] }))?.source_sha === main,
+    'the manifest synced at main',
+    { timeoutMs: 20_000 },
+  );
+  return { srv, repo, log: log!, projectId, crNumber: cr.body.change_request.number as number };
 }
