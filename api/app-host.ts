@@ -15,6 +15,7 @@ import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, ownOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
 import { previewKeyOf } from './preview-host.js';
+import { gatewayOf } from './gateway.js';
 
 /**
  * Apps on their own origin (docs/manifest.md "Apps"). A request whose Host is
@@ -63,6 +64,9 @@ const isSecure = (req: http.IncomingMessage) => (req.socket as { encrypted?: boo
 /** Express middleware, before the previews' and the API: every request to an app host ends here. */
 export function appHostHandler(deps: ApiDeps): RequestHandler {
   return (req, res, next) => {
+    // Through a sandbox's gateway the Host header is the sandbox's to choose: it never names an
+    // app there (that would be a way out of the sandbox past its egress policy).
+    if (gatewayOf(req)) return next();
     const host = parseAppHost(req.headers.host, deps.config);
     if (host === null) return next();
     if (host === 'unknown') return send(res, 404, NO_APP);

@@ -17,6 +17,7 @@ import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, previewOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
 import { sessionDepsOf } from './routes/sessions.js';
+import { gatewayOf } from './gateway.js';
 
 /**
  * Previews on their own origin (docs/sessions.md "Previews"). A request
@@ -79,6 +80,8 @@ const isNavigation = (req: Request) =>
 /** Express middleware, first in the app: every request to a preview host ends here. */
 export function previewHostHandler(deps: ApiDeps): RequestHandler {
   return (req, res, next) => {
+    // Through a sandbox's gateway the Host header is the sandbox's to choose: it never names a preview there.
+    if (gatewayOf(req)) return next();
     const host = parsePreviewHost(req.headers.host, deps.config);
     if (host === null) return next();
     if (host === 'unknown') return send(res, 404, { error: 'Not found', message: 'There is no preview at this address.' });

@@ -64,6 +64,7 @@ export function apiOriginResponseHeaders(upstream: http.IncomingHttpHeaders): ht
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(upstream)) {
     if (v === undefined || k === 'connection' || k === 'keep-alive' || k === 'set-cookie' || k.startsWith('access-control-')) continue;
+    if (SITE_WIDE.has(k)) continue;
     if (k === 'content-security-policy' || k === 'content-security-policy-report-only' || k === 'x-content-type-options' || k === 'referrer-policy') continue;
     out[k] = v;
   }
@@ -72,6 +73,13 @@ export function apiOriginResponseHeaders(upstream: http.IncomingHttpHeaders): ht
   out['referrer-policy'] = 'no-referrer';
   return out;
 }
+
+/**
+ * Headers whose effect reaches past the origin that sent them: `Clear-Site-Data: "cookies"`
+ * clears the whole site's (the dashboard's session with it), HSTS binds the host for all.
+ * Sandbox bytes never send them, on any origin.
+ */
+const SITE_WIDE = new Set(['clear-site-data', 'strict-transport-security']);
 
 /** One Set-Cookie value with any `Domain=` attribute removed (so it stays host-only). */
 export function hostOnlyCookie(value: string): string {
@@ -89,7 +97,7 @@ export function hostOnlyCookie(value: string): string {
 export function ownOriginResponseHeaders(upstream: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
   const out: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(upstream)) {
-    if (v === undefined || k === 'connection' || k === 'keep-alive') continue;
+    if (v === undefined || k === 'connection' || k === 'keep-alive' || SITE_WIDE.has(k)) continue;
     out[k] = v;
   }
   const cookies = (upstream['set-cookie'] ?? [])

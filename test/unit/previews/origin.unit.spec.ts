@@ -3,7 +3,7 @@ import { ConfigError, configWarnings, loadConfig } from '../../../infra/config.j
 import { parsePreviewHost, PREVIEW_LABEL, previewOrigin } from '../../../services/previews/origin.js';
 import { appLabel, appOrigin, parseAppHost } from '../../../services/apps/origin.js';
 import { PREVIEW_COOKIE, signPreviewCookie, verifyPreviewCookie } from '../../../services/previews/grants.js';
-import { apiOriginResponseHeaders, hostOnlyCookie, ownOriginRequestHeaders, previewOriginResponseHeaders } from '../../../api/proxy-headers.js';
+import { apiOriginResponseHeaders, hostOnlyCookie, ownOriginRequestHeaders, ownOriginResponseHeaders, previewOriginResponseHeaders } from '../../../api/proxy-headers.js';
 
 const ID = '0c0c37c3-06e9-4719-bac7-17af2bf1cc6f';
 
@@ -78,6 +78,14 @@ describe('previews: origins, the cookie, header rules', () => {
     const pv = previewOriginResponseHeaders({ 'set-cookie': [`${PREVIEW_COOKIE}=x; Path=/`, 'a=1; Domain=localhost'], 'content-security-policy': "script-src 'self'" }, 'http://127.0.0.1:1');
     expect(pv['set-cookie']).to.deep.equal(['a=1']);
     expect(pv['content-security-policy']).to.deep.equal(["script-src 'self'", 'frame-ancestors http://127.0.0.1:1']);
+  });
+
+  it('sandbox bytes never clear the site or pin it: Clear-Site-Data and HSTS dropped on every origin', () => {
+    const hostile = { 'clear-site-data': '"cookies", "storage"', 'strict-transport-security': 'max-age=63072000; includeSubDomains', 'content-type': 'application/json' };
+    for (const out of [apiOriginResponseHeaders(hostile), previewOriginResponseHeaders(hostile, 'https://svc.test'), ownOriginResponseHeaders(hostile)]) {
+      expect(out).to.not.have.any.keys('clear-site-data', 'strict-transport-security');
+      expect(out['content-type']).to.equal('application/json');
+    }
   });
 
   it('passes an app its own Authorization and cookies, and no credential of this server', () => {
