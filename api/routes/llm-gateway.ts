@@ -92,8 +92,9 @@ async function relay(
   try {
     const leftBefore = signal.aborted; // then nothing is sent: charged nothing
     const up = await gateway.callUpstream(g, body, req.headers.accept, signal).catch((err: unknown) => {
-      // The caller left with the request upstream: the prompt may have been read.
-      if (signal.aborted && !leftBefore) call.end = { kind: 'unreported', outputChars: 0 };
+      // The caller left with the request upstream: a stream stops with it (the prompt may have
+      // been read); a non-streamed answer is generated anyway.
+      if (signal.aborted && !leftBefore) call.end = body.stream === true ? { kind: 'unreported', outputChars: 0 } : { kind: 'abandoned' };
       throw err;
     });
     call.status = up.status;
@@ -138,6 +139,8 @@ async function answer(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: st
   // From here the upstream took the call: never charged less than the prompt.
   call.end = { kind: 'unreported', outputChars: 0 };
   if (!/text\/event-stream/i.test(type) || !up.body) {
+    // Until the whole answer is read, a caller that leaves has still had it generated.
+    call.end = { kind: 'abandoned' };
     const text = await up.text();
     const usage = gateway.UsageTap.ofJson(text);
     call.end = usage ? { kind: 'usage', usage } : { kind: 'unreported', outputChars: gateway.UsageTap.outputCharsOfJson(text) };

@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/errors.js';
+import { DomainError, validationError } from '../../domain/errors.js';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db/db.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
@@ -75,6 +75,24 @@ export function outputEstimate(chars: number): number {
   return Math.ceil(chars / 4);
 }
 
+/**
+ * The fields a reservation is computed from must mean to the upstream what they mean here:
+ * an `n` of "8" counted as one choice but coerced to eight upstream, or a `stream` of
+ * "true", would let a call generate past what it reserved. Wrong types are refused (400),
+ * and multipliers the ledger does not count (`best_of`, beam search) are not taken.
+ */
+export function assertBudgetable(body: Record<string, unknown>): void {
+  const bad = (path: string, message: string) => {
+    throw validationError(`${path} ${message}`, [{ path, message }]);
+  };
+  const positiveInt = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && v >= 1;
+  if (body.n !== undefined && body.n !== null && !(positiveInt(body.n) && (body.n as number) <= 128)) bad('n', 'must be an integer from 1 to 128.');
+  if (body.stream !== undefined && body.stream !== null && typeof body.stream !== 'boolean') bad('stream', 'must be a boolean.');
+  for (const k of ['max_tokens', 'max_completion_tokens'] as const) if (body[k] !== undefined && body[k] !== null && !positiveInt(body[k])) bad(k, 'must be a positive integer.');
+  if (body.best_of !== undefined && body.best_of !== null && body.best_of !== 1) bad('best_of', 'is not taken through the gateway (each candidate would be generated past the budget).');
+  if (body.use_beam_search !== undefined && body.use_beam_search !== false) bad('use_beam_search', 'is not taken through the gateway.');
+}
+
 function choicesOf(body: Record<string, unknown>): number {
   const n = body.n;
   return typeof n === 'number' && Number.isInteger(n) && n > 1 ? n : 1;
@@ -129,6 +147,7 @@ export async function reserve(
   opts: { signal?: AbortSignal; now?: () => Date; waitMs?: number } = {},
 ): Promise<Reservation> {
   const { config, db } = deps;
+  assertBudgetable(body);
   const now = opts.now ?? (() => new Date());
   const prompt = promptEstimate(body);
   const choices = choicesOf(body);
@@ -199,6 +218,11 @@ export type CallEnd =
   | { kind: 'usage'; usage: TokenUsage }
   /** Ended without the upstream's usage (cancelled, cut): what streamed, estimated, plus the prompt's estimate. */
   | { kind: 'unreported'; outputChars: number }
+  /**
+   * A non-streamed call the caller left once the upstream had taken it: the upstream goes
+   * on generating (and bills) whatever the caller does, so the whole reservation is charged.
+   */
+  | { kind: 'abandoned' }
   /** The upstream refused or was not reached: nothing was generated. */
   | { kind: 'refused' };
 
@@ -206,6 +230,7 @@ export type CallEnd =
 export function usageOfCall(r: Reservation, end: CallEnd): TokenUsage {
   if (end.kind === 'usage') return end.usage;
   if (end.kind === 'refused') return { input_tokens: 0, output_tokens: 0 };
+  if (end.kind === 'abandoned') return { input_tokens: r.promptEstimate, output_tokens: Math.max(0, r.amount - r.promptEstimate) };
   const streamed = outputEstimate(end.outputChars);
   // The upstream stops at its max_tokens: what streamed cannot have cost more than that.
   const capped = r.outputAllowance === null ? streamed : Math.min(streamed, r.outputAllowance * r.choices);

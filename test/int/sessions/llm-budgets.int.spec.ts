@@ -12,6 +12,8 @@ import { until } from '../../support/wait.js';
  * so what it generated is what it was asked for.
  */
 const K = 'upstream-key-K-budgets';
+/** The sandbox's own gateway caps (requests in flight, rate) set past the bursts here: these specs attack the budget, gateway-limits.int the caps. */
+const UNCAPPED = { SVC_SANDBOX_MAX_REQUESTS: '64', SVC_SANDBOX_MAX_REQUEST_RATE: '500' };
 
 const chat = (base: string, key: string, body: unknown, signal?: AbortSignal) =>
   fetch(`${base}/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
@@ -50,7 +52,7 @@ describe('model budgets hold (reserved before a call, settled after)', function 
   it('20 parallel streamed calls from one sandbox never make the upstream generate past a 30-token session budget', async () => {
     const model = await startScriptedModel({ key: K, script: [], plain: () => answer });
     try {
-      await withSessionProject({ slug: 'bud1', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_SESSION_TOKEN_BUDGET: '30' } }, async (p) => {
+      await withSessionProject({ slug: 'bud1', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_SESSION_TOKEN_BUDGET: '30', ...UNCAPPED } }, async (p) => {
         const { id, key, base } = await sandboxModelKey(p);
         // Some ask for far more output than the budget has, some for several choices.
         const bodies = Array.from({ length: 20 }, (_, i) => ({
@@ -89,7 +91,7 @@ describe('model budgets hold (reserved before a call, settled after)', function 
   it("20 parallel streamed calls from two sessions never pass their account's budget", async () => {
     const model = await startScriptedModel({ key: K, script: [], plain: () => answer });
     try {
-      await withSessionProject({ slug: 'bud2', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_ACCOUNT_TOKEN_BUDGET: '90' } }, async (p) => {
+      await withSessionProject({ slug: 'bud2', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_ACCOUNT_TOKEN_BUDGET: '90', ...UNCAPPED } }, async (p) => {
         const a = await sandboxModelKey(p);
         const b = await sandboxModelKey(p);
         const results = await Promise.all(
@@ -173,6 +175,46 @@ describe('model budgets hold (reserved before a call, settled after)', function 
           expect(await ledgerRow(p, 'session', id)).to.deep.equal({ spent: charged, reserved: 0, in_flight: 0 });
         },
       );
+    } finally {
+      await model.close();
+    }
+  });
+
+  it('a non-streamed call its caller leaves once upstream is charged its whole reservation: the upstream generates it anyway', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const model = await startScriptedModel({ key: K, script: [], plain: () => ({ ...answer, gate }) });
+    try {
+      await withSessionProject({ slug: 'bud6', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_SESSION_TOKEN_BUDGET: '5000' } }, async (p) => {
+        const { id, key, base } = await sandboxModelKey(p);
+        const body = { model: 'scripted', max_tokens: 300, messages: [{ role: 'user', content: 'write a long answer' }] };
+        const leave = new AbortController();
+        const call = chat(base, key, body, leave.signal).catch(() => null);
+        await until(() => model.requests.length === 1, 'the call upstream');
+        leave.abort();
+        await call;
+        await until(async () => (await ledgerRow(p, 'session', id))!.in_flight === 0, 'the call settled');
+        expect((await ledgerRow(p, 'session', id))!.spent, 'the prompt and all the output it was granted, not the prompt alone').to.equal(promptEstimate(body) + 300);
+      });
+    } finally {
+      release();
+      await model.close();
+    }
+  });
+
+  it('fields that would make the upstream generate more than was reserved are refused (400), nothing sent upstream', async () => {
+    const model = await startScriptedModel({ key: K, script: [], plain: () => answer });
+    try {
+      await withSessionProject({ slug: 'bud7', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_LLM_SESSION_TOKEN_BUDGET: '5000' } }, async (p) => {
+        const { key, base } = await sandboxModelKey(p);
+        const base_ = { model: 'scripted', messages: [{ role: 'user', content: 'hi' }] };
+        for (const [field, extra] of [['n', { n: '8' }], ['stream', { stream: 'true' }], ['max_tokens', { max_tokens: '5' }], ['max_completion_tokens', { max_completion_tokens: 0 }], ['best_of', { best_of: 4 }], ['n', { n: 1000 }]] as const) {
+          const r = await chat(base, key, { ...base_, ...extra });
+          expect(r.status, `${field}: ${JSON.stringify(extra)}`).to.equal(400);
+          expect(((await r.json()) as { error: { message: string } }).error.message).to.include(field);
+        }
+        expect(model.requests.filter((r) => r.path === '/v1/chat/completions')).to.have.length(0);
+      });
     } finally {
       await model.close();
     }
