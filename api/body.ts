@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler, type Response } from 'express';
+import { retryLater } from '../domain/errors.js';
 
 /**
  * Request bodies are read after the caller is known, and only here (docs/api.md "Request
@@ -102,3 +103,32 @@ export const unreadBodies: RequestHandler = (req, res, next) => {
   } as typeof res.writeHead;
   next();
 };
+
+/**
+ * A bound on the bytes of bodies a door holds at once, whoever sends them. A parsed JSON
+ * body costs many times its size on the heap (tens of times for one of many small
+ * objects): without this a few large bodies at once, each within its own limit and each
+ * from a caller with a valid key, would exhaust the process every tenant shares. Each body
+ * takes its declared length (or the door's limit, when chunked) until its answer ends; one
+ * that does not fit is refused (429, Retry-After) unread.
+ */
+export function bodyBudget(totalBytes: number, limit: number): RequestHandler {
+  let held = 0;
+  return (req, res, next) => {
+    if (!hasBody(req)) return next();
+    const want = Math.min(declaredLength(req) ?? limit, limit);
+    if (held + want > totalBytes) {
+      return next(retryLater('rate_limited', 'Too many requests', `This server is reading ${human(totalBytes)} of request bodies at once; retry shortly.`, 1));
+    }
+    held += want;
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      held -= want;
+    };
+    res.once('close', release);
+    res.once('finish', release);
+    next();
+  };
+}

@@ -142,6 +142,7 @@ export function openAiErrorHandler(logger: Logger): ErrorRequestHandler {
       message = err.message;
       code = typeof err.details.code === 'string' ? err.details.code : err.code;
       if (typeof err.details.type === 'string') type = err.details.type;
+      if (typeof err.details.retry_after === 'number') res.set('Retry-After', String(err.details.retry_after));
     } else {
       const parseType = (err as { type?: string }).type;
       const s = (err as { status?: unknown }).status;

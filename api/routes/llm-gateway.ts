@@ -1,5 +1,5 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import { readBody } from '../body.js';
+import { bodyBudget, readBody } from '../body.js';
 import type { ApiDeps } from '../deps.js';
 import { openAiError, openAiErrorHandler } from '../errors.js';
 import * as gateway from '../../services/llm/gateway.js';
@@ -13,6 +13,8 @@ import { checkGateway } from '../gateway.js';
  * are larger than the API's 1 MiB. Read only once the sandbox key was checked.
  */
 export const GATEWAY_BODY_LIMIT = 32 * 1024 * 1024;
+/** Bytes of chat-completion bodies one process holds at once, across every sandbox (`bodyBudget`). */
+export const GATEWAY_BODIES_IN_FLIGHT = 64 * 1024 * 1024;
 
 /**
  * `/v1/llm`: the model gateway (services/llm/gateway.ts, docs/models.md). Sandbox keys
@@ -42,7 +44,8 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
       next();
     }, next);
   };
-  r.post('/chat/completions', authorized, readBody(GATEWAY_BODY_LIMIT), async (req, res) => {
+  const bodies = bodyBudget(GATEWAY_BODIES_IN_FLIGHT, GATEWAY_BODY_LIMIT);
+  r.post('/chat/completions', authorized, bodies, readBody(GATEWAY_BODY_LIMIT), async (req, res) => {
     const p = (res.locals as { llm: gateway.LlmPrincipal }).llm;
     const body = req.body as unknown;
     if (!body || typeof body !== 'object' || Array.isArray(body)) {
