@@ -14,7 +14,7 @@ import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, ownOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
-import { previewKeyOf } from './preview-host.js';
+import { previewKeyOf, refuse } from './preview-host.js';
 import { gatewayOf } from './gateway.js';
 
 /**
@@ -111,12 +111,6 @@ async function redeem(deps: ApiDeps, req: Request, res: Response, app: AppRow): 
   res.set({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
   res.append('Set-Cookie', `${PREVIEW_COOKIE}=${value}; Path=/; Max-Age=${PREVIEW_COOKIE_TTL_S}; HttpOnly; Secure; SameSite=Lax`);
   res.redirect(303, g.path);
-}
-
-function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
-  const json = JSON.stringify(body);
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
-  setTimeout(() => socket.destroy(), 1000).unref();
 }
 
 /** WebSocket upgrades on an app host; any other host goes to `fallback`. */

@@ -140,7 +140,8 @@ async function redeem(deps: ApiDeps, req: Request, res: Response, host: { port: 
   res.redirect(303, g.path);
 }
 
-function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
+/** An upgrade refused on its raw socket (no HTTP response object exists for it), with the error body. */
+export function refuse(socket: Duplex, status: number, body: { error: string; message: string }) {
   const json = JSON.stringify(body);
   socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\nConnection: close\r\n\r\n${json}`);
   setTimeout(() => socket.destroy(), 1000).unref();
