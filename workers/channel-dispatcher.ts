@@ -14,7 +14,9 @@ export function startChannelDispatcher(opts: ChannelDispatcherOptions & { pollMs
   return supervise(
     {
       name: 'channel-dispatcher',
-      everyMs: opts.pollMs ?? 1000,
+      // A pass with nothing new and no retry due is one cheap read; a quarter second keeps a
+      // retry within that of its backoff (500 ms, doubling), so the backoff sets the gaps.
+      everyMs: opts.pollMs ?? 250,
       leader: { key: CHANNELS_LEADER_KEY, mode: 'held' },
       pass: dispatch.pass,
       stopping: dispatch.stop,

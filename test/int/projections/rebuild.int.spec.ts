@@ -113,7 +113,8 @@ describe('projection rebuild', function () {
 
   it('agrees with the cascade: a deleted project’s CRs stay gone after a rebuild, its events stay in the log', async () => {
     const [kept, gone] = await seeded();
-    const before = await fx.srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events`, values: [] });
+    // The manifest's syncs (a job each new project's first tip read asks for) append on their own time: left out of the count.
+    const before = await fx.srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events WHERE stream_id NOT LIKE 'manifest-%'`, values: [] });
     await fx.srv.db.db.run({ text: `DELETE FROM projects WHERE slug = $1`, values: [gone!.slug] });
     expect((await rebuildProjections(fx.srv.db.db, { verify: true })).differences).to.deep.equal([]);
     await rebuildProjections(fx.srv.db.db, { verify: false });
@@ -124,7 +125,7 @@ describe('projection rebuild', function () {
     expect(rows.map((r) => r.slug)).to.deep.equal([kept!.slug]);
     const orphans = await fx.srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events WHERE project_id = $1`, values: [gone!.projectId] });
     expect(orphans!.n, 'the deleted project’s events are still in the log').to.be.greaterThan(0);
-    expect((await fx.srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events`, values: [] }))!.n).to.equal(before!.n);
+    expect((await fx.srv.db.db.one<{ n: number }>({ text: `SELECT count(*)::int AS n FROM events WHERE stream_id NOT LIKE 'manifest-%'`, values: [] }))!.n).to.equal(before!.n);
   });
 
   it('`svc-server projections rebuild --verify` exits 0 when clean and 1 on a difference', async () => {

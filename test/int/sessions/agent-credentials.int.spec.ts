@@ -38,7 +38,8 @@ describe('sessions: agent-grade credentials (the credential matrix)', function (
   let b: string;
 
   before(async () => {
-    srv = await startTestServer({ env: { SVC_AGENT_RUNTIME: fakeRuntime } });
+    // The sandbox's own request rate cap set past the matrix's burst: this spec attacks credentials, gateway-limits.int the caps.
+    srv = await startTestServer({ env: { SVC_AGENT_RUNTIME: fakeRuntime, SVC_SANDBOX_MAX_REQUEST_RATE: '500', SVC_SANDBOX_MAX_REQUESTS: '64' } });
     const api = client(srv.url, srv.token);
     const created = await api.post('/v1/projects', { name: 'matrix', slug: 'matrix' });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);

@@ -101,9 +101,11 @@ describe('workers: the supervisor of periodic jobs', function () {
   });
 
   it("a server's jobs run on it: their passes are on /metrics beside the API's", async () => {
-    const srv = await startTestServer({ env: { SVC_SCHEDULER: '1', SVC_SCHEDULER_INTERVAL_MS: '50' } });
+    const token = 'm'.repeat(40);
+    const srv = await startTestServer({ env: { SVC_SCHEDULER: '1', SVC_SCHEDULER_INTERVAL_MS: '50', SVC_METRICS_TOKEN: token } });
     try {
-      const metrics = async () => (await fetch(`${srv.url}/metrics`)).text();
+      // The public listener serves them to the metrics token only.
+      const metrics = async () => (await fetch(`${srv.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
       await until(async () => {
         const text = await metrics();
         return /svc_worker_passes_total\{job="sandbox-pool-keeper",outcome="ok"\} [1-9]/.test(text) && /svc_worker_passes_total\{job="trigger-scheduler",outcome="ok"\} [1-9]/.test(text);
