@@ -193,7 +193,10 @@ describe('a sandbox flooding its sockets is refused alone (real server, bwrap)',
         }
         expect(server.proc.exitCode).to.equal(null);
         expect(during.length).to.be.greaterThan(50);
-        expect(p95(during), JSON.stringify(report)).to.be.at.most(2 * p95(quiet));
+        // Within 2x of the quiet p95, or within 25 ms of it: a ~12 ms p95 on a 2-core machine
+        // that another test worker shares doubles from the scheduler alone, while a flood the
+        // caps did not hold costs the other tenant seconds (15 ms -> 3.3 s before them).
+        expect(p95(during), JSON.stringify(report)).to.be.at.most(Math.max(2 * p95(quiet), p95(quiet) + 25));
         expect(peakRss - before.rssKb, 'RSS growth (KiB)').to.be.at.most(150 * 1024);
         expect(peakFds, 'descriptors').to.be.below(NOFILE - RESERVE);
         // And afterwards: the flooding sandbox itself is served again, and so is everyone.
