@@ -10,6 +10,7 @@
  */
 import { readHardLimit } from '../../lib/fd-budget.js';
 import type { SandboxSpec } from './port.js';
+import { which } from './provider-util.js';
 
 export interface SandboxCaps {
   memoryMb: number;
@@ -51,7 +52,9 @@ export function cappedResources(spec: Pick<SandboxSpec, 'resources'>, caps: Sand
 export function limitedLaunch(file: string, args: readonly string[], wanted: Pick<SandboxCaps, 'nofile' | 'nproc'>, opts: { nice: boolean; prlimit: string | undefined }): { file: string; args: string[] } {
   // Never above the server's own hard limits: raising them needs a privilege the server may lack.
   const caps = { nofile: Math.min(wanted.nofile, readHardLimit('Max open files') ?? Infinity), nproc: Math.min(wanted.nproc, readHardLimit('Max processes') ?? Infinity) };
-  const niced = opts.nice ? ['nice', '-n', '19', file, ...args] : [file, ...args];
+  // Where `nice` exists (a minimal server image may have none: the sandbox must start anyway).
+  const nice = opts.nice ? which('nice') : undefined;
+  const niced = nice ? [nice, '-n', '19', file, ...args] : [file, ...args];
   if (opts.prlimit) return { file: opts.prlimit, args: [`--nofile=${caps.nofile}:${caps.nofile}`, `--nproc=${caps.nproc}:${caps.nproc}`, '--', ...niced] };
   return { file: '/bin/sh', args: ['-c', `ulimit -n ${caps.nofile} && exec "$@"`, 'svc-sandbox', ...niced] };
 }
