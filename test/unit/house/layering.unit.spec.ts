@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
-import { LAYERS, specifiersOf, violations } from './layers.js';
+import { LAYERS, specifiersOf, violations, tsFilesUnder } from './layers.js';
 
 /**
  * The house rules (shared/design/architecture.md; the arrows are data in ./layers.ts),
@@ -19,15 +19,6 @@ const ALLOWED: Record<string, { specs: string[]; why: string }> = {
   'bench/suites/agent-loop.ts': { specs: ['../../test/support/scripted-model.js'], why: 'the agent-loop bench plays the model with the tests\' scripted one' },
   'bench/suites/dashboard.ts': { specs: ['../../test/dashboard/support.js'], why: 'the dashboard bench signs in the way its tests do' },
 };
-
-function tsFilesUnder(dir: string): string[] {
-  const abs = path.join(projectRoot, dir);
-  if (!existsSync(abs)) return [];
-  return readdirSync(abs, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => path.relative(projectRoot, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
-    .sort();
-}
 
 /** The arrows broken by a set of files, as `file: [specifiers]`. */
 function broken(files: Record<string, string>): Record<string, string[]> {

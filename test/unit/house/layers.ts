@@ -1,5 +1,7 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
+import { projectRoot } from '../../../lib/paths.js';
 
 /**
  * The house's arrows (shared/design/architecture.md), as data the layering spec checks
@@ -70,4 +72,14 @@ export function violations(file: string, source: string): string[] {
     const to = topOf(target);
     return to !== layer && !allowed.includes(to);
   });
+}
+
+/** Every TypeScript source under `dir` (relative to the checkout), sorted: what the house specs read. */
+export function tsFilesUnder(dir: string): string[] {
+  const abs = path.join(projectRoot, dir);
+  if (!existsSync(abs)) return [];
+  return readdirSync(abs, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
+    .map((e) => path.relative(projectRoot, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
+    .sort();
 }

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { projectRoot } from '../../../lib/paths.js';
+import { tsFilesUnder } from './layers.js';
 
 /**
  * Every periodic job of the server lives under workers/, on its supervisor
@@ -44,15 +45,6 @@ export function loopsOf(source: string): string[] {
     }
   });
   return out;
-}
-
-function tsFilesUnder(dir: string): string[] {
-  const abs = path.join(projectRoot, dir);
-  if (!existsSync(abs)) return [];
-  return readdirSync(abs, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.d.ts'))
-    .map((e) => path.relative(projectRoot, path.join(e.parentPath, e.name)).split(path.sep).join('/'))
-    .sort();
 }
 
 /** The negative fixture: loops the rule must find. */
