@@ -8,7 +8,7 @@ import path from 'node:path';
 import { expect } from 'chai';
 import type { Browser } from 'playwright-core';
 import { withProject, type TestProject } from '../support/server.js';
-import { eventually, mergeChange, projectPath } from '../int/manifest/support.js';
+import { appsState, eventually, mergeChange, projectPath } from '../int/manifest/support.js';
 import { launch, screenshot, signIn, signInHttp, withPassword } from './support.js';
 
 /**
@@ -102,7 +102,7 @@ describe('apps on their own origin in chromium: another tenant\'s app', function
         const apps = await eventually(async () => {
           const list = (await p.api.get(`${pp}/apps`)).body.apps as Array<{ name: string; status: string; url: string }>;
           return list.length === 2 && list.every((a) => a.status === 'live') ? Object.fromEntries(list.map((a) => [a.name, a.url])) : null;
-        }, 'the apps live', 60_000);
+        }, 'the apps live', 60_000, appsState(p));
         if (front) expect(apps.shop).to.match(/^https:\/\/shop-[0-9a-f]{12}\.apps\.svc\.test\/$/);
         else expect(apps.shop).to.match(new RegExp(`^http://shop-[0-9a-f]{12}\\.localhost:${new URL(p.srv.url).port}/$`));
 

@@ -13,6 +13,8 @@ export interface EventuallyOptions {
   ignoreErrors?: boolean;
   /** The longest pause between probes (ms); default 20 (a probe that costs a process or a container: more). */
   maxIntervalMs?: number;
+  /** What the awaited thing looked like last, read when the wait gives up (its message then says why). */
+  state?: () => Promise<unknown> | unknown;
 }
 
 export async function eventually<T>(probe: () => Promise<T | undefined | null | false> | T | undefined | null | false, what = 'condition', opts: EventuallyOptions = {}): Promise<T> {
@@ -27,7 +29,8 @@ export async function eventually<T>(probe: () => Promise<T | undefined | null | 
       lastErr = err;
     }
     if (Date.now() > deadline || i > 1_000_000) {
-      throw new Error(`gave up waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}`);
+      const state = opts.state ? await Promise.resolve(opts.state()).then((v) => JSON.stringify(v), (e: unknown) => `unreadable: ${String(e)}`) : undefined;
+      throw new Error(`gave up waiting for ${what}${lastErr ? ` (last error: ${String(lastErr)})` : ''}${state ? ` (last state: ${state})` : ''}`);
     }
     // Yield to I/O; back off a little so a long wait does not spin the CPU.
     await new Promise((r) => setTimeout(r, Math.min(2 + i, opts.maxIntervalMs ?? 20)));

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { withProject, type TestProject } from '../../support/server.js';
 import { hostRequest } from '../../support/preview-app.js';
 import { sandboxFetch } from '../../../lib/sandbox-dial.js';
-import { eventually, mergeChange, projectPath } from './support.js';
+import { appsState, eventually, mergeChange, projectPath } from './support.js';
 
 const SERVER_JS = `const http = require('node:http');
 http.createServer((req, res) => {
@@ -48,7 +48,7 @@ describe('apps follow [[apps]] on the default branch', function () {
       const live1 = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' && a.commit_sha === sha1 ? a : null;
-      }, 'v1 live', 60_000);
+      }, 'v1 live', 60_000, appsState(p));
       expect(Object.keys((await p.api.get(`${pp}/apps`)).body.apps[0])).to.deep.equal(['name', 'status', 'commit_sha', 'url', 'public', 'manifest_hash', 'deployed_at', 'last_error']);
       const project = (await p.api.get(pp)).body.project as { project_id: string };
       expect(live1.url).to.equal(`http://web-${project.project_id.replace(/-/g, '').slice(0, 12)}.localhost:${new URL(p.srv.url).port}/`);
@@ -59,7 +59,7 @@ describe('apps follow [[apps]] on the default branch', function () {
       const live2 = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' && a.commit_sha === sha2 ? a : null;
-      }, 'v2 live', 60_000);
+      }, 'v2 live', 60_000, appsState(p));
       expect(live2.url).to.equal(live1.url); // the app's origin; the version behind it changed
       expect(live2.manifest_hash).to.not.equal(live1.manifest_hash);
       expect(await get(live2.url)).to.equal(`v2:hello:${sha2}`);
@@ -99,12 +99,12 @@ describe('apps follow [[apps]] on the default branch', function () {
       const live = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.status === 'live' ? a : null;
-      }, 'v1 live', 60_000);
+      }, 'v1 live', 60_000, appsState(p));
       await mergeChange(p, 'broken', { 'svc.toml': manifest('v1').replace('node server.js', 'exit 3') });
       const failed = await eventually(async () => {
         const a = (await p.api.get(`${pp}/apps/web`)).body.app;
         return a?.deploys?.[0]?.status === 'failed' ? a : null;
-      }, 'the failed deploy', 60_000);
+      }, 'the failed deploy', 60_000, appsState(p));
       expect(failed.last_error).to.match(/exited/);
       expect(failed.url).to.equal(live.url);
       expect(await get(live.url)).to.match(/^v1:/);

@@ -3,6 +3,7 @@ import { createFdBudget, defaultFdReserve, readHardLimit, readNofileLimit } from
 import { loadConfig } from '../../../infra/config.js';
 import { cappedResources, limitedLaunch, sandboxCapsOf } from '../../../infra/sandbox/limits.js';
 import { createGatewayLimits } from '../../../ops/wiring/gateway-limits.js';
+import { which } from '../../../infra/sandbox/provider-util.js';
 
 describe('the descriptor budget and per-sandbox gateway limits', () => {
   it('reads RLIMIT_NOFILE from /proc/self/limits (soft), and the reserve is a quarter, at least 256, at most half', () => {
@@ -74,6 +75,9 @@ describe('the descriptor budget and per-sandbox gateway limits', () => {
     expect(cappedResources({}, caps)).to.deep.equal({ memoryMb: 1024, cpus: 1 });
     // The launch: prlimit, then nice, then the command, its pid and descriptors kept (each execs the next).
     const l = limitedLaunch('/usr/bin/bwrap', ['--x'], { nofile: 256, nproc: 512 }, { nice: true, prlimit: '/usr/bin/prlimit' });
-    expect(l).to.deep.equal({ file: '/usr/bin/prlimit', args: ['--nofile=256:256', '--nproc=512:512', '--', 'nice', '-n', '19', '/usr/bin/bwrap', '--x'] });
+    // nice by its resolved path where it is installed; without it the sandbox starts un-niced.
+    const nice = which('nice');
+    const niced = nice ? [nice, '-n', '19'] : [];
+    expect(l).to.deep.equal({ file: '/usr/bin/prlimit', args: ['--nofile=256:256', '--nproc=512:512', '--', ...niced, '/usr/bin/bwrap', '--x'] });
   });
 });
