@@ -1,0 +1,124 @@
+import { notFound, validationError } from '../../domain/errors.js';
+import type { Db } from '../../infra/db/db.js';
+import type { InsightRow, InsightsQuery } from '../../contracts/insights.js';
+import { catchUpInsights } from '../../projections/insights.js';
+import { insightQueries, type GroupBy, type InsightWindow } from '../../sql/queries/insights.js';
+import { isMember } from '../accounts/service.js';
+import { projectForCaller, type LoadedProject, type ProjectCaller } from '../projects/access.js';
+
+/**
+ * Outcomes and cost (docs/insights.md): counts from the insights projection of the event
+ * log, tokens and money from `llm_usage`, per group and in total. The API, `svc insights`
+ * (over the API) and the dashboard's insights page all read `insightsOf`, so their numbers
+ * are the same numbers.
+ */
+export interface InsightsReport {
+  scope: 'project' | 'account';
+  id: string;
+  from: Date;
+  to: Date;
+  asOf: Date;
+  groupBy: GroupBy | null;
+  groups: InsightRow[];
+  total: InsightRow;
+}
+
+const DAY_MS = 86_400_000;
+/** The window when none is given: the 30 days before `to`. */
+const DEFAULT_DAYS = 30;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Money to the micro-unit: every reader shows the same rounded figure. */
+const money = (n: number) => Math.round(n * 1e6) / 1e6;
+
+/** The window a query names: `to` defaults to just after as_of (everything recorded by then), `from` to 30 days before `to`. */
+export function windowOf(q: InsightsQuery, now: Date): { from: Date; to: Date; asOf: Date } {
+  const asOf = q.as_of ? new Date(q.as_of) : now;
+  const to = q.to ? new Date(q.to) : new Date(asOf.getTime() + 1);
+  const from = q.from ? new Date(q.from) : new Date(to.getTime() - DEFAULT_DAYS * DAY_MS);
+  if (from.getTime() >= to.getTime()) throw validationError('from must be before to.', [{ path: 'from', message: 'must be before to' }]);
+  return { from, to, asOf };
+}
+
+export async function projectInsights(db: Db, caller: ProjectCaller, projectRef: string, q: InsightsQuery, now: Date, loaded?: LoadedProject): Promise<InsightsReport> {
+  const project = await projectForCaller(db, caller, projectRef, loaded);
+  return insightsOf(db, { scope: 'project', id: project.project_id, ...windowOf(q, now), groupBy: q.group_by ?? null });
+}
+
+/** An account's insights, for its members (anyone else: 404, as for an account that does not exist). */
+export async function accountInsights(db: Db, caller: ProjectCaller, accountId: string, q: InsightsQuery, now: Date): Promise<InsightsReport> {
+  if (!UUID.test(accountId) || !(await isMember(db, accountId.toLowerCase(), caller.user_id))) throw notFound('Account');
+  return insightsOf(db, { scope: 'account', id: accountId.toLowerCase(), ...windowOf(q, now), groupBy: q.group_by ?? null });
+}
+
+interface OutcomeRow {
+  key: string | null;
+  total: boolean;
+  opened: number;
+  merged: number;
+  closed: number;
+  rounds: number;
+  checks_failed_first: number;
+  ejections: number;
+  sessions_without_cr: number;
+  median_seconds: number | null;
+}
+interface UsageRow {
+  key: string | null;
+  total: boolean;
+  currency: string | null;
+  input_tokens: number;
+  output_tokens: number;
+  calls: number;
+  unpriced_calls: number;
+  money: number | null;
+}
+
+/** The one computation: the projection caught up to the log, then both reads, merged per group. */
+export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsReport> {
+  await catchUpInsights(db);
+  const [outcomes, usage] = await Promise.all([db.rows<OutcomeRow>(insightQueries.outcomes(w)), db.rows<UsageRow>(insightQueries.usage(w))]);
+  const rows = new Map<string, { o?: OutcomeRow; u: UsageRow[] }>();
+  const slot = (key: string | null, total: boolean) => {
+    const k = total ? 'total' : `g:${key ?? ''}:${key === null ? 'null' : ''}`;
+    let r = rows.get(k);
+    if (!r) rows.set(k, (r = { u: [] }));
+    return r;
+  };
+  for (const o of outcomes) slot(o.key, o.total).o = o;
+  for (const u of usage) slot(u.key, u.total).u.push(u);
+  const build = (key: string | null, r: { o?: OutcomeRow; u: UsageRow[] } | undefined): InsightRow => {
+    const o = r?.o;
+    const u = r?.u ?? [];
+    const merged = o?.merged ?? 0;
+    const closed = o?.closed ?? 0;
+    const priced = u.filter((x) => x.currency !== null && x.money !== null).sort((a, b) => a.currency!.localeCompare(b.currency!));
+    return {
+      key,
+      crs_opened: o?.opened ?? 0,
+      crs_merged: merged,
+      crs_closed_unmerged: closed,
+      merge_rate: merged + closed > 0 ? Math.round((merged / (merged + closed)) * 1e4) / 1e4 : null,
+      median_seconds_to_merge: o?.median_seconds ?? null,
+      review_rounds: o?.rounds ?? 0,
+      checks_failed_first_run: o?.checks_failed_first ?? 0,
+      queue_ejections: o?.ejections ?? 0,
+      sessions_without_cr: o?.sessions_without_cr ?? 0,
+      model_calls: u.reduce((n, x) => n + x.calls, 0),
+      unpriced_calls: u.reduce((n, x) => n + x.unpriced_calls, 0),
+      input_tokens: u.reduce((n, x) => n + x.input_tokens, 0),
+      output_tokens: u.reduce((n, x) => n + x.output_tokens, 0),
+      money: priced.map((x) => ({ currency: x.currency!, amount: money(x.money!) })),
+      cost_per_merged_cr: merged > 0 ? priced.map((x) => ({ currency: x.currency!, amount: money(x.money! / merged) })) : [],
+    };
+  };
+  const groups: InsightRow[] = [];
+  for (const [k, r] of rows) {
+    if (k === 'total' || !w.groupBy) continue;
+    groups.push(build((r.o ?? r.u[0])!.key, r));
+  }
+  // Groups with the most merged first, then by key; none (null) last among equals.
+  groups.sort((a, b) => b.crs_merged - a.crs_merged || b.crs_opened - a.crs_opened || (a.key ?? '\uffff').localeCompare(b.key ?? '\uffff'));
+  if (w.groupBy === 'week') groups.sort((a, b) => (a.key ?? '').localeCompare(b.key ?? ''));
+  return { scope: w.scope, id: w.id, from: w.from, to: w.to, asOf: w.asOf, groupBy: w.groupBy, groups, total: build(null, rows.get('total')) };
+}

@@ -1,0 +1,210 @@
+import type { Query } from '../query.js';
+
+/**
+ * The insights projection (migration 210, projections/insights.ts) and the reads of the
+ * insights service (services/insights/). Group keys are chosen from a fixed map, never
+ * from the request's text.
+ */
+export interface InsightSessionRow {
+  session_id: string;
+  project_id: string;
+  account_id: string;
+  agent: string;
+  model: string | null;
+  trigger: string | null;
+  person: string;
+  ended: boolean;
+}
+export interface InsightCrRow {
+  cr_id: string;
+  project_id: string;
+  account_id: string;
+  session_id: string | null;
+  agent: string | null;
+  model: string | null;
+  trigger: string | null;
+  person: string;
+  opened_at: string;
+}
+export interface InsightRunRow {
+  run_id: string;
+  cr_id: string;
+  name: string;
+  first: boolean;
+}
+export interface InsightFactRow {
+  global_position: number;
+  kind: 'opened' | 'merged' | 'closed' | 'round' | 'check_failed_first' | 'ejected' | 'session_ended';
+  weight: number;
+  project_id: string;
+  account_id: string;
+  cr_id: string | null;
+  session_id: string | null;
+  agent: string | null;
+  model: string | null;
+  trigger: string | null;
+  person: string | null;
+  seconds: number | null;
+  recorded_at: string;
+}
+
+export type InsightTable = 'insight_sessions' | 'insight_crs' | 'insight_check_runs' | 'insight_facts';
+export const INSIGHT_TABLES: readonly InsightTable[] = ['insight_sessions', 'insight_crs', 'insight_check_runs', 'insight_facts'];
+const KEY: Record<InsightTable, string> = {
+  insight_sessions: 'session_id',
+  insight_crs: 'cr_id::text',
+  insight_check_runs: 'run_id::text',
+  insight_facts: 'global_position::text',
+};
+
+/** What a group_by names, as a column of the facts (f) and of usage joined to its session (u, s). */
+export type GroupBy = 'agent' | 'model' | 'trigger' | 'person' | 'week';
+const FACT_KEY: Record<GroupBy | 'none', string> = {
+  none: 'NULL::text',
+  agent: 'f.agent',
+  model: 'f.model',
+  trigger: 'f.trigger',
+  person: 'f.person::text',
+  week: `to_char(date_trunc('week', f.recorded_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
+};
+const USAGE_KEY: Record<GroupBy | 'none', string> = {
+  none: 'NULL::text',
+  agent: 's.agent',
+  model: 'u.model',
+  trigger: 's.trigger',
+  person: 's.person::text',
+  week: `to_char(date_trunc('week', u.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
+};
+
+export interface InsightWindow {
+  scope: 'project' | 'account';
+  id: string;
+  from: Date;
+  to: Date;
+  asOf: Date;
+  groupBy: GroupBy | null;
+}
+
+const scopeColumn = (w: InsightWindow) => (w.scope === 'project' ? 'project_id' : 'account_id');
+
+export const insightQueries = {
+  checkpoint: (): Query => ({
+    name: 'insight_checkpoint',
+    text: 'SELECT txid::text AS txid, position::float8 AS position FROM insight_checkpoint',
+    values: [],
+  }),
+  setCheckpoint: (at: { txid: string; position: number }): Query => ({
+    text: 'UPDATE insight_checkpoint SET txid = $1::xid8, position = $2',
+    values: [at.txid, at.position],
+  }),
+  /** Serializes catch-ups: one at a time reads and writes the projection (held to commit). */
+  lock: (): Query => ({ text: `SELECT pg_advisory_xact_lock(hashtextextended('svc.insights.catch-up', 0))`, values: [] }),
+  /**
+   * The next page of the log after `after`, commit-safe (only transactions older than every
+   * one still running, as the feed reads), `upTo`: no further than this checkpoint (a
+   * verify replays exactly what the live rows reflect). The data of types the projection
+   * does not read is left out.
+   */
+  pageAfter: (after: { txid: string; position: number }, limit: number, types: readonly string[], opts: { commitSafe: boolean; upTo?: { txid: string; position: number } }): Query => ({
+    text: `SELECT global_position::float8 AS global_position, transaction_id::text AS txid, stream_id, type,
+        CASE WHEN type = ANY($4::text[]) THEN data END AS data, project_id::text,
+        to_char(date_trunc('milliseconds', recorded_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at
+      FROM events
+      WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
+        ${opts.commitSafe ? 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())' : ''}
+        ${opts.upTo ? 'AND (transaction_id, global_position) <= ($5::xid8, $6::bigint)' : ''}
+      ORDER BY transaction_id, global_position
+      LIMIT $3`,
+    values: [after.txid, after.position, limit, types, ...(opts.upTo ? [opts.upTo.txid, opts.upTo.position] : [])],
+  }),
+  sessionsByIds: (ids: string[]): Query => ({
+    text: 'SELECT * FROM insight_sessions WHERE session_id = ANY($1::text[])',
+    values: [ids],
+  }),
+  crsByIds: (ids: string[]): Query => ({
+    text: `SELECT cr_id::text, project_id::text, account_id::text, session_id, agent, model, trigger, person::text,
+        to_char(opened_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS opened_at
+      FROM insight_crs WHERE cr_id = ANY($1::uuid[])`,
+    values: [ids],
+  }),
+  runsByIds: (ids: string[]): Query => ({
+    text: 'SELECT run_id::text, cr_id::text, name, first FROM insight_check_runs WHERE run_id = ANY($1::uuid[])',
+    values: [ids],
+  }),
+  /** Of (cr, name) pairs as `cr_id/name`, those that already have a run. */
+  namesWithRuns: (crIds: string[]): Query => ({
+    text: `SELECT DISTINCT cr_id::text || '/' || name AS pair FROM insight_check_runs WHERE cr_id = ANY($1::uuid[])`,
+    values: [crIds],
+  }),
+  upsert: (table: InsightTable | `${InsightTable}_rebuilt`, rows: object[]): Query => {
+    const live = table.replace(/_rebuilt$/, '') as InsightTable;
+    const key = KEY[live].replace(/::text$/, '');
+    const cols: Record<InsightTable, string[]> = {
+      insight_sessions: ['ended'],
+      insight_crs: [],
+      insight_check_runs: [],
+      insight_facts: [],
+    };
+    const set = cols[live].map((c) => `${c} = EXCLUDED.${c}`).join(', ');
+    return {
+      text: `INSERT INTO ${table} SELECT * FROM jsonb_populate_recordset(null::${live}, $1::jsonb)
+        ON CONFLICT (${key}) DO ${set ? `UPDATE SET ${set}` : 'NOTHING'}`,
+      values: [JSON.stringify(rows)],
+    };
+  },
+  createScratch: (): Query => ({
+    text: INSIGHT_TABLES.map((t) => `CREATE TEMP TABLE ${t}_rebuilt (LIKE ${t} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) ON COMMIT DROP`).join(';\n'),
+    values: [],
+  }),
+  diffScratch: (limit: number): Query => ({
+    text: `${INSIGHT_TABLES.map(
+      (t) => `(SELECT 'live_only' AS side, '${t}' AS "table", (l.${KEY[t]}) AS id FROM (TABLE ${t} EXCEPT TABLE ${t}_rebuilt) l)
+      UNION ALL
+      (SELECT 'rebuilt_only', '${t}', (r.${KEY[t]}) FROM (TABLE ${t}_rebuilt EXCEPT TABLE ${t}) r)`,
+    ).join('\n      UNION ALL\n')}
+      LIMIT $1`,
+    values: [limit],
+  }),
+  replaceLive: (): Query => ({
+    text: INSIGHT_TABLES.map((t) => `DELETE FROM ${t}; INSERT INTO ${t} TABLE ${t}_rebuilt`).join(';\n'),
+    values: [],
+  }),
+
+  /**
+   * Counts of the facts recorded in [from, to) and by as_of, per group and in total
+   * (`total` true: the row over every group). A session ended without a CR when no CR was
+   * opened from it by as_of.
+   */
+  outcomes: (w: InsightWindow): Query => ({
+    text: `WITH f AS (
+        SELECT f.*, ${FACT_KEY[w.groupBy ?? 'none']} AS key,
+          (f.kind = 'session_ended' AND NOT EXISTS (SELECT 1 FROM insight_facts o
+            WHERE o.kind = 'opened' AND o.session_id = f.session_id AND o.recorded_at <= $4)) AS without_cr
+        FROM insight_facts f
+        WHERE f.${scopeColumn(w)} = $1 AND f.recorded_at >= $2 AND f.recorded_at < $3 AND f.recorded_at <= $4)
+      SELECT key, grouping(key) = 1 AS total,
+        coalesce(sum(weight) FILTER (WHERE kind = 'opened'), 0)::int AS opened,
+        coalesce(sum(weight) FILTER (WHERE kind = 'merged'), 0)::int AS merged,
+        coalesce(sum(weight) FILTER (WHERE kind = 'closed'), 0)::int AS closed,
+        coalesce(sum(weight) FILTER (WHERE kind = 'round'), 0)::int AS rounds,
+        coalesce(sum(weight) FILTER (WHERE kind = 'check_failed_first'), 0)::int AS checks_failed_first,
+        coalesce(sum(weight) FILTER (WHERE kind = 'ejected'), 0)::int AS ejections,
+        count(*) FILTER (WHERE without_cr)::int AS sessions_without_cr,
+        percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) FILTER (WHERE kind = 'merged') AS median_seconds
+      FROM f
+      GROUP BY GROUPING SETS ((key), ())`,
+    values: [w.id, w.from, w.to, w.asOf],
+  }),
+
+  /** Tokens and money of the model calls recorded in [from, to) and by as_of, per group and currency. */
+  usage: (w: InsightWindow): Query => ({
+    text: `SELECT ${USAGE_KEY[w.groupBy ?? 'none']} AS key, grouping(${USAGE_KEY[w.groupBy ?? 'none']}) = 1 AS total, u.currency,
+        sum(u.input_tokens)::float8 AS input_tokens, sum(u.output_tokens)::float8 AS output_tokens,
+        count(*)::int AS calls, count(*) FILTER (WHERE u.cost IS NULL)::int AS unpriced_calls,
+        round(sum(u.cost), 6)::float8 AS money
+      FROM llm_usage u LEFT JOIN insight_sessions s ON s.session_id = u.session_id
+      WHERE u.${scopeColumn(w)} = $1 AND u.created_at >= $2 AND u.created_at < $3 AND date_trunc('milliseconds', u.created_at) <= $4
+      GROUP BY GROUPING SETS ((${USAGE_KEY[w.groupBy ?? 'none']}, u.currency), (u.currency))`,
+    values: [w.id, w.from, w.to, w.asOf],
+  }),
+};
