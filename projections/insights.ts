@@ -233,13 +233,12 @@ export async function catchUpInsights(db: Db): Promise<number> {
       if (page.length === 0) return n;
       const folder = new InsightsFolder();
       const needs = InsightsFolder.needs(page);
-      const crIds = [...new Set([...needs.crs])];
-      const [sessions, crs, runs, pairs] = await Promise.all([
-        needs.sessions.length ? tx.rows<InsightSessionRow>(q.sessionsByIds(needs.sessions)) : [],
-        crIds.length ? tx.rows<InsightCrRow>(q.crsByIds(crIds)) : [],
-        needs.runs.length ? tx.rows<InsightRunRow>(q.runsByIds(needs.runs)) : [],
-        crIds.length ? tx.rows<{ pair: string }>(q.namesWithRuns(crIds)) : [],
-      ]);
+      const crIds = needs.crs;
+      // One connection: the reads one after another.
+      const sessions = needs.sessions.length ? await tx.rows<InsightSessionRow>(q.sessionsByIds(needs.sessions)) : [];
+      const crs = crIds.length ? await tx.rows<InsightCrRow>(q.crsByIds(crIds)) : [];
+      const runs = needs.runs.length ? await tx.rows<InsightRunRow>(q.runsByIds(needs.runs)) : [];
+      const pairs = crIds.length ? await tx.rows<{ pair: string }>(q.namesWithRuns(crIds)) : [];
       folder.load({ sessions, crs, runs, pairs: pairs.map((p) => p.pair) });
       for (const e of page) folder.apply(e);
       await writeRows(tx, folder.takeChanges(), '');
