@@ -3,6 +3,8 @@ import { withProject } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { runInsightsWorkload, type Workload } from '../../support/insights-workload.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
+import { runSvc, sandbox } from '../../cli/helpers.js';
+import { formatDuration, formatMoney, formatRate } from '../../../lib/insight-format.js';
 
 /**
  * Outcomes from the log (docs/insights.md): a scripted workload on an injected clock
@@ -69,6 +71,30 @@ describe('insights (API)', function () {
       const account = await api.get(`/v1/accounts/${srv.accountId}/insights?group_by=model`);
       expect(account.status, JSON.stringify(account.body)).to.equal(200);
       expect(account.body.total).to.deep.equal(models.total);
+
+      // svc insights: the API's numbers, as JSON and as the table.
+      const sb = await sandbox();
+      try {
+        const run = (args: string[]) => runSvc(args, { now: new Date(), configPath: sb.configPath, env: { SVC_API_URL: `${srv.url}/v1`, SVC_CLI_TOKEN: srv.token, SVC_PROJECT_ID: 'ins' }, cwd: sb.dir });
+        const json = await run(['insights', '--json', '--group-by', 'model', '--since', '30d']);
+        expect(json.code, json.stderr).to.equal(0);
+        const cli = JSON.parse(json.stdout);
+        expect(cli.groups).to.deep.equal(models.groups);
+        expect(cli.total).to.deep.equal(models.total);
+        const asOf = await run(['insights', '--json', '--group-by', 'model', '--as-of', w.mid]);
+        expect(asOf.code, asOf.stderr).to.equal(0);
+        expect(JSON.parse(asOf.stdout).groups).to.deep.equal(then.groups);
+        const table = await run(['insights', '--group-by', 'model']);
+        expect(table.code, table.stderr).to.equal(0);
+        const lineA = table.stdout.split('\n').find((l) => l.startsWith('model-a\t'));
+        expect(lineA?.split('\t')).to.deep.equal(['model-a', '3', '2', '0', formatRate(1), formatDuration(2700), '1', '1', '0', '0', '5000/1500', formatMoney(usd(0.0375)), formatMoney(usd(0.01875))]);
+        expect(table.stdout).to.contain('model-u\t').and.contain('(+1 unpriced)');
+        const bad = await run(['insights', '--since', '30x']);
+        expect(bad.code).to.equal(2);
+        expect(bad.stderr.trim().split('\n')).to.have.length(1);
+      } finally {
+        await sb.cleanup();
+      }
 
       // The projection replays to the same rows; a rebuild changes no answer.
       expect((await rebuildProjections(srv.db.db, { verify: true })).differences).to.deep.equal([]);
