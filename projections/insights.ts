@@ -3,11 +3,12 @@ import { parseChangeRequestEvent } from '../domain/change-request/index.js';
 import { parseSessionEvent } from '../domain/session/index.js';
 import {
   insightQueries as q,
-  INSIGHT_TABLES,
+  INSIGHT_ROW_TABLES,
   type InsightCrRow,
   type InsightFactRow,
   type InsightRunRow,
   type InsightSessionRow,
+  type InsightRowTable,
   type InsightTable,
 } from '../sql/queries/insights.js';
 
@@ -179,7 +180,7 @@ export class InsightsFolder {
   }
 
   /** Every row (a rebuild). */
-  allRows(): Record<InsightTable, object[]> {
+  allRows(): Record<InsightRowTable, object[]> {
     return {
       insight_sessions: [...this.sessions.values()],
       insight_crs: [...this.crs.values()],
@@ -189,7 +190,7 @@ export class InsightsFolder {
   }
 
   /** The rows a page changed (a catch-up), then forgets them. */
-  takeChanges(): Record<InsightTable, object[]> {
+  takeChanges(): Record<InsightRowTable, object[]> {
     const out = {
       insight_sessions: [...this.changedSessions].map((id) => this.sessions.get(id)!),
       insight_crs: this.newCrs,
@@ -207,8 +208,8 @@ export class InsightsFolder {
 const PAGE = 5000;
 const CHUNK = 2000;
 
-async function writeRows(tx: Executor, rows: Record<InsightTable, object[]>, suffix: '' | '_rebuilt'): Promise<void> {
-  for (const t of INSIGHT_TABLES) {
+async function writeRows(tx: Executor, rows: Record<InsightRowTable, object[]>, suffix: '' | '_rebuilt'): Promise<void> {
+  for (const t of INSIGHT_ROW_TABLES) {
     const all = rows[t];
     for (let i = 0; i < all.length; i += CHUNK) await tx.run(q.upsert(`${t}${suffix}`, all.slice(i, i + CHUNK)));
   }
@@ -241,7 +242,9 @@ export async function catchUpInsights(db: Db): Promise<number> {
       const pairs = crIds.length ? await tx.rows<{ pair: string }>(q.namesWithRuns(crIds)) : [];
       folder.load({ sessions, crs, runs, pairs: pairs.map((p) => p.pair) });
       for (const e of page) folder.apply(e);
-      await writeRows(tx, folder.takeChanges(), '');
+      const changes = folder.takeChanges();
+      await writeRows(tx, changes, '');
+      for (let i = 0; i < changes.insight_facts.length; i += CHUNK) await tx.run(q.addHours(changes.insight_facts.slice(i, i + CHUNK)));
       const last = page[page.length - 1]!;
       from = { txid: last.txid, position: last.global_position };
       await tx.run(q.setCheckpoint(from));
@@ -271,6 +274,7 @@ export async function rebuildInsights(tx: Executor, verify: boolean): Promise<{ 
   }
   await tx.run(q.createScratch());
   await writeRows(tx, folder.allRows(), '_rebuilt');
+  await tx.run(q.hoursOfScratch());
   if (verify) return { events: n, differences: await tx.rows(q.diffScratch(100)) };
   await tx.run(q.replaceLive());
   if (n > 0) await tx.run(q.setCheckpoint(from));

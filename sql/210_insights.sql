@@ -61,6 +61,26 @@ CREATE TABLE insight_facts (
 CREATE INDEX insight_facts_project_time ON insight_facts (project_id, recorded_at);
 CREATE INDEX insight_facts_account_time ON insight_facts (account_id, recorded_at);
 CREATE INDEX insight_facts_opened_session ON insight_facts (session_id, recorded_at) WHERE kind = 'opened';
+-- The facts a count cannot be summed from: times to merge (a median) and sessions' ends.
+CREATE INDEX insight_facts_project_kind ON insight_facts (project_id, kind, recorded_at) WHERE kind IN ('merged', 'session_ended');
+CREATE INDEX insight_facts_account_kind ON insight_facts (account_id, kind, recorded_at) WHERE kind IN ('merged', 'session_ended');
+
+-- The facts summed per UTC hour and group: a window reads whole hours here and only the
+-- hours at its two edges from the facts, so a read costs the hours and groups it spans,
+-- not the events in it.
+CREATE TABLE insight_hours (
+  project_id uuid NOT NULL,
+  account_id uuid NOT NULL,
+  hour       timestamptz NOT NULL,
+  kind       text NOT NULL,
+  agent      text,
+  model      text,
+  trigger    text,
+  person     uuid,
+  n          integer NOT NULL
+);
+CREATE UNIQUE INDEX insight_hours_key ON insight_hours (project_id, hour, kind, agent, model, trigger, person) NULLS NOT DISTINCT;
+CREATE INDEX insight_hours_account ON insight_hours (account_id, hour);
 
 -- How far the projection has read the log (the commit-safe order: transaction id, position).
 CREATE TABLE insight_checkpoint (

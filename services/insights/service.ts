@@ -2,7 +2,7 @@ import { notFound, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
 import type { InsightRow, InsightsQuery } from '../../contracts/insights.js';
 import { catchUpInsights } from '../../projections/insights.js';
-import { insightQueries, type GroupBy, type InsightWindow } from '../../sql/queries/insights.js';
+import { insightQueries, type Edges, type GroupBy, type InsightWindow } from '../../sql/queries/insights.js';
 import { isMember } from '../accounts/service.js';
 import { projectForCaller, type LoadedProject, type ProjectCaller } from '../projects/access.js';
 
@@ -60,8 +60,24 @@ interface OutcomeRow {
   rounds: number;
   checks_failed_first: number;
   ejections: number;
+  sessions_without_cr?: number;
+  median_seconds?: number | null;
+}
+interface TimesRow {
+  key: string | null;
+  total: boolean;
   sessions_without_cr: number;
   median_seconds: number | null;
+}
+
+const HOUR_MS = 3_600_000;
+/** [lo, hi) of recorded times (as_of: recorded by then, to the millisecond), and the whole hours inside. */
+export function edgesOf(w: Pick<InsightWindow, 'from' | 'to' | 'asOf'>): Edges {
+  const lo = w.from;
+  const hi = new Date(Math.min(w.to.getTime(), w.asOf.getTime() + 1));
+  const h1 = new Date(Math.ceil(lo.getTime() / HOUR_MS) * HOUR_MS);
+  const h2 = new Date(Math.floor(hi.getTime() / HOUR_MS) * HOUR_MS);
+  return { lo, hi, h1, h2 };
 }
 interface UsageRow {
   key: string | null;
@@ -77,7 +93,12 @@ interface UsageRow {
 /** The one computation: the projection caught up to the log, then both reads, merged per group. */
 export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsReport> {
   await catchUpInsights(db);
-  const [outcomes, usage] = await Promise.all([db.rows<OutcomeRow>(insightQueries.outcomes(w)), db.rows<UsageRow>(insightQueries.usage(w))]);
+  const e = edgesOf(w);
+  const [outcomes, times, usage] = await Promise.all([
+    db.rows<OutcomeRow>(insightQueries.counts(w, e)),
+    db.rows<TimesRow>(insightQueries.mediansAndEnds(w, e)),
+    db.rows<UsageRow>(insightQueries.usage(w)),
+  ]);
   const rows = new Map<string, { o?: OutcomeRow; u: UsageRow[] }>();
   const slot = (key: string | null, total: boolean) => {
     const k = total ? 'total' : `g:${key ?? ''}:${key === null ? 'null' : ''}`;
@@ -86,6 +107,10 @@ export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsRepo
     return r;
   };
   for (const o of outcomes) slot(o.key, o.total).o = o;
+  for (const t of times) {
+    const r = slot(t.key, t.total);
+    r.o = { ...(r.o ?? { key: t.key, total: t.total, opened: 0, merged: 0, closed: 0, rounds: 0, checks_failed_first: 0, ejections: 0 }), sessions_without_cr: t.sessions_without_cr, median_seconds: t.median_seconds };
+  }
   for (const u of usage) slot(u.key, u.total).u.push(u);
   const build = (key: string | null, r: { o?: OutcomeRow; u: UsageRow[] } | undefined): InsightRow => {
     const o = r?.o;

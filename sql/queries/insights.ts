@@ -48,14 +48,22 @@ export interface InsightFactRow {
   recorded_at: string;
 }
 
-export type InsightTable = 'insight_sessions' | 'insight_crs' | 'insight_check_runs' | 'insight_facts';
-export const INSIGHT_TABLES: readonly InsightTable[] = ['insight_sessions', 'insight_crs', 'insight_check_runs', 'insight_facts'];
+/** The tables the folder writes rows of; `insight_hours` is summed from the facts. */
+export type InsightRowTable = 'insight_sessions' | 'insight_crs' | 'insight_check_runs' | 'insight_facts';
+export type InsightTable = InsightRowTable | 'insight_hours';
+export const INSIGHT_ROW_TABLES: readonly InsightRowTable[] = ['insight_sessions', 'insight_crs', 'insight_check_runs', 'insight_facts'];
+const INSIGHT_TABLES: readonly InsightTable[] = [...INSIGHT_ROW_TABLES, 'insight_hours'];
 const KEY: Record<InsightTable, string> = {
   insight_sessions: 'session_id',
   insight_crs: 'cr_id::text',
   insight_check_runs: 'run_id::text',
   insight_facts: 'global_position::text',
+  insight_hours: `project_id::text || ' ' || hour::text || ' ' || kind`,
 };
+
+/** Facts summed per UTC hour and group (what insight_hours holds). */
+const HOURS_OF = (facts: string) => `SELECT project_id, account_id, date_trunc('hour', recorded_at, 'UTC') AS hour, kind, agent, model, trigger, person, sum(weight)::int AS n
+  FROM ${facts} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
 
 /** What a group_by names, as a column of the facts (f) and of usage joined to its session (u, s). */
 export type GroupBy = 'agent' | 'model' | 'trigger' | 'person' | 'week';
@@ -67,6 +75,14 @@ const FACT_KEY: Record<GroupBy | 'none', string> = {
   person: 'f.person::text',
   week: `to_char(date_trunc('week', f.recorded_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
 };
+const HOUR_KEY: Record<GroupBy | 'none', string> = {
+  none: 'NULL::text',
+  agent: 'agent',
+  model: 'model',
+  trigger: 'trigger',
+  person: 'person::text',
+  week: `to_char(date_trunc('week', at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
+};
 const USAGE_KEY: Record<GroupBy | 'none', string> = {
   none: 'NULL::text',
   agent: 's.agent',
@@ -75,6 +91,17 @@ const USAGE_KEY: Record<GroupBy | 'none', string> = {
   person: 's.person::text',
   week: `to_char(date_trunc('week', u.created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD')`,
 };
+
+/**
+ * A window as the reads take it: [lo, hi) of recorded times (hi: `to`, or just after as_of
+ * when that is earlier), and the whole UTC hours [h1, h2) inside it.
+ */
+export interface Edges {
+  lo: Date;
+  hi: Date;
+  h1: Date;
+  h2: Date;
+}
 
 export interface InsightWindow {
   scope: 'project' | 'account';
@@ -136,10 +163,10 @@ export const insightQueries = {
     text: `SELECT DISTINCT cr_id::text || '/' || name AS pair FROM insight_check_runs WHERE cr_id = ANY($1::uuid[])`,
     values: [crIds],
   }),
-  upsert: (table: InsightTable | `${InsightTable}_rebuilt`, rows: object[]): Query => {
-    const live = table.replace(/_rebuilt$/, '') as InsightTable;
+  upsert: (table: InsightRowTable | `${InsightRowTable}_rebuilt`, rows: object[]): Query => {
+    const live = table.replace(/_rebuilt$/, '') as InsightRowTable;
     const key = KEY[live].replace(/::text$/, '');
-    const cols: Record<InsightTable, string[]> = {
+    const cols: Record<InsightRowTable, string[]> = {
       insight_sessions: ['ended'],
       insight_crs: [],
       insight_check_runs: [],
@@ -152,6 +179,14 @@ export const insightQueries = {
       values: [JSON.stringify(rows)],
     };
   },
+  /** New facts added to their hours (the catch-up, in the facts' transaction). */
+  addHours: (facts: object[]): Query => ({
+    text: `INSERT INTO insight_hours ${HOURS_OF('jsonb_populate_recordset(null::insight_facts, $1::jsonb)')}
+      ON CONFLICT (project_id, hour, kind, agent, model, trigger, person) DO UPDATE SET n = insight_hours.n + EXCLUDED.n`,
+    values: [JSON.stringify(facts)],
+  }),
+  /** The rebuild's hours, summed from its facts. */
+  hoursOfScratch: (): Query => ({ text: `INSERT INTO insight_hours_rebuilt ${HOURS_OF('insight_facts_rebuilt')}`, values: [] }),
   createScratch: (): Query => ({
     text: INSIGHT_TABLES.map((t) => `CREATE TEMP TABLE ${t}_rebuilt (LIKE ${t} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) ON COMMIT DROP`).join(';\n'),
     values: [],
@@ -171,29 +206,48 @@ export const insightQueries = {
   }),
 
   /**
-   * Counts of the facts recorded in [from, to) and by as_of, per group and in total
-   * (`total` true: the row over every group). A session ended without a CR when no CR was
-   * opened from it by as_of.
+   * Counts per group and in total (`total` true) of the facts recorded in [lo, hi): whole
+   * hours [h1, h2) from insight_hours, the edges from the facts (h1 >= h2: all from the facts).
    */
-  outcomes: (w: InsightWindow): Query => ({
+  counts: (w: InsightWindow, e: Edges): Query => {
+    const k = HOUR_KEY[w.groupBy ?? 'none'];
+    const col = scopeColumn(w);
+    const facts = (lo: number, hi: number) =>
+      `SELECT agent, model, trigger, person, recorded_at AS at, kind, weight AS n FROM insight_facts WHERE ${col} = $1 AND recorded_at >= $${lo} AND recorded_at < $${hi}`;
+    const parts = e.h1 < e.h2
+      ? [facts(2, 4), `SELECT agent, model, trigger, person, hour AS at, kind, n FROM insight_hours WHERE ${col} = $1 AND hour >= $4 AND hour < $5`, facts(5, 3)]
+      : [facts(2, 3)];
+    return {
+      text: `WITH c AS (${parts.join('\n      UNION ALL ')})
+      SELECT ${k} AS key, grouping(${k}) = 1 AS total,
+        coalesce(sum(n) FILTER (WHERE kind = 'opened'), 0)::int AS opened,
+        coalesce(sum(n) FILTER (WHERE kind = 'merged'), 0)::int AS merged,
+        coalesce(sum(n) FILTER (WHERE kind = 'closed'), 0)::int AS closed,
+        coalesce(sum(n) FILTER (WHERE kind = 'round'), 0)::int AS rounds,
+        coalesce(sum(n) FILTER (WHERE kind = 'check_failed_first'), 0)::int AS checks_failed_first,
+        coalesce(sum(n) FILTER (WHERE kind = 'ejected'), 0)::int AS ejections
+      FROM c
+      GROUP BY GROUPING SETS ((${k}), ())`,
+      values: e.h1 < e.h2 ? [w.id, e.lo, e.hi, e.h1, e.h2] : [w.id, e.lo, e.hi],
+    };
+  },
+
+  /**
+   * What counts cannot be summed from, from the facts themselves: the median time to merge,
+   * and the sessions that ended without a CR (none opened from them by as_of).
+   */
+  mediansAndEnds: (w: InsightWindow, e: Edges): Query => ({
     text: `WITH f AS (
-        SELECT f.*, ${FACT_KEY[w.groupBy ?? 'none']} AS key,
-          (f.kind = 'session_ended' AND NOT EXISTS (SELECT 1 FROM insight_facts o
+        SELECT f.*, (f.kind = 'session_ended' AND NOT EXISTS (SELECT 1 FROM insight_facts o
             WHERE o.kind = 'opened' AND o.session_id = f.session_id AND o.recorded_at <= $4)) AS without_cr
         FROM insight_facts f
-        WHERE f.${scopeColumn(w)} = $1 AND f.recorded_at >= $2 AND f.recorded_at < $3 AND f.recorded_at <= $4)
-      SELECT key, grouping(key) = 1 AS total,
-        coalesce(sum(weight) FILTER (WHERE kind = 'opened'), 0)::int AS opened,
-        coalesce(sum(weight) FILTER (WHERE kind = 'merged'), 0)::int AS merged,
-        coalesce(sum(weight) FILTER (WHERE kind = 'closed'), 0)::int AS closed,
-        coalesce(sum(weight) FILTER (WHERE kind = 'round'), 0)::int AS rounds,
-        coalesce(sum(weight) FILTER (WHERE kind = 'check_failed_first'), 0)::int AS checks_failed_first,
-        coalesce(sum(weight) FILTER (WHERE kind = 'ejected'), 0)::int AS ejections,
+        WHERE f.${scopeColumn(w)} = $1 AND f.kind IN ('merged', 'session_ended') AND f.recorded_at >= $2 AND f.recorded_at < $3)
+      SELECT ${FACT_KEY[w.groupBy ?? 'none']} AS key, grouping(${FACT_KEY[w.groupBy ?? 'none']}) = 1 AS total,
         count(*) FILTER (WHERE without_cr)::int AS sessions_without_cr,
         percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds) FILTER (WHERE kind = 'merged') AS median_seconds
       FROM f
-      GROUP BY GROUPING SETS ((key), ())`,
-    values: [w.id, w.from, w.to, w.asOf],
+      GROUP BY GROUPING SETS ((${FACT_KEY[w.groupBy ?? 'none']}), ())`,
+    values: [w.id, e.lo, e.hi, w.asOf],
   }),
 
   /** Tokens and money of the model calls recorded in [from, to) and by as_of, per group and currency. */
