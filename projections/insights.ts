@@ -244,7 +244,7 @@ export async function catchUpInsights(db: Db): Promise<number> {
       for (const e of page) folder.apply(e);
       const changes = folder.takeChanges();
       await writeRows(tx, changes, '');
-      for (let i = 0; i < changes.insight_facts.length; i += CHUNK) await tx.run(q.addHours(changes.insight_facts.slice(i, i + CHUNK)));
+      for (let i = 0; i < changes.insight_facts.length; i += CHUNK) await tx.run(q.addToBuckets(changes.insight_facts.slice(i, i + CHUNK)));
       const last = page[page.length - 1]!;
       from = { txid: last.txid, position: last.global_position };
       await tx.run(q.setCheckpoint(from));
@@ -274,7 +274,7 @@ export async function rebuildInsights(tx: Executor, verify: boolean): Promise<{ 
   }
   await tx.run(q.createScratch());
   await writeRows(tx, folder.allRows(), '_rebuilt');
-  await tx.run(q.hoursOfScratch());
+  await tx.run(q.bucketsOfScratch());
   if (verify) return { events: n, differences: await tx.rows(q.diffScratch(100)) };
   await tx.run(q.replaceLive());
   if (n > 0) await tx.run(q.setCheckpoint(from));

@@ -65,13 +65,14 @@ CREATE INDEX insight_facts_opened_session ON insight_facts (session_id, recorded
 CREATE INDEX insight_facts_project_kind ON insight_facts (project_id, kind, recorded_at) WHERE kind IN ('merged', 'session_ended');
 CREATE INDEX insight_facts_account_kind ON insight_facts (account_id, kind, recorded_at) WHERE kind IN ('merged', 'session_ended');
 
--- The facts summed per UTC hour and group: a window reads whole hours here and only the
--- hours at its two edges from the facts, so a read costs the hours and groups it spans,
--- not the events in it.
-CREATE TABLE insight_hours (
+-- The facts summed per UTC hour and per UTC minute, by group: a window reads its whole
+-- hours, then the whole minutes at its two edges, then the facts of the last partial
+-- minutes, so a read costs the hours and groups it spans, not the events in it.
+CREATE TABLE insight_buckets (
   project_id uuid NOT NULL,
   account_id uuid NOT NULL,
-  hour       timestamptz NOT NULL,
+  span       text NOT NULL CHECK (span IN ('hour', 'minute')),
+  start      timestamptz NOT NULL,
   kind       text NOT NULL,
   agent      text,
   model      text,
@@ -79,8 +80,8 @@ CREATE TABLE insight_hours (
   person     uuid,
   n          integer NOT NULL
 );
-CREATE UNIQUE INDEX insight_hours_key ON insight_hours (project_id, hour, kind, agent, model, trigger, person) NULLS NOT DISTINCT;
-CREATE INDEX insight_hours_account ON insight_hours (account_id, hour);
+CREATE UNIQUE INDEX insight_buckets_key ON insight_buckets (project_id, span, start, kind, agent, model, trigger, person) NULLS NOT DISTINCT;
+CREATE INDEX insight_buckets_account ON insight_buckets (account_id, span, start);
 
 -- How far the projection has read the log (the commit-safe order: transaction id, position).
 CREATE TABLE insight_checkpoint (

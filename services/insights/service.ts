@@ -2,7 +2,7 @@ import { notFound, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
 import type { InsightRow, InsightsQuery } from '../../contracts/insights.js';
 import { catchUpInsights } from '../../projections/insights.js';
-import { insightQueries, type Edges, type GroupBy, type InsightWindow } from '../../sql/queries/insights.js';
+import { insightQueries, type Edges, type GroupBy, type InsightWindow, type Segment } from '../../sql/queries/insights.js';
 import { isMember } from '../accounts/service.js';
 import { projectForCaller, type LoadedProject, type ProjectCaller } from '../projects/access.js';
 
@@ -70,15 +70,40 @@ interface TimesRow {
   median_seconds: number | null;
 }
 
+const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
-/** [lo, hi) of recorded times (as_of: recorded by then, to the millisecond), and the whole hours inside. */
+const up = (t: number, unit: number) => Math.ceil(t / unit) * unit;
+const down = (t: number, unit: number) => Math.floor(t / unit) * unit;
+
+/** [lo, hi) of recorded times (as_of: recorded by then, to the millisecond). */
 export function edgesOf(w: Pick<InsightWindow, 'from' | 'to' | 'asOf'>): Edges {
-  const lo = w.from;
-  const hi = new Date(Math.min(w.to.getTime(), w.asOf.getTime() + 1));
-  const h1 = new Date(Math.ceil(lo.getTime() / HOUR_MS) * HOUR_MS);
-  const h2 = new Date(Math.floor(hi.getTime() / HOUR_MS) * HOUR_MS);
-  return { lo, hi, h1, h2 };
+  return { lo: w.from, hi: new Date(Math.min(w.to.getTime(), w.asOf.getTime() + 1)) };
 }
+
+/**
+ * The window cut into what each source covers exactly: whole UTC hours from the hour
+ * buckets, whole minutes around them from the minute buckets, the rest (under a minute at
+ * each edge) from the facts. Together they cover [lo, hi) once.
+ */
+export function segmentsOf(e: Edges): Segment[] {
+  const lo = e.lo.getTime();
+  const hi = e.hi.getTime();
+  if (hi <= lo) return [];
+  const [m1, m2] = [up(lo, MINUTE_MS), down(hi, MINUTE_MS)];
+  if (m1 > m2) return [{ source: 'facts', from: e.lo, to: e.hi }]; // within one minute
+  const [h1, h2] = [up(lo, HOUR_MS), down(hi, HOUR_MS)];
+  const out: Segment[] = [];
+  const add = (source: Segment['source'], a: number, b: number) => void (a < b && out.push({ source, from: new Date(a), to: new Date(b) }));
+  add('facts', lo, m1);
+  if (h1 < h2) {
+    add('minute', m1, h1);
+    add('hour', h1, h2);
+    add('minute', h2, m2);
+  } else add('minute', m1, m2);
+  add('facts', m2, hi);
+  return out;
+}
+
 interface UsageRow {
   key: string | null;
   total: boolean;
@@ -95,7 +120,7 @@ export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsRepo
   await catchUpInsights(db);
   const e = edgesOf(w);
   const [outcomes, times, usage] = await Promise.all([
-    db.rows<OutcomeRow>(insightQueries.counts(w, e)),
+    db.rows<OutcomeRow>(insightQueries.counts(w, segmentsOf(e))),
     db.rows<TimesRow>(insightQueries.mediansAndEnds(w, e)),
     db.rows<UsageRow>(insightQueries.usage(w)),
   ]);

@@ -48,22 +48,22 @@ export interface InsightFactRow {
   recorded_at: string;
 }
 
-/** The tables the folder writes rows of; `insight_hours` is summed from the facts. */
+/** The tables the folder writes rows of; `insight_buckets` is summed from the facts. */
 export type InsightRowTable = 'insight_sessions' | 'insight_crs' | 'insight_check_runs' | 'insight_facts';
-export type InsightTable = InsightRowTable | 'insight_hours';
+export type InsightTable = InsightRowTable | 'insight_buckets';
 export const INSIGHT_ROW_TABLES: readonly InsightRowTable[] = ['insight_sessions', 'insight_crs', 'insight_check_runs', 'insight_facts'];
-const INSIGHT_TABLES: readonly InsightTable[] = [...INSIGHT_ROW_TABLES, 'insight_hours'];
+const INSIGHT_TABLES: readonly InsightTable[] = [...INSIGHT_ROW_TABLES, 'insight_buckets'];
 const KEY: Record<InsightTable, string> = {
   insight_sessions: 'session_id',
   insight_crs: 'cr_id::text',
   insight_check_runs: 'run_id::text',
   insight_facts: 'global_position::text',
-  insight_hours: `project_id::text || ' ' || hour::text || ' ' || kind`,
+  insight_buckets: `project_id::text || ' ' || span || ' ' || start::text || ' ' || kind`,
 };
 
-/** Facts summed per UTC hour and group (what insight_hours holds). */
-const HOURS_OF = (facts: string) => `SELECT project_id, account_id, date_trunc('hour', recorded_at, 'UTC') AS hour, kind, agent, model, trigger, person, sum(weight)::int AS n
-  FROM ${facts} GROUP BY 1, 2, 3, 4, 5, 6, 7, 8`;
+/** Facts summed per UTC hour and per UTC minute, by group (what insight_buckets holds). */
+const BUCKETS_OF = (facts: string) => `SELECT f.project_id, f.account_id, s.span, date_trunc(s.span, f.recorded_at, 'UTC') AS start, f.kind, f.agent, f.model, f.trigger, f.person, sum(f.weight)::int AS n
+  FROM ${facts} f CROSS JOIN (VALUES ('hour'), ('minute')) s (span) GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9`;
 
 /** What a group_by names, as a column of the facts (f) and of usage joined to its session (u, s). */
 export type GroupBy = 'agent' | 'model' | 'trigger' | 'person' | 'week';
@@ -94,13 +94,16 @@ const USAGE_KEY: Record<GroupBy | 'none', string> = {
 
 /**
  * A window as the reads take it: [lo, hi) of recorded times (hi: `to`, or just after as_of
- * when that is earlier), and the whole UTC hours [h1, h2) inside it.
+ * when that is earlier), cut into segments each read from one source.
  */
 export interface Edges {
   lo: Date;
   hi: Date;
-  h1: Date;
-  h2: Date;
+}
+export interface Segment {
+  source: 'hour' | 'minute' | 'facts';
+  from: Date;
+  to: Date;
 }
 
 export interface InsightWindow {
@@ -179,14 +182,14 @@ export const insightQueries = {
       values: [JSON.stringify(rows)],
     };
   },
-  /** New facts added to their hours (the catch-up, in the facts' transaction). */
-  addHours: (facts: object[]): Query => ({
-    text: `INSERT INTO insight_hours ${HOURS_OF('jsonb_populate_recordset(null::insight_facts, $1::jsonb)')}
-      ON CONFLICT (project_id, hour, kind, agent, model, trigger, person) DO UPDATE SET n = insight_hours.n + EXCLUDED.n`,
+  /** New facts added to their hours and minutes (the catch-up, in the facts' transaction). */
+  addToBuckets: (facts: object[]): Query => ({
+    text: `INSERT INTO insight_buckets ${BUCKETS_OF('jsonb_populate_recordset(null::insight_facts, $1::jsonb)')}
+      ON CONFLICT (project_id, span, start, kind, agent, model, trigger, person) DO UPDATE SET n = insight_buckets.n + EXCLUDED.n`,
     values: [JSON.stringify(facts)],
   }),
-  /** The rebuild's hours, summed from its facts. */
-  hoursOfScratch: (): Query => ({ text: `INSERT INTO insight_hours_rebuilt ${HOURS_OF('insight_facts_rebuilt')}`, values: [] }),
+  /** The rebuild's buckets, summed from its facts. */
+  bucketsOfScratch: (): Query => ({ text: `INSERT INTO insight_buckets_rebuilt ${BUCKETS_OF('insight_facts_rebuilt')}`, values: [] }),
   createScratch: (): Query => ({
     text: INSIGHT_TABLES.map((t) => `CREATE TEMP TABLE ${t}_rebuilt (LIKE ${t} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) ON COMMIT DROP`).join(';\n'),
     values: [],
@@ -206,17 +209,21 @@ export const insightQueries = {
   }),
 
   /**
-   * Counts per group and in total (`total` true) of the facts recorded in [lo, hi): whole
-   * hours [h1, h2) from insight_hours, the edges from the facts (h1 >= h2: all from the facts).
+   * Counts per group and in total (`total` true) of the facts recorded in [lo, hi): each
+   * segment of the window from its source (whole hours, whole minutes, the facts at the edges).
    */
-  counts: (w: InsightWindow, e: Edges): Query => {
+  counts: (w: InsightWindow, segments: Segment[]): Query => {
     const k = HOUR_KEY[w.groupBy ?? 'none'];
     const col = scopeColumn(w);
-    const facts = (lo: number, hi: number) =>
-      `SELECT agent, model, trigger, person, recorded_at AS at, kind, weight AS n FROM insight_facts WHERE ${col} = $1 AND recorded_at >= $${lo} AND recorded_at < $${hi}`;
-    const parts = e.h1 < e.h2
-      ? [facts(2, 4), `SELECT agent, model, trigger, person, hour AS at, kind, n FROM insight_hours WHERE ${col} = $1 AND hour >= $4 AND hour < $5`, facts(5, 3)]
-      : [facts(2, 3)];
+    const values: unknown[] = [w.id];
+    const parts = segments.map((s) => {
+      values.push(s.from, s.to);
+      const [a, b] = [values.length - 1, values.length];
+      return s.source === 'facts'
+        ? `SELECT agent, model, trigger, person, recorded_at AS at, kind, weight AS n FROM insight_facts WHERE ${col} = $1 AND recorded_at >= $${a} AND recorded_at < $${b}`
+        : `SELECT agent, model, trigger, person, start AS at, kind, n FROM insight_buckets WHERE ${col} = $1 AND span = '${s.source}' AND start >= $${a} AND start < $${b}`;
+    });
+    if (parts.length === 0) parts.push('SELECT NULL::text AS agent, NULL::text AS model, NULL::text AS trigger, NULL::uuid AS person, NULL::timestamptz AS at, NULL::text AS kind, 0 AS n WHERE false');
     return {
       text: `WITH c AS (${parts.join('\n      UNION ALL ')})
       SELECT ${k} AS key, grouping(${k}) = 1 AS total,
@@ -228,7 +235,7 @@ export const insightQueries = {
         coalesce(sum(n) FILTER (WHERE kind = 'ejected'), 0)::int AS ejections
       FROM c
       GROUP BY GROUPING SETS ((${k}), ())`,
-      values: e.h1 < e.h2 ? [w.id, e.lo, e.hi, e.h1, e.h2] : [w.id, e.lo, e.hi],
+      values,
     };
   },
 

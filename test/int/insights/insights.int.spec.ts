@@ -63,6 +63,16 @@ describe('insights (API)', function () {
       expect(later.total).to.include({ crs_opened: 2, crs_merged: 1, crs_closed_unmerged: 0, median_seconds_to_merge: 1800, review_rounds: 0, model_calls: 1 });
       expect(later.total.money).to.deep.equal(usd(0.027));
 
+      // The same facts read from whole hours (a window ending hours ahead) and from whole
+      // minutes (a window of minutes around the workload): the same numbers.
+      const ahead = new Date(Date.now() + 2 * 3_600_000).toISOString();
+      const fromHours = await get(`?group_by=model&to=${encodeURIComponent(ahead)}&as_of=${encodeURIComponent(ahead)}`);
+      expect(fromHours.groups).to.deep.equal(models.groups);
+      expect(fromHours.total).to.deep.equal(models.total);
+      const [tenAgo, twoAhead] = [new Date(Date.now() - 10 * 60_000).toISOString(), new Date(Date.now() + 2 * 60_000).toISOString()];
+      const fromMinutes = await get(`?group_by=model&from=${encodeURIComponent(tenAgo)}&to=${encodeURIComponent(twoAhead)}&as_of=${encodeURIComponent(twoAhead)}`);
+      expect(fromMinutes.groups).to.deep.equal(models.groups);
+
       // The weekly series sums to the total.
       const weeks = await get('?group_by=week');
       expect(weeks.groups.reduce((n: number, g: { crs_merged: number }) => n + g.crs_merged, 0)).to.equal(3);
