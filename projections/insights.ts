@@ -217,41 +217,44 @@ async function writeRows(tx: Executor, rows: Record<InsightRowTable, object[]>, 
 
 /**
  * Brings the projection up to the log's commit-safe horizon; returns how many events it
- * read. Nothing new: one read, no transaction. Otherwise one catch-up at a time (an
- * advisory lock held to the commit), page by page, each page's rows and checkpoint written
- * together.
+ * read. Nothing new: one read, no transaction. Otherwise page by page, each page in a
+ * transaction of its own (short: a long one would hold back every commit-safe reader of
+ * the log, the events feed's among them) that takes the catch-up lock, reads the
+ * checkpoint, and writes the page's rows with the next checkpoint.
  */
 export async function catchUpInsights(db: Db): Promise<number> {
   const at = (await db.one<{ txid: string; position: number }>(q.checkpoint()))!;
   const peek = await db.rows<LogEvent>(q.pageAfter(at, 1, INSIGHT_EVENT_TYPES, { commitSafe: true }));
   if (peek.length === 0) return 0;
-  return db.transaction(async (tx) => {
-    await tx.run(q.lock());
-    let from = (await tx.one<{ txid: string; position: number }>(q.checkpoint()))!;
-    let n = 0;
-    for (;;) {
-      const page = await tx.rows<LogEvent>(q.pageAfter(from, PAGE, INSIGHT_EVENT_TYPES, { commitSafe: true }));
-      if (page.length === 0) return n;
-      const folder = new InsightsFolder();
-      const needs = InsightsFolder.needs(page);
-      const crIds = needs.crs;
-      // One connection: the reads one after another.
-      const sessions = needs.sessions.length ? await tx.rows<InsightSessionRow>(q.sessionsByIds(needs.sessions)) : [];
-      const crs = crIds.length ? await tx.rows<InsightCrRow>(q.crsByIds(crIds)) : [];
-      const runs = needs.runs.length ? await tx.rows<InsightRunRow>(q.runsByIds(needs.runs)) : [];
-      const pairs = crIds.length ? await tx.rows<{ pair: string }>(q.namesWithRuns(crIds)) : [];
-      folder.load({ sessions, crs, runs, pairs: pairs.map((p) => p.pair) });
-      for (const e of page) folder.apply(e);
-      const changes = folder.takeChanges();
-      await writeRows(tx, changes, '');
-      for (let i = 0; i < changes.insight_facts.length; i += CHUNK) await tx.run(q.addToBuckets(changes.insight_facts.slice(i, i + CHUNK)));
-      const last = page[page.length - 1]!;
-      from = { txid: last.txid, position: last.global_position };
-      await tx.run(q.setCheckpoint(from));
-      n += page.length;
-      if (page.length < PAGE) return n;
-    }
-  });
+  let n = 0;
+  for (;;) {
+    const read = await db.transaction((tx) => catchUpPage(tx));
+    n += read;
+    if (read < PAGE) return n;
+  }
+}
+
+async function catchUpPage(tx: Executor): Promise<number> {
+  await tx.run(q.lock());
+  const from = (await tx.one<{ txid: string; position: number }>(q.checkpoint()))!;
+  const page = await tx.rows<LogEvent>(q.pageAfter(from, PAGE, INSIGHT_EVENT_TYPES, { commitSafe: true }));
+  if (page.length === 0) return 0;
+  const folder = new InsightsFolder();
+  const needs = InsightsFolder.needs(page);
+  const crIds = needs.crs;
+  // One connection: the reads one after another.
+  const sessions = needs.sessions.length ? await tx.rows<InsightSessionRow>(q.sessionsByIds(needs.sessions)) : [];
+  const crs = crIds.length ? await tx.rows<InsightCrRow>(q.crsByIds(crIds)) : [];
+  const runs = needs.runs.length ? await tx.rows<InsightRunRow>(q.runsByIds(needs.runs)) : [];
+  const pairs = crIds.length ? await tx.rows<{ pair: string }>(q.namesWithRuns(crIds)) : [];
+  folder.load({ sessions, crs, runs, pairs: pairs.map((p) => p.pair) });
+  for (const e of page) folder.apply(e);
+  const changes = folder.takeChanges();
+  await writeRows(tx, changes, '');
+  for (let i = 0; i < changes.insight_facts.length; i += CHUNK) await tx.run(q.addToBuckets(changes.insight_facts.slice(i, i + CHUNK)));
+  const last = page[page.length - 1]!;
+  await tx.run(q.setCheckpoint({ txid: last.txid, position: last.global_position }));
+  return page.length;
 }
 
 /**

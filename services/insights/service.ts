@@ -115,6 +115,9 @@ interface UsageRow {
   money: number | null;
 }
 
+/** The worker's pass: the projection kept close to the log, so a read seldom has much to catch up. */
+export const keepInsightsCurrent = (db: Db): Promise<number> => catchUpInsights(db);
+
 /** The one computation: the projection caught up to the log, then both reads, merged per group. */
 export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsReport> {
   await catchUpInsights(db);
