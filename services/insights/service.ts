@@ -125,7 +125,7 @@ export async function insightsOf(db: Db, w: InsightWindow): Promise<InsightsRepo
   const [outcomes, times, usage] = await Promise.all([
     db.rows<OutcomeRow>(insightQueries.counts(w, segmentsOf(e))),
     db.rows<TimesRow>(insightQueries.mediansAndEnds(w, e)),
-    db.rows<UsageRow>(insightQueries.usage(w)),
+    db.rows<UsageRow>(insightQueries.usage(w, e)),
   ]);
   const rows = new Map<string, { o?: OutcomeRow; u: UsageRow[] }>();
   const slot = (key: string | null, total: boolean) => {

@@ -143,7 +143,7 @@ export const insightQueries = {
       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
         ${opts.commitSafe ? 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())' : ''}
         ${opts.upTo ? 'AND (transaction_id, global_position) <= ($5::xid8, $6::bigint)' : ''}
-      ORDER BY transaction_id, global_position
+      ORDER BY events.transaction_id, events.global_position
       LIMIT $3`,
     values: [after.txid, after.position, limit, types, ...(opts.upTo ? [opts.upTo.txid, opts.upTo.position] : [])],
   }),
@@ -245,7 +245,7 @@ export const insightQueries = {
    */
   mediansAndEnds: (w: InsightWindow, e: Edges): Query => ({
     text: `WITH f AS (
-        SELECT f.*, (f.kind = 'session_ended' AND NOT EXISTS (SELECT 1 FROM insight_facts o
+        SELECT f.kind, f.seconds, f.session_id, f.agent, f.model, f.trigger, f.person, f.recorded_at, (f.kind = 'session_ended' AND NOT EXISTS (SELECT 1 FROM insight_facts o
             WHERE o.kind = 'opened' AND o.session_id = f.session_id AND o.recorded_at <= $4)) AS without_cr
         FROM insight_facts f
         WHERE f.${scopeColumn(w)} = $1 AND f.kind IN ('merged', 'session_ended') AND f.recorded_at >= $2 AND f.recorded_at < $3)
@@ -257,15 +257,15 @@ export const insightQueries = {
     values: [w.id, e.lo, e.hi, w.asOf],
   }),
 
-  /** Tokens and money of the model calls recorded in [from, to) and by as_of, per group and currency. */
-  usage: (w: InsightWindow): Query => ({
+  /** Tokens and money of the model calls recorded in [lo, hi) (hi: `to`, or just after as_of), per group and currency. */
+  usage: (w: InsightWindow, e: Edges): Query => ({
     text: `SELECT ${USAGE_KEY[w.groupBy ?? 'none']} AS key, grouping(${USAGE_KEY[w.groupBy ?? 'none']}) = 1 AS total, u.currency,
         sum(u.input_tokens)::float8 AS input_tokens, sum(u.output_tokens)::float8 AS output_tokens,
         count(*)::int AS calls, count(*) FILTER (WHERE u.cost IS NULL)::int AS unpriced_calls,
         round(sum(u.cost), 6)::float8 AS money
       FROM llm_usage u LEFT JOIN insight_sessions s ON s.session_id = u.session_id
-      WHERE u.${scopeColumn(w)} = $1 AND u.created_at >= $2 AND u.created_at < $3 AND date_trunc('milliseconds', u.created_at) <= $4
+      WHERE u.${scopeColumn(w)} = $1 AND u.created_at >= $2 AND u.created_at < $3
       GROUP BY GROUPING SETS ((${USAGE_KEY[w.groupBy ?? 'none']}, u.currency), (u.currency))`,
-    values: [w.id, w.from, w.to, w.asOf],
+    values: [w.id, e.lo, e.hi],
   }),
 };
