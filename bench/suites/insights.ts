@@ -155,7 +155,7 @@ export const run: BenchSuite = async ({ quick }) => {
       name: 'catch-up from nothing',
       value: caught / catchUpSecs,
       unit: 'events/s',
-      notes: `${caught} events of the types it reads in ${catchUpSecs.toFixed(2)} s (seeded at ${Math.round((seeded.crEvents + 400) / seedSecs)} events/s)`,
+      notes: `${caught} events of the log read in ${catchUpSecs.toFixed(2)} s (seeded at ${Math.round((seeded.crEvents + 400) / seedSecs)} events/s)`,
     });
 
     // (b) appends with and without a reader catching the projection up.
