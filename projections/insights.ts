@@ -269,7 +269,7 @@ export async function rebuildInsights(tx: Executor, verify: boolean): Promise<{ 
   let from = { txid: '0', position: 0 };
   let n = 0;
   for (;;) {
-    const page = await tx.rows<LogEvent>(q.pageAfter(from, 10_000, INSIGHT_EVENT_TYPES, upTo ? { commitSafe: false, upTo } : { commitSafe: true }));
+    const page = await tx.rows<LogEvent>(q.pageAfter(from, 10_000, INSIGHT_EVENT_TYPES, upTo ? { commitSafe: false, upTo, onlyTypes: true } : { commitSafe: true, onlyTypes: true }));
     for (const e of page) folder.apply(e);
     n += page.length;
     if (page.length > 0) from = { txid: page[page.length - 1]!.txid, position: page[page.length - 1]!.global_position };

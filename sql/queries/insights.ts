@@ -133,9 +133,10 @@ export const insightQueries = {
    * The next page of the log after `after`, commit-safe (only transactions older than every
    * one still running, as the feed reads), `upTo`: no further than this checkpoint (a
    * verify replays exactly what the live rows reflect). The data of types the projection
-   * does not read is left out.
+   * does not read is left out (`onlyTypes`: those events too: a rebuild, which needs no
+   * position past the last event it reads).
    */
-  pageAfter: (after: { txid: string; position: number }, limit: number, types: readonly string[], opts: { commitSafe: boolean; upTo?: { txid: string; position: number } }): Query => ({
+  pageAfter: (after: { txid: string; position: number }, limit: number, types: readonly string[], opts: { commitSafe: boolean; upTo?: { txid: string; position: number }; onlyTypes?: boolean }): Query => ({
     text: `SELECT global_position::float8 AS global_position, transaction_id::text AS txid, stream_id, type,
         CASE WHEN type = ANY($4::text[]) THEN data END AS data, project_id::text,
         to_char(date_trunc('milliseconds', recorded_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS recorded_at
@@ -143,6 +144,7 @@ export const insightQueries = {
       WHERE (transaction_id, global_position) > ($1::xid8, $2::bigint)
         ${opts.commitSafe ? 'AND transaction_id < pg_snapshot_xmin(pg_current_snapshot())' : ''}
         ${opts.upTo ? 'AND (transaction_id, global_position) <= ($5::xid8, $6::bigint)' : ''}
+        ${opts.onlyTypes ? 'AND type = ANY($4::text[])' : ''}
       ORDER BY events.transaction_id, events.global_position
       LIMIT $3`,
     values: [after.txid, after.position, limit, types, ...(opts.upTo ? [opts.upTo.txid, opts.upTo.position] : [])],
@@ -177,8 +179,9 @@ export const insightQueries = {
     };
     const set = cols[live].map((c) => `${c} = EXCLUDED.${c}`).join(', ');
     return {
+      // Scratch rows are written once each (and their tables have no index to conflict on).
       text: `INSERT INTO ${table} SELECT * FROM jsonb_populate_recordset(null::${live}, $1::jsonb)
-        ON CONFLICT (${key}) DO ${set ? `UPDATE SET ${set}` : 'NOTHING'}`,
+        ${table === live ? `ON CONFLICT (${key}) DO ${set ? `UPDATE SET ${set}` : 'NOTHING'}` : ''}`,
       values: [JSON.stringify(rows)],
     };
   },
@@ -191,7 +194,8 @@ export const insightQueries = {
   /** The rebuild's buckets, summed from its facts. */
   bucketsOfScratch: (): Query => ({ text: `INSERT INTO insight_buckets_rebuilt ${BUCKETS_OF('insight_facts_rebuilt')}`, values: [] }),
   createScratch: (): Query => ({
-    text: INSIGHT_TABLES.map((t) => `CREATE TEMP TABLE ${t}_rebuilt (LIKE ${t} INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES) ON COMMIT DROP`).join(';\n'),
+    // No indexes: the scratch rows are written once and compared whole (EXCEPT), never looked up.
+    text: INSIGHT_TABLES.map((t) => `CREATE TEMP TABLE ${t}_rebuilt (LIKE ${t} INCLUDING DEFAULTS) ON COMMIT DROP`).join(';\n'),
     values: [],
   }),
   diffScratch: (limit: number): Query => ({
