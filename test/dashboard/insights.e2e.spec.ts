@@ -106,6 +106,13 @@ describe('dashboard insights page in chromium', function () {
         expect(problems, problems.join('\n')).to.deep.equal([]);
       }
 
+      // A window that is not one: a 400 page, never a 500.
+      const mine = await signInHttp(srv.url);
+      for (const bad of ['from=yesterday', `from=${encodeURIComponent(to)}&to=${encodeURIComponent(from)}`]) {
+        const r = await dashFetch(srv.url, mine, `/projects/${pid}/insights?${bad}`);
+        expect(r.status, bad).to.equal(400);
+      }
+
       // Another tenant: the 404 page, no numbers.
       const other = await srv.newUser('stranger@example.test');
       expect(other.accountId).to.not.equal(srv.accountId);
