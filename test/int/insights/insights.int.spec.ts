@@ -99,6 +99,10 @@ describe('insights (API)', function () {
         const lineA = table.stdout.split('\n').find((l) => l.startsWith('model-a\t'));
         expect(lineA?.split('\t')).to.deep.equal(['model-a', '3', '2', '0', formatRate(1), formatDuration(2700), '1', '1', '0', '0', '5000/1500', formatMoney(usd(0.0375)), formatMoney(usd(0.01875))]);
         expect(table.stdout).to.contain('model-u\t').and.contain('(+1 unpriced)');
+        const acct = await run(['insights', '--json', '--account', srv.accountId, '--group-by', 'model']);
+        expect(acct.code, acct.stderr).to.equal(0);
+        expect(JSON.parse(acct.stdout)).to.include({ scope: 'account', id: srv.accountId });
+        expect(JSON.parse(acct.stdout).total).to.deep.equal(models.total);
         const bad = await run(['insights', '--since', '30x']);
         expect(bad.code).to.equal(2);
         expect(bad.stderr.trim().split('\n')).to.have.length(1);
