@@ -227,7 +227,8 @@ export const insightQueries = {
         ? `SELECT agent, model, trigger, person, recorded_at AS at, kind, weight AS n FROM insight_facts WHERE ${col} = $1 AND recorded_at >= $${a} AND recorded_at < $${b}`
         : `SELECT agent, model, trigger, person, start AS at, kind, n FROM insight_buckets WHERE ${col} = $1 AND span = '${s.source}' AND start >= $${a} AND start < $${b}`;
     });
-    if (parts.length === 0) parts.push('SELECT NULL::text AS agent, NULL::text AS model, NULL::text AS trigger, NULL::uuid AS person, NULL::timestamptz AS at, NULL::text AS kind, 0 AS n WHERE false');
+    // An empty window (as_of before from): no rows, the total still answered.
+    if (parts.length === 0) parts.push(`SELECT agent, model, trigger, person, recorded_at AS at, kind, weight AS n FROM insight_facts WHERE ${col} = $1 AND false`);
     return {
       text: `WITH c AS (${parts.join('\n      UNION ALL ')})
       SELECT ${k} AS key, grouping(${k}) = 1 AS total,

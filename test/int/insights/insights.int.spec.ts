@@ -124,6 +124,10 @@ describe('insights (API)', function () {
         expect(r.status, q).to.equal(400);
         expect(r.body.error).to.be.a('string');
       }
+      // as_of before the window: nothing had been recorded in it yet (200, all zero).
+      const early = await api.get('/v1/projects/ins2/insights?from=2026-03-02T00:00:00Z&to=2026-03-03T00:00:00Z&as_of=2026-03-01T00:00:00Z&group_by=week');
+      expect(early.status, JSON.stringify(early.body)).to.equal(200);
+      expect(early.body).to.deep.include({ groups: [], total: { ...zero, key: null } });
       const other = await srv.newUser('other@example.test');
       const them = client(srv.url, other.token);
       expect((await them.get('/v1/projects/ins2/insights')).status).to.equal(404);
