@@ -36,6 +36,10 @@ export function windowOf(q: InsightsQuery, now: Date): { from: Date; to: Date; a
   const asOf = q.as_of ? new Date(q.as_of) : now;
   const to = q.to ? new Date(q.to) : new Date(asOf.getTime() + 1);
   const from = q.from ? new Date(q.from) : new Date(to.getTime() - DEFAULT_DAYS * DAY_MS);
+  for (const [path, t] of [['from', from], ['to', to], ['as_of', asOf]] as const) {
+    // PostgreSQL has no year 0 (ISO 8601 writes 1 BC so): refused as the input it is, not a 500.
+    if (t.getUTCFullYear() < 1) throw validationError(`${path} must be in the years 1 to 9999.`, [{ path, message: 'must be in the years 1 to 9999' }]);
+  }
   if (from.getTime() >= to.getTime()) throw validationError('from must be before to.', [{ path: 'from', message: 'must be before to' }]);
   return { from, to, asOf };
 }

@@ -119,7 +119,7 @@ describe('insights (API)', function () {
 
   it('bad windows are 400s; another tenant gets 404 for the project and the account, a project token 403 on the account', () =>
     withProject({ slug: 'ins2' }, async ({ srv, api }) => {
-      for (const q of ['?group_by=colour', '?from=yesterday', '?from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z', '?as_of=1']) {
+      for (const q of ['?group_by=colour', '?from=yesterday', '?from=2026-03-02T00:00:00Z&to=2026-03-01T00:00:00Z', '?as_of=1', '?from=0000-01-01T00:00:00Z']) {
         const r = await api.get(`/v1/projects/ins2/insights${q}`);
         expect(r.status, q).to.equal(400);
         expect(r.body.error).to.be.a('string');
