@@ -3,6 +3,7 @@ import { withProject } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { runInsightsWorkload, type Workload } from '../../support/insights-workload.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
+import { eventually } from '../../support/wait.js';
 import { runSvc, sandbox } from '../../cli/helpers.js';
 import { formatDuration, formatMoney, formatRate } from '../../../lib/insight-format.js';
 
@@ -23,6 +24,9 @@ describe('insights (API)', function () {
     withProject({ slug: 'ins' }, async ({ srv, api }) => {
       const project = (await api.get('/v1/projects/ins')).body.project;
       const w: Workload = await runInsightsWorkload(srv.db.db, { projectId: project.project_id, accountId: srv.accountId, userId: srv.userId });
+      // The workers keep the projection following the log without anyone reading it.
+      const facts = async () => (await srv.db.db.one<{ n: number }>({ text: 'SELECT count(*)::int AS n FROM insight_facts', values: [] }))!.n;
+      await eventually(async () => (await facts()) > 0, 'the workers catching the insights projection up', { maxIntervalMs: 500 });
       const get = async (q: string) => {
         const r = await api.get(`/v1/projects/ins/insights${q}`);
         expect(r.status, JSON.stringify(r.body)).to.equal(200);
