@@ -217,15 +217,13 @@ async function writeRows(tx: Executor, rows: Record<InsightRowTable, object[]>, 
 
 /**
  * Brings the projection up to the log's commit-safe horizon; returns how many events it
- * read. Nothing new: one read, no transaction. Otherwise page by page, each page in a
+ * read. Nothing new: one statement, no transaction. Otherwise page by page, each page in a
  * transaction of its own (short: a long one would hold back every commit-safe reader of
  * the log, the events feed's among them) that takes the catch-up lock, reads the
  * checkpoint, and writes the page's rows with the next checkpoint.
  */
 export async function catchUpInsights(db: Db): Promise<number> {
-  const at = (await db.one<{ txid: string; position: number }>(q.checkpoint()))!;
-  const peek = await db.rows<LogEvent>(q.pageAfter(at, 1, INSIGHT_EVENT_TYPES, { commitSafe: true }));
-  if (peek.length === 0) return 0;
+  if (!(await db.one(q.anythingNew()))) return 0;
   let n = 0;
   for (;;) {
     const read = await db.transaction((tx) => catchUpPage(tx));

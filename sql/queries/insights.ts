@@ -123,6 +123,16 @@ export const insightQueries = {
     text: 'SELECT txid::text AS txid, position::float8 AS position FROM insight_checkpoint',
     values: [],
   }),
+  /** Whether the log holds an event past the checkpoint that a catch-up may read now: one statement, no transaction. */
+  anythingNew: (): Query => ({
+    name: 'insight_anything_new',
+    text: `SELECT 1 AS one FROM insight_checkpoint c JOIN LATERAL (
+        SELECT 1 FROM events e
+        WHERE (e.transaction_id, e.global_position) > (c.txid, c.position)
+          AND e.transaction_id < pg_snapshot_xmin(pg_current_snapshot())
+        ORDER BY e.transaction_id, e.global_position LIMIT 1) n ON true`,
+    values: [],
+  }),
   setCheckpoint: (at: { txid: string; position: number }): Query => ({
     text: 'UPDATE insight_checkpoint SET txid = $1::xid8, position = $2',
     values: [at.txid, at.position],
