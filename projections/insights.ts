@@ -79,12 +79,17 @@ export class InsightsFolder {
     for (const p of rows.pairs) this.pairs.add(p);
   }
 
+  /** An event whose data its catalog refuses is counted nowhere, the same way live and in a rebuild. */
   apply(e: LogEvent): void {
     if (!READ.has(e.type)) return;
-    const sessionId = sessionIdOf(e.stream_id);
-    if (sessionId) return this.applySession(e, sessionId);
-    const crId = crIdOf(e.stream_id);
-    if (crId) this.applyCr(e, crId);
+    try {
+      const sessionId = sessionIdOf(e.stream_id);
+      if (sessionId) return this.applySession(e, sessionId);
+      const crId = crIdOf(e.stream_id);
+      if (crId) this.applyCr(e, crId);
+    } catch {
+      // One malformed event must not stop the projection (and every read after it) for good.
+    }
   }
 
   private applySession(e: LogEvent, sessionId: string): void {
