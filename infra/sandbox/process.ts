@@ -73,6 +73,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       await rm(dir, { recursive: true, force: true });
       const bin = path.join(dir, 'bin');
       await mkdir(path.join(dir, 'home'), { recursive: true });
+      // A temp dir of its own: what the sandbox leaves there goes with it at destroy.
+      await mkdir(path.join(dir, 'tmp'), { recursive: true });
       await mkdir(bin, { recursive: true });
       for (const [name, script] of [['svc', 'cli/main.js'], ['svc-agent', 'agentd/svc-agent.js']] as const) {
         const file = path.join(bin, name);
@@ -95,6 +97,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
+        TMPDIR: path.join(dir, 'tmp'),
         BASH_ENV: path.join(dir, 'profile.sh'),
         // A sandbox never updates its own tools; the image (here: node_modules) decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
