@@ -20,6 +20,7 @@ import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
 import { claimPoolSandbox } from './pool.js';
+import { assertWithinBudgets } from '../budgets/service.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -69,6 +70,8 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   // A first prompt no model can answer would be lost in the sandbox: refused now, like any
   // prompt, and before a sandbox boots that would count against the cap for nothing.
   if (input.prompt !== undefined || input.expectPrompt) await assertModelAvailable(deps, input.project, input.model ?? null);
+  // A spent budget a person set refuses new work (429), a trigger's fires included.
+  await assertWithinBudgets(deps, input.project, input.trigger ? `trigger ${input.trigger}` : 'sessions', input.userId);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
