@@ -14,8 +14,10 @@ import type { TokenUsage } from './usage-tap.js';
  * is the prompt's estimate plus the output the budget leaves, and the upstream is asked
  * for no more output than that (`max_tokens`), so no number of parallel calls, from any
  * number of API replicas, can make the upstream generate past a limit. The ledger's rows
- * (sql/queries/llm-ledger.ts) are written by conditional UPDATEs only: session first, then
- * account, in one transaction. A session's row also counts its calls in flight.
+ * (sql/queries/llm-ledger.ts) are written by conditional UPDATEs only, one per scope (the
+ * session, the operator's account budget, the budgets a person set on the project and the
+ * account), in one transaction, in ledger_id order. A session's row also counts its calls
+ * in flight.
  */
 export interface LedgerDeps {
   config: Config;
@@ -229,12 +231,19 @@ export async function reserve(
     if (d.kind === 'reserve') {
       const at = now();
       const [session, ...others] = scopes.map((s) => ({ s, row: rows.get(s)! }));
+      // In ledger_id order, as settle and the sweep lock them: no two calls deadlock.
+      const ordered = [session!, ...others].sort((x, y) => Number(x.row.ledger_id) - Number(y.row.ledger_id));
       const id = await db
         .transaction(async (tx) => {
-          if (!(await tx.one(llmLedgerQueries.reserveSession(session!.row.ledger_id, d.amount, config.SVC_LLM_SESSION_TOKEN_BUDGET, config.SVC_LLM_SESSION_CONCURRENCY)))) throw new Raced();
-          for (const o of others) if (!(await tx.one(llmLedgerQueries.reserve(o.row.ledger_id, o.s.money ? d.money : d.amount, o.s.limit)))) throw new Raced();
+          for (const o of ordered) {
+            const held =
+              o === session
+                ? await tx.one(llmLedgerQueries.reserveSession(o.row.ledger_id, d.amount, config.SVC_LLM_SESSION_TOKEN_BUDGET, config.SVC_LLM_SESSION_CONCURRENCY))
+                : await tx.one(llmLedgerQueries.reserve(o.row.ledger_id, o.s.money ? d.money : d.amount, o.s.limit));
+            if (!held) throw new Raced();
+          }
           const expiresAt = new Date(at.getTime() + config.SVC_LLM_UPSTREAM_TIMEOUT_MS + EXPIRY_GRACE_MS);
-          const ledgerIds = [session!, ...others].map((o) => o.row.ledger_id);
+          const ledgerIds = ordered.map((o) => o.row.ledger_id);
           return (await tx.one<{ reservation_id: string }>(llmLedgerQueries.insertReservation({ sessionId: caller.session_id, ledgerIds, amount: d.amount, moneyAmount: d.money, now: at, expiresAt })))!.reservation_id;
         })
         .catch((err: unknown) => {

@@ -27,6 +27,12 @@ const keys = (ks: LedgerKey[]) => [ks.map((k) => k.scope), ks.map((k) => k.scope
 const unnested = `unnest($1::text[], $2::text[], $3::timestamptz[], $4::text[]) AS k(scope, scope_id, period_start, measure)`;
 /** The usage a person's budget counts: its project's or account's calls in its period. */
 const ofScope = `((k.scope = 'project' AND u.project_id = k.scope_id::uuid) OR (k.scope = 'account' AND u.account_id = k.scope_id::uuid)) AND u.created_at >= k.period_start`;
+/**
+ * Rows shared by calls (an account's, a project's) are locked in ledger_id order by every
+ * statement that writes several (reserve takes them in that order too): a settle and a
+ * reserve touching the same two rows never deadlock.
+ */
+const lockInOrder = (ids: string) => `SELECT ledger_id FROM llm_ledger WHERE ledger_id IN (${ids}) ORDER BY ledger_id FOR UPDATE`;
 /** On a money row a call reserves and is charged micro-units; on any other, tokens. */
 const byMeasure = (money: string, tokens_: string) => `CASE WHEN l.measure LIKE 'money/%' THEN ${money} ELSE ${tokens_} END`;
 
@@ -92,11 +98,12 @@ export const llmLedgerQueries = {
    */
   settle: (reservationId: string, charge: number, moneyCharge: number): Query => ({
     name: 'llm_ledger_settle',
-    text: `WITH gone AS (DELETE FROM llm_reservations WHERE reservation_id = $1 RETURNING ledger_ids, amount, money_amount)
+    text: `WITH gone AS (DELETE FROM llm_reservations WHERE reservation_id = $1 RETURNING ledger_ids, amount, money_amount),
+      locked AS (${lockInOrder('SELECT unnest(ledger_ids) FROM gone')})
       UPDATE llm_ledger l
         SET reserved = l.reserved - ${byMeasure('gone.money_amount', 'gone.amount')}, spent = l.spent + ${byMeasure('$3::bigint', '$2::bigint')},
             in_flight = l.in_flight - CASE WHEN l.scope = 'session' THEN 1 ELSE 0 END
-      FROM gone WHERE l.ledger_id = ANY (gone.ledger_ids)`,
+      FROM gone, locked WHERE l.ledger_id = locked.ledger_id`,
     values: [reservationId, charge, moneyCharge],
   }),
   /**
@@ -110,11 +117,12 @@ export const llmLedgerQueries = {
         SELECT id AS ledger_id, sum(gone.amount) AS amount, sum(gone.money_amount) AS money_amount, count(*) AS calls
         FROM gone, unnest(gone.ledger_ids) AS id GROUP BY id
       ),
+      locked AS (${lockInOrder('SELECT ledger_id FROM per_row')}),
       charged AS (
         UPDATE llm_ledger l
           SET reserved = l.reserved - ${byMeasure('per_row.money_amount', 'per_row.amount')}, spent = l.spent + ${byMeasure('per_row.money_amount', 'per_row.amount')},
               in_flight = l.in_flight - CASE WHEN l.scope = 'session' THEN per_row.calls::int ELSE 0 END
-        FROM per_row WHERE l.ledger_id = per_row.ledger_id
+        FROM per_row, locked WHERE l.ledger_id = per_row.ledger_id AND l.ledger_id = locked.ledger_id
         RETURNING 1
       )
       SELECT (SELECT count(*) FROM gone)::int AS expired, (SELECT count(*) FROM charged)::int AS rows`,
