@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promptEstimate } from '../../../services/llm/ledger.js';
+import { runSvc, sandbox } from '../../cli/helpers.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
@@ -233,6 +234,27 @@ describe('budgets a person sets (project and account scopes of the model ledger)
         expect((await put(p.api, '/v1/projects/pb4/budget', bad)).status, JSON.stringify(bad)).to.equal(400);
       }
       expect((await put(p.api, '/v1/projects/pb4/budget', { unit: 'tokens', period: 'day', limit: 5000 })).status).to.equal(200);
+
+      // svc budget: show, set (the cap refused with one line, bad input exit 2 before any request), remove.
+      const sb = await sandbox();
+      try {
+        const svc = (args: string[]) => runSvc(['budget', ...args], { configPath: sb.configPath, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'pb4' }, cwd: sb.dir });
+        const shown = await svc(['show']);
+        expect(shown.code, shown.stderr).to.equal(0);
+        expect(shown.stdout).to.match(/^5000 tokens per UTC day\nspent 0 tokens \(0%\) since \d{4}-\d\d-\d\dT00:00:00.000Z\n$/);
+        const set = await svc(['set', '4000', '--per', 'month', '--json']);
+        expect(set.code, set.stderr).to.equal(0);
+        expect(JSON.parse(set.stdout)).to.include({ scope: 'project', unit: 'tokens', period: 'month', limit: 4000 });
+        const capped = await svc(['set', '6000']);
+        expect(capped.code).to.equal(1);
+        expect(capped.stderr).to.include('SVC_LLM_BUDGET_MAX_TOKENS');
+        for (const bad of [['set', '1.5'], ['set'], ['set', 'none', '--per', 'day'], ['show', '10']]) expect((await svc(bad)).code, bad.join(' ')).to.equal(2);
+        expect((await svc(['set', 'none'])).code).to.equal(0);
+        expect((await p.api.get('/v1/projects/pb4/budget')).body.budget).to.equal(null);
+        expect((await svc(['set', '5000', '--per', 'day'])).code).to.equal(0);
+      } finally {
+        await sb.cleanup();
+      }
       // A merged svc.toml that names a budget changes nothing: budgets are never read from it.
       await mergeChange(p, 'budget', { 'svc.toml': '[budget]\ntokens = 99999999\n' });
       expect((await p.api.get('/v1/projects/pb4/budget')).body.budget).to.include({ limit: 5000 });
