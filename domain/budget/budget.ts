@@ -75,16 +75,17 @@ export const budgetCode = (scope: BudgetScope) => `${scope}_budget_exceeded` as 
 const REASON: Record<BudgetScope, ErrorReason> = { project: 'Project budget exceeded', account: 'Account budget exceeded' };
 
 /**
- * The refusal at 100%: 429 without Retry-After (waiting does not help before the period
- * ends; a person raising the budget does), naming the budget. `held`: the room is taken by
- * calls in flight, not yet spent.
+ * The refusal at 100% (or with no room left for the call): 429 without Retry-After
+ * (waiting does not help before the period ends; a person raising the budget does),
+ * naming the budget. `held`: the room is taken by calls in flight, not yet spent.
  */
-export function budgetExceeded(b: BudgetInForce, name: string, held = false): DomainError {
+export function budgetExceeded(b: BudgetInForce, name: string, state: 'spent' | 'short' | 'held' = 'spent'): DomainError {
   const whose = b.scope === 'project' ? `The project '${name}'` : `The account '${name}'`;
+  const how = { spent: 'spent its model budget', short: 'too little of its model budget left for this call', held: 'its model budget held by calls in flight' }[state];
   return new DomainError(
     'rate_limited',
     REASON[b.scope],
-    `${whose} has ${held ? 'its model budget held by calls in flight' : 'spent its model budget'} (${describe(b)}, set by a person). ` +
+    `${whose} has ${how} (${describe(b)}, set by a person). ` +
       `A person raises it (svc budget set, or PUT /v1/${b.scope === 'project' ? 'projects' : 'accounts'}/${b.scope_id}/budget), or the next ${b.period} starts it again.`,
     { code: budgetCode(b.scope), budget: { scope: b.scope, scope_id: b.scope_id, unit: b.unit, period: b.period, limit: toWire(b.unit, b.limit), currency: b.currency } },
   );

@@ -166,17 +166,20 @@ export async function setBudget(deps: BudgetDeps, t: BudgetTarget, input: SetBud
     await tx.one(q.upsert({ scope: t.scope, scopeId: t.scopeId, unit, period, amount, currency, setBy: actor, setAt: now }));
     await logBudget(tx, { scope: t.scope, scope_id: t.scopeId }, [{ type: 'BudgetSet', data: { scope: t.scope, scope_id: t.scopeId, unit, period, limit: input.limit, currency } }], actor);
   });
-  return getBudget(deps, t);
+  return getBudget(deps, t, true);
 }
 
 /** A budget with what its current period has spent and holds; null when none is set. */
-export async function getBudget(deps: BudgetDeps, t: BudgetTarget): Promise<BudgetJson | null> {
+export async function getBudget(deps: BudgetDeps, t: BudgetTarget, justSet = false): Promise<BudgetJson | null> {
   const row = await deps.db.one<Budget>(q.get(t.scope, t.scopeId));
   if (!row) return null;
   const b = inForce(row, capOf(deps.config, row.unit), nowOf(deps));
   const ledger = (await ledgerRowsOf(deps.db, [b])).get(b)!;
+  // Set below what the period already spent: its thresholds are crossed now, not at the next call.
+  if (justSet) await noteCrossings(deps.db, [{ ledgerId: ledger.ledger_id, budget: b }]);
   return serializeBudget(b, ledger);
 }
+
 
 export function serializeBudget(b: BudgetInForce, ledger: Pick<LedgerRow, 'spent' | 'reserved'>): BudgetJson {
   return {

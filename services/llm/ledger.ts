@@ -170,10 +170,10 @@ function decide(config: Config, scopes: Scope[], rows: Map<Scope, LedgerRow>, pr
 class Raced extends Error {}
 
 /** A scope's refusal: the operator's budgets in their words, a person's budget named. */
-async function refusal(db: Db, config: Config, s: Scope, held: boolean, now: Date): Promise<DomainError> {
+async function refusal(db: Db, config: Config, s: Scope, row: LedgerRow, held: boolean, now: Date): Promise<DomainError> {
   if (!s.budget) return budgetSpent(s.name === 'session' ? 'session' : 'account', config, held);
   if (!held) await recordRefusal(db, s.budget, 'model calls', SYSTEM_ACTOR, now);
-  return budgetExceeded(s.budget, await scopeName(db, s.budget), held);
+  return budgetExceeded(s.budget, await scopeName(db, s.budget), held ? 'held' : row.spent >= s.limit ? 'spent' : 'short');
 }
 
 /**
@@ -227,7 +227,7 @@ export async function reserve(
     const rows = await read();
     if (rows.size < scopes.length) throw new Error('model ledger rows missing after ensure');
     const d = decide(config, scopes, rows, price, prompt, want, choices);
-    if (d.kind === 'refuse') throw await refusal(db, config, d.scope, false, now());
+    if (d.kind === 'refuse') throw await refusal(db, config, d.scope, rows.get(d.scope)!, false, now());
     if (d.kind === 'reserve') {
       const at = now();
       const [session, ...others] = scopes.map((s) => ({ s, row: rows.get(s)! }));
@@ -260,7 +260,7 @@ export async function reserve(
       await expireOrphans(db, now());
       continue;
     } else if (Date.now() >= deadline) {
-      throw d.why === 'concurrency' ? tooManyCalls(config) : await refusal(db, config, d.why, true, now());
+      throw d.why === 'concurrency' ? tooManyCalls(config) : await refusal(db, config, d.why, rows.get(d.why)!, true, now());
     }
     await pause(RETRY_MS, opts.signal);
   }

@@ -216,6 +216,22 @@ describe('budgets a person sets (project and account scopes of the model ledger)
         const session = await p.api.post(p.sessions, {});
         expect(session.status).to.equal(429);
         expect(session.body).to.include({ error: 'Account budget exceeded', code: 'account_budget_exceeded' });
+        // Set below what was spent, the account's budget is crossed at once; the project's channels hear it through its stream.
+        const projectId = (await p.api.get('/v1/projects/pb3')).body.project.project_id as string;
+        const crossed = (await budgetEvents(p, projectId)).filter((e) => e.type === 'BudgetThresholdCrossed');
+        expect(crossed.map((e) => [e.data.scope, e.data.threshold]), 'the project stopped short of 100%: no room for another call').to.deep.equal([
+          ['project', 80],
+          ['account', 80],
+          ['account', 100],
+        ]);
+        const accountLog = await p.srv.db.db.rows<{ type: string; data: Record<string, unknown> }>({ text: 'SELECT type, data FROM events WHERE stream_id = $1 ORDER BY global_position', values: [`budgets-account-${accountId}`] });
+        expect(accountLog.map((e) => [e.type, e.data.threshold ?? e.data.subject ?? null])).to.deep.equal([
+          ['BudgetSet', null],
+          ['BudgetThresholdCrossed', 80],
+          ['BudgetThresholdCrossed', 100],
+          ['BudgetRefused', 'model calls'],
+          ['BudgetRefused', 'sessions'],
+        ]);
       });
     } finally {
       await model.close();
