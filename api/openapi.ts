@@ -81,7 +81,7 @@ const ops: Record<string, Record<string, Op>> = {
   '/v1/projects/{projectId}/channels/{channelId}': { delete: { summary: 'Remove a channel.', ok: { status: 204, schema: null }, errors: [401, 403, 404] } },
   [sessPath]: {
     get: { summary: 'List sessions, newest first.', query: c.ListSessionsQuery, ok: { status: 200, schema: c.SessionList }, errors: [400, 401, 403, 404, 503] },
-    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap.', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
+    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap (with Retry-After) or past a budget a person set (project_budget_exceeded / account_budget_exceeded, without).', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
   },
   [`${sessPath}/{sessionId}`]: {
     get: { summary: 'One session.', ok: { status: 200, schema: c.OneSession }, errors: [401, 403, 404, 503] },

@@ -156,7 +156,8 @@ export async function setBudget(deps: BudgetDeps, t: BudgetTarget, input: SetBud
   const currency = unit === 'money' ? pricesCurrency(deps.config) : null;
   if (unit === 'money' && !currency) throw validationError('A money budget needs prices: the operator sets SVC_LLM_PRICES (docs/models.md).', [{ path: 'unit', message: 'money needs SVC_LLM_PRICES' }]);
   const amount = fromWire(unit, input.limit);
-  if (!Number.isSafeInteger(amount) || amount < 1) throw validationError(`limit must be at least ${unit === 'money' ? `0.000001 ${currency}` : '1 token'}.`, [{ path: 'limit', message: 'too small' }]);
+  if (!Number.isSafeInteger(amount)) throw validationError('limit is too large.', [{ path: 'limit', message: 'too large' }]);
+  if (amount < 1) throw validationError(`limit must be at least ${unit === 'money' ? `0.000001 ${currency}` : '1 token'}.`, [{ path: 'limit', message: 'too small' }]);
   const cap = capOf(deps.config, unit);
   if (cap > 0 && amount > cap) {
     const name = unit === 'tokens' ? 'SVC_LLM_BUDGET_MAX_TOKENS' : 'SVC_LLM_BUDGET_MAX_MONEY';
