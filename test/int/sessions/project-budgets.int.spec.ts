@@ -65,7 +65,7 @@ describe('budgets a person sets (project and account scopes of the model ledger)
     const model = await startScriptedModel({ key: K, script: [], plain: () => ({ text: 'ok', usage: { prompt_tokens: 60, completion_tokens: 40 } }) });
     const hook = await webhook();
     try {
-      await withSessionProject({ slug: 'pb1', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_CHANNELS_ALLOW_HTTP: '1', SVC_SCHEDULER: '0', ...UNCAPPED } }, async (p) => {
+      await withSessionProject({ slug: 'pb1', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', SVC_CHANNELS_ALLOW_HTTP: '1', SVC_SCHEDULER_INTERVAL_MS: '200', ...UNCAPPED } }, async (p) => {
         const project = `/v1/projects/pb1`;
         const projectId = (await p.api.get(project)).body.project.project_id as string;
         await mergeChange(p, 'trigger', { 'svc.toml': TRIGGER });
@@ -110,8 +110,21 @@ describe('budgets a person sets (project and account scopes of the model ledger)
           expect(res.body).to.include({ error: 'Project budget exceeded', code: 'project_budget_exceeded' });
           expect(res.body.budget).to.deep.equal({ scope: 'project', scope_id: projectId, unit: 'tokens', period: 'day', limit: 240, currency: null });
         }
-        const fires = (await p.api.get(`${project}/triggers/nightly`)).body.trigger.fires as Array<{ outcome: string }>;
-        expect(fires.map((f) => f.outcome)).to.deep.equal(['budget exceeded', 'budget exceeded']);
+        // The scheduler's ticks past the budget: each refused, on the fire history only.
+        const db = p.srv.db.db;
+        for (let i = 1; i <= 3; i++) {
+          await db.run({ text: "UPDATE triggers SET next_fire_at = now() - interval '1 second'", values: [] });
+          await until(async () => (await db.rows({ text: "SELECT 1 FROM trigger_fires WHERE kind = 'schedule'", values: [] })).length === i, `scheduled tick ${i}`);
+        }
+        await until(async () => (await db.rows({ text: "SELECT 1 FROM trigger_fires WHERE outcome = 'pending'", values: [] })).length === 0, 'the ticks settled');
+        const fires = (await p.api.get(`${project}/triggers/nightly`)).body.trigger.fires as Array<{ kind: string; outcome: string }>;
+        expect(fires.map((f) => [f.kind, f.outcome])).to.have.deep.members([
+          ['manual', 'budget exceeded'],
+          ['manual', 'budget exceeded'],
+          ['schedule', 'budget exceeded'],
+          ['schedule', 'budget exceeded'],
+          ['schedule', 'budget exceeded'],
+        ]);
 
         // Its channel: 80% once, then 100%.
         await until(() => hook.texts.some((t) => t.includes('has spent its model budget')), 'the 100% notice');
@@ -145,7 +158,7 @@ describe('budgets a person sets (project and account scopes of the model ledger)
     }
   });
 
-  it('an agent credential cannot change a budget (403), its project’s or its account’s; a person’s project token cannot change the account’s', async () => {
+  it('an agent credential cannot change a budget (403), its project’s or its account’s; a person’s project token cannot change the account’s; another tenant cannot read or change either', async () => {
     const model = await startScriptedModel({ key: K, script: [], plain: () => ({ text: 'ok', usage: { prompt_tokens: 8, completion_tokens: 8 } }) });
     try {
       await withSessionProject({ slug: 'pb2', env: { SVC_LLM_UPSTREAM_URL: model.url, SVC_LLM_UPSTREAM_KEY: K, SVC_LLM_MODEL: 'scripted', ...UNCAPPED } }, async (p) => {
@@ -171,8 +184,14 @@ describe('budgets a person sets (project and account scopes of the model ledger)
         expect(minted.status, JSON.stringify(minted.body)).to.equal(201);
         const scoped = client(p.srv.url, minted.body.token as string);
         expect((await put(scoped, `/v1/accounts/${accountId}/budget`, { unit: 'tokens', period: 'month', limit: 5 })).status).to.equal(403);
-        // Someone else's account is not found, whoever asks.
+        // Another tenant: neither this project's budget nor this account's, read or written.
+        const other = client(p.srv.url, (await p.srv.newUser('other-tenant@example.test')).token);
+        for (const path of ['/v1/projects/pb2/budget', `/v1/accounts/${accountId}/budget`]) {
+          expect((await other.get(path)).status, `GET ${path}`).to.be.oneOf([403, 404]);
+          expect((await put(other, path, { unit: 'tokens', period: 'month', limit: 1_000_000 })).status, `PUT ${path}`).to.be.oneOf([403, 404]);
+        }
         expect((await p.api.get('/v1/accounts/00000000-0000-4000-8000-000000000000/budget')).status).to.equal(404);
+        expect((await p.api.get('/v1/projects/pb2/budget')).body.budget).to.include({ limit: 1000 });
       });
     } finally {
       await model.close();
