@@ -211,12 +211,12 @@ export async function reserve(
   const keys = scopes.map((s) => s.key);
   const read = async () => {
     const rows = await db.rows<LedgerRow>(llmLedgerQueries.rows(keys));
-    const bySope = new Map<Scope, LedgerRow>();
+    const byScope = new Map<Scope, LedgerRow>();
     for (const s of scopes) {
       const row = rows.find((r) => r.scope === s.key.scope && r.scope_id === s.key.scopeId && r.measure === s.key.measure && new Date(r.period_start).getTime() === s.key.periodStart.getTime());
-      if (row) bySope.set(s, row);
+      if (row) byScope.set(s, row);
     }
-    return bySope;
+    return byScope;
   };
   // Created once per scope and period (from the usage recorded before), read after.
   if ((await read()).size < scopes.length) await db.run(llmLedgerQueries.ensure(keys));
