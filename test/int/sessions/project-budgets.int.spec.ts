@@ -287,6 +287,14 @@ describe('budgets a person sets (project and account scopes of the model ledger)
         expect((await svc(['set', 'none'])).code).to.equal(0);
         expect((await p.api.get('/v1/projects/pb4/budget')).body.budget).to.equal(null);
         expect((await svc(['set', '5000', '--per', 'day'])).code).to.equal(0);
+        // --account: the account's own budget, beside the project's.
+        const acct = await svc(['set', '1200', '--per', 'day', '--account']);
+        expect(acct.code, acct.stderr).to.equal(0);
+        expect(acct.stdout).to.match(/^1200 tokens per UTC day\n/);
+        expect((await p.api.get(`/v1/accounts/${p.srv.accountId}/budget`)).body.budget).to.include({ scope: 'account', limit: 1200 });
+        expect((await svc(['set', '1200', '--account', '--project', 'pb4'])).code, '--account and --project together').to.equal(2);
+        expect((await svc(['set', 'none', '--account'])).code).to.equal(0);
+        expect((await p.api.get(`/v1/accounts/${p.srv.accountId}/budget`)).body.budget).to.equal(null);
       } finally {
         await sb.cleanup();
       }
