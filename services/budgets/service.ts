@@ -20,7 +20,7 @@ import { appendOnly } from '../../infra/event-sourcing/handler.js';
 import { llmBudgetQueries as q } from '../../sql/queries/llm-budgets.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
 import { accountsOfUser } from '../accounts/service.js';
-import { pricesCurrency } from '../llm/prices.js';
+import { pricesCurrency } from './prices.js';
 import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
 
 /**

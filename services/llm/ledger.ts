@@ -5,7 +5,7 @@ import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/quer
 import { budgetExceeded, costOn, unpricedModel, type BudgetInForce, type Price } from '../../domain/budget/budget.js';
 import { budgetsInForce, ledgerKeyOf, noteCrossings, recordRefusal, scopeName } from '../budgets/service.js';
 import { SYSTEM_ACTOR } from '../manifest/log.js';
-import { priceOf } from './prices.js';
+import { priceOf } from '../budgets/prices.js';
 import type { TokenUsage } from './usage-tap.js';
 
 /**

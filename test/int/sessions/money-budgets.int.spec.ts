@@ -10,7 +10,7 @@ import { createTestDb, type TestDb } from '../../support/db.js';
  * PostgreSQL: each call reserved and charged in micro-units at its model's price, the
  * upstream granted only the output the money left, 80% and 100% recorded once, the next
  * call refused naming the budget, an unpriced model refused while the budget is set.
- * SVC_LLM_PRICES is read as infra/config parses it (services/llm/prices.ts).
+ * SVC_LLM_PRICES is read as infra/config parses it (services/budgets/prices.ts).
  */
 const PRICES = { currency: 'USD', models: { m: { input: 3, output: 15 } } };
 const configOf = (env: Record<string, string>): Config => ({ ...loadConfig({ LOG_LEVEL: 'silent', ...env }), SVC_LLM_PRICES: PRICES }) as Config;

@@ -4,7 +4,9 @@ import type { Config } from '../../infra/config.js';
 /**
  * The one place budgets read prices from: SVC_LLM_PRICES as infra/config parses it
  * (`{currency, models: {<model>: {input, output}}}`, per million tokens; null: none).
- * The cost work owns that variable and its parsing; this reads the parsed value only.
+ * The cost work owns that variable, its parsing and the price each usage row keeps
+ * (services/llm/prices.ts there); this reads the parsed value only, by the same rule
+ * (own keys only), so a call is reserved at the price it is then recorded at.
  */
 interface PriceTable {
   currency: string;
