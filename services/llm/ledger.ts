@@ -220,7 +220,7 @@ export async function reserve(
   };
   // Created once per scope and period (from the usage recorded before), read after.
   if ((await read()).size < scopes.length) await db.run(llmLedgerQueries.ensure(keys));
-  const deadline = Date.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
+  const deadline = performance.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
   let swept = false;
   for (;;) {
     opts.signal?.throwIfAborted();
@@ -259,7 +259,7 @@ export async function reserve(
       swept = true;
       await expireOrphans(db, now());
       continue;
-    } else if (Date.now() >= deadline) {
+    } else if (performance.now() >= deadline) {
       throw d.why === 'concurrency' ? tooManyCalls(config) : await refusal(db, config, d.why, rows.get(d.why)!, true, now());
     }
     await pause(RETRY_MS, opts.signal);

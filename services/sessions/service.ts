@@ -16,11 +16,11 @@ import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
 import { sessionUsage } from '../llm/gateway.js';
+import { assertWithinBudgets } from '../budgets/service.js';
 import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
 import { claimPoolSandbox } from './pool.js';
-import { assertWithinBudgets } from '../budgets/service.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
