@@ -13,6 +13,7 @@ import { reviewRoutes } from './routes/review.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
 import { channelRoutes } from './routes/channels.js';
+import { accountBudgetRoutes, projectBudgetRoutes } from './routes/budgets.js';
 import { manifestRoutes } from './routes/manifest.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { appRoutes } from './routes/apps.js';
@@ -64,6 +65,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use(readBody(BODY_LIMIT)); // the API's bodies: read only now, the caller known
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
+  v1.use('/accounts/:accountId/budget', accountBudgetRoutes(deps)); // a person's model budget (agents refused by the gate)
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
@@ -71,6 +73,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
   v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
+  v1.use('/projects/:projectId/budget', projectBudgetRoutes(deps));
   v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions/:sessionId/preview-url', previewUrlRoutes(deps));
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));

@@ -70,10 +70,18 @@ const ops: Record<string, Record<string, Op>> = {
     get: { summary: 'The project’s chat channels (webhook URLs shown as their origin).', ok: { status: 200, schema: c.ChannelList }, errors: [401, 403, 404] },
     post: { summary: 'Add a channel (an incoming-webhook URL).', body: c.AddChannelBody, ok: { status: 201, schema: c.OneChannel }, errors: [400, 401, 403, 404] },
   },
+  '/v1/projects/{projectId}/budget': {
+    get: { summary: 'The project’s model budget (a person’s: tokens or money per UTC day or month) with what its period spent and holds; null when none.', ok: { status: 200, schema: c.OneBudget }, errors: [401, 403, 404] },
+    put: { summary: 'Set (or, with {"limit":null}, remove) the project’s model budget; a person only (403 agent_forbidden), within the operator’s cap (400). Over it: model calls, new sessions and trigger fires get 429 project_budget_exceeded.', body: c.SetBudgetBody, ok: { status: 200, schema: c.OneBudget }, errors: [400, 401, 403, 404] },
+  },
+  '/v1/accounts/{accountId}/budget': {
+    get: { summary: 'The account’s model budget, over all its projects; null when none. Members, with a user token.', ok: { status: 200, schema: c.OneBudget }, errors: [401, 403, 404] },
+    put: { summary: 'Set (or remove) the account’s model budget; a person with a user token only. Over it: 429 account_budget_exceeded.', body: c.SetBudgetBody, ok: { status: 200, schema: c.OneBudget }, errors: [400, 401, 403, 404] },
+  },
   '/v1/projects/{projectId}/channels/{channelId}': { delete: { summary: 'Remove a channel.', ok: { status: 204, schema: null }, errors: [401, 403, 404] } },
   [sessPath]: {
     get: { summary: 'List sessions, newest first.', query: c.ListSessionsQuery, ok: { status: 200, schema: c.SessionList }, errors: [400, 401, 403, 404, 503] },
-    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap.', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
+    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap (with Retry-After) or past a budget a person set (project_budget_exceeded / account_budget_exceeded, without).', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
   },
   [`${sessPath}/{sessionId}`]: {
     get: { summary: 'One session.', ok: { status: 200, schema: c.OneSession }, errors: [401, 403, 404, 503] },

@@ -155,6 +155,17 @@ export const SECTIONS: Section[] = [
     ],
   },
   {
+    title: 'Budgets',
+    commands: [
+      {
+        name: 'budget',
+        args: '<action> [limit]',
+        describe: "Show or set the project's (--account: your account's) model budget: set <limit>|none --per day|month",
+        load: () => import('./commands/budget.js'),
+      },
+    ],
+  },
+  {
     title: 'Self-host',
     commands: [
       {

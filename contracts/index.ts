@@ -6,6 +6,7 @@
  */
 export * from './common.js';
 export * from './accounts.js';
+export * from './budgets.js';
 export * from './projects.js';
 export * from './change-requests.js';
 export * from './events.js';

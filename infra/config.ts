@@ -209,6 +209,13 @@ const schema = z.object({
   SVC_LLM_ACCOUNT_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
   /** The account budget's period, in hours: fixed windows aligned to the Unix epoch (UTC). */
   SVC_LLM_ACCOUNT_BUDGET_HOURS: z.coerce.number().positive().max(8784).default(720),
+  /**
+   * The largest budget a person may set on a project or account (docs/models.md "Budgets a
+   * person sets"), per day or month alike: tokens, and money in the prices' currency. A
+   * budget above a cap lowered later is held to it. 0: no cap.
+   */
+  SVC_LLM_BUDGET_MAX_TOKENS: z.coerce.number().int().min(0).default(0),
+  SVC_LLM_BUDGET_MAX_MONEY: z.coerce.number().finite().min(0).max(1e9).default(0),
   /** Model calls one session may have in flight through the gateway (the runtime's title and main calls run together). */
   SVC_LLM_SESSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** How long one model call may take upstream; a reservation a dead process left expires after it, charged in full. */

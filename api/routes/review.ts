@@ -2,6 +2,7 @@ import { Router, type Request } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import { EmptyBody } from '../../contracts/common.js';
 import { CreateCommentBody, ListCommentsQuery, ResolveCommentBody, type Comment, type ReviewState as ReviewStateJson } from '../../contracts/review.js';
 import { isDomainError } from '../../domain/errors.js';
@@ -99,7 +100,7 @@ export function reviewRoutes(deps: ApiDeps): Router {
       const { prompt: _p, ...sent } = await sendToAgent(rd, project, ref, who);
       res.status(202).json(sent);
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });

@@ -1,5 +1,6 @@
 import { Router, type Request } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
@@ -47,7 +48,7 @@ export function sessionRoutes(deps: ApiDeps): Router {
       });
       res.status(201).json({ session });
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });
@@ -76,7 +77,7 @@ export function sessionRoutes(deps: ApiDeps): Router {
     try {
       res.json({ session: await sessions.restartSession(s, project.project_id, found.session_id, actor, { fresh: body.fresh === true }) });
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });

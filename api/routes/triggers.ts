@@ -16,6 +16,7 @@ export function triggerDepsOf(deps: ApiDeps): TriggerDeps {
 export async function fireNow(deps: TriggerDeps, project: ProjectRecord, slug: string, actor: string): Promise<Record<string, unknown>> {
   const out = await fireTrigger(deps, project, slug, actor);
   if (out.outcome === 'spawned') return out.session;
+  if (out.outcome === 'budget exceeded') throw out.refusal;
   // Recorded, but no session: say so plainly rather than pretend.
   throw new DomainError('unavailable', out.outcome === 'sessions unavailable' ? 'Sessions unavailable' : 'Spawn failed', out.error, { outcome: out.outcome });
 }

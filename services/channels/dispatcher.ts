@@ -10,10 +10,10 @@ import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
 
 /**
  * The channels subscriber: an asynchronous reader of the event log that posts CR
- * opened/merged/closed and session running/failed to each channel's webhook. Commands
- * never wait for it. Delivery is at-least-once: a channel's checkpoint moves past an event
- * only once the webhook accepted it, and every delivery is recorded by event id, so a
- * re-read after a crash does not post it twice. A failing webhook is retried with
+ * opened/merged/closed, session running/failed and budget crossings (80%, 100%) to each
+ * channel's webhook. Commands never wait for it. Delivery is at-least-once: a channel's
+ * checkpoint moves past an event only once the webhook accepted it, and every delivery is
+ * recorded by event id, so a re-read after a crash does not post it twice. A failing webhook is retried with
  * exponential backoff (capped) and holds back only its own channel, in order.
  *
  * This is one pass and the state passes share; its loop, and the election of the one

@@ -6,6 +6,7 @@ import type { Executor } from '../../infra/db/db.js';
 import { readStream } from '../../infra/event-store.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import { assertWithinBudgets } from '../budgets/service.js';
 import type { SandboxHandle } from '../../infra/sandbox/port.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
 import { sessionStreamId } from '../../domain/session/index.js';
@@ -69,6 +70,8 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   // A first prompt no model can answer would be lost in the sandbox: refused now, like any
   // prompt, and before a sandbox boots that would count against the cap for nothing.
   if (input.prompt !== undefined || input.expectPrompt) await assertModelAvailable(deps, input.project, input.model ?? null);
+  // A spent budget a person set refuses new work (429), a trigger's fires included.
+  await assertWithinBudgets(deps, input.project, input.trigger ? `trigger ${input.trigger}` : 'sessions', input.userId);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,

@@ -15,7 +15,7 @@ import type { Principal } from './service.js';
  *    (its answer to a review round sent to it).
  * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no resolving
  * review comments, marking reviewed or sending to an agent (a person reviews), no secret
- * writes, triggers, apps, channels, statuses, project settings, sessions, token minting,
+ * writes, budgets, triggers, apps, channels, statuses, project settings, sessions, token minting,
  * account routes or session proxy. A person's tokens (user tokens, and project tokens a
  * user mints with `POST .../cli-token`) pass every check here unchanged.
  */
@@ -112,6 +112,7 @@ export function agentActionOf(method: string, path: string): AgentAction | 'rout
     statuses: 'post commit statuses',
     sessions: 'create, stop, restart, prompt or remove sessions',
     'cli-token': 'mint tokens',
+    budget: 'set or remove budgets',
   };
   return { kind: 'other', what: (group && what[group]) ?? 'change project settings' };
 }

@@ -5,6 +5,7 @@ import type { Logger } from '../../lib/logger.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { DomainError, notFound } from '../../domain/errors.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import { setTriggerEnabled } from '../../domain/manifest/edit.js';
 import { MANIFEST_PATH } from '../../domain/manifest/parse.js';
 import { SLUG } from '../../domain/manifest/schema.js';
@@ -74,7 +75,11 @@ export async function getTrigger(db: Db, projectId: string, slug: string): Promi
   return t;
 }
 
-export type FireOutcome = { outcome: 'spawned'; session: Record<string, unknown> } | { outcome: 'sessions unavailable' | 'failed'; error: string };
+export type FireOutcome =
+  | { outcome: 'spawned'; session: Record<string, unknown> }
+  | { outcome: 'sessions unavailable' | 'failed'; error: string }
+  /** A budget a person set is spent: the refusal (429) is recorded once per period by the budget, not per fire. */
+  | { outcome: 'budget exceeded'; error: string; refusal: DomainError };
 
 /**
  * Spawns the trigger's session (the spawn is the sessions capability's; it injects
@@ -95,6 +100,7 @@ async function spawnFor(deps: TriggerDeps, project: ProjectRecord, t: TriggerRow
     });
     return { outcome: 'spawned', session };
   } catch (err) {
+    if (isBudgetRefusal(err)) return { outcome: 'budget exceeded', error: err.message, refusal: err };
     return { outcome: 'failed', error: err instanceof Error ? err.message : String(err) };
   }
 }
@@ -103,6 +109,9 @@ async function recordOutcome(deps: TriggerDeps, project: ProjectRecord, t: Trigg
   const sessionId = out.outcome === 'spawned' ? String(out.session.session_id) : null;
   await deps.db.transaction(async (tx) => {
     await tx.run(triggerQueries.settle(project.project_id, t.slug, tick, kind, out.outcome, sessionId));
+    // Past its budget, a trigger ticking every minute would log every tick: its refusal is
+    // the budget's BudgetRefused event, once per period; the fire's row still says why.
+    if (out.outcome === 'budget exceeded') return;
     await appendLog(tx, 'triggers', project.project_id, [
       { type: 'TriggerFired', data: { slug: t.slug, kind, tick: tick.toISOString(), outcome: out.outcome, session_id: sessionId, ...(out.outcome !== 'spawned' ? { error: out.error } : {}) } },
     ], actor);

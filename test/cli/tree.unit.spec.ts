@@ -64,6 +64,9 @@ CHANNELS
   channels add <kind>    Connect a channel: add slack --webhook-url <url>
   channels rm <channel>  Disconnect a channel (alias: remove)
 
+BUDGETS
+  budget <action> [<limit>]  Show or set the project's (--account: your account's) model budget: set <limit>|none --per day|month
+
 SELF-HOST
   self-host start                      Create the config if needed, start the stack, log in to host selfhost
   self-host configure                  Create the config and choose optional integrations
