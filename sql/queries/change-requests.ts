@@ -76,6 +76,32 @@ export const crQueries = {
     values: [projectId, status, limit, before],
   }),
 
+  /**
+   * The project's open CRs as the stack rules need them (domain/change-request/stack.ts):
+   * read in the transaction that decides a parent.
+   */
+  stackNodes: (projectId: string): Query => ({
+    name: 'cr_stack_nodes',
+    text: `SELECT cr_id, number, head_ref, base_ref, parent_cr_id FROM change_requests
+      WHERE project_id = $1 AND status = 'open' ORDER BY number`,
+    values: [projectId],
+  }),
+
+  /** The CRs recorded as stacked on any of `parentIds` (every status), oldest first. */
+  childrenOf: (projectId: string, parentIds: string[]): Query => ({
+    name: 'cr_children_of',
+    text: `SELECT ${crSelectList} FROM change_requests
+      WHERE project_id = $1 AND parent_cr_id = ANY($2::uuid[]) ORDER BY number`,
+    values: [projectId, parentIds],
+  }),
+
+  /** Held to the transaction's end: opens and retargets of one project decide stack parents one at a time. */
+  lockStacks: (projectId: string): Query => ({
+    name: 'cr_lock_stacks',
+    text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
+    values: [`cr-stacks:${projectId}`],
+  }),
+
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */
   /**
    * A CR's events in order with the acting person's name (one statement: the page's
