@@ -8,7 +8,7 @@ import { SYSTEM_ACTOR } from '../manifest/log.js';
 import { appendCheckEvents } from '../checks/stream.js';
 import { commandInTx } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
-import { findCr, refreshCr, type CrDeps } from './service.js';
+import { editCr, findCr, refreshCr, type CrDeps } from './service.js';
 
 /**
  * Stacked change requests (docs/stacks.md): a person's retarget, the server's retarget of
@@ -62,12 +62,6 @@ export async function retargetCr(
       return done.cr;
     }),
   );
-}
-
-/** `PATCH …/change-requests/:crId {"base_ref"}`: a person's (the route refuses agents first). */
-export async function retargetByPerson(deps: CrDeps, project: ProjectRecord, ref: string, actor: string, baseRef: string): Promise<ChangeRequest> {
-  const cr = await findCr(deps.db, project.project_id, ref);
-  return retargetCr(deps, project, cr, baseRef, actor, actor);
 }
 
 async function childrenOf(deps: Pick<CrDeps, 'db'>, projectId: string, ids: string[]): Promise<ChangeRequest[]> {
@@ -171,3 +165,23 @@ export async function settleQuietly(deps: CrDeps, project: ProjectRecord, merged
   }
 }
 
+
+/**
+ * `PATCH …/change-requests/:crId`: title and description (editCr), and a new base
+ * (`base_ref`, a person's retarget: the route refuses agents before this).
+ */
+export async function patchCr(
+  deps: CrDeps,
+  project: ProjectRecord,
+  ref: string,
+  actor: string,
+  body: { title?: string | undefined; description?: string | undefined; base_ref?: string | undefined },
+  via: string | null = null,
+): Promise<ChangeRequest> {
+  const { base_ref, ...edit } = body;
+  let cr = await findCr(deps.db, project.project_id, ref);
+  if (base_ref !== undefined) cr = await retargetCr(deps, project, cr, base_ref, actor, actor, { via });
+  const data = { ...(edit.title !== undefined ? { title: edit.title } : {}), ...(edit.description !== undefined ? { description: edit.description } : {}) };
+  if (Object.keys(data).length) cr = await editCr(deps, project, cr.cr_id, actor, data, via);
+  return cr;
+}
