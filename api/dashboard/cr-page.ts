@@ -16,6 +16,7 @@ import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 import { checksOf, checksSection } from './checks-section.js';
+import { findCrWithFamily, type Family, type FamilyMember } from '../../services/change-requests/stack.js';
 
 /**
  * One change request: metadata (editable), the merge preview, Merge (with the head SHA
@@ -31,6 +32,8 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestMerged: 'merged',
   ChangeRequestClosed: 'closed',
   ChangeRequestReopened: 'reopened',
+  ChangeRequestStacked: 'stacked on its parent',
+  ChangeRequestRetargeted: 'retargeted',
   ChangeRequestCommented: 'commented',
   ChangeRequestCommentResolved: 'resolved a comment',
   ChangeRequestCommentUnresolved: 'unresolved a comment',
@@ -79,6 +82,17 @@ function actions(cr: ChangeRequest, headSha: string | null, p: MergePreview | nu
 </div>`;
 }
 
+/** The stack around the CR: its parent and the CRs stacked on it (nothing when it has neither). */
+function stackSection(f: Family | null, projectId: string, n: number): Html {
+  if (!f || (!f.parent && f.children.length === 0)) return html``;
+  const link = (m: FamilyMember) => html`<a href="/projects/${projectId}/change-requests/${m.number}">#${m.number}</a> ${m.title} ${statusBadge(m.status)} <code>${m.head_ref}</code>`;
+  return html`<section aria-labelledby="stack-h" data-stack><h2 id="stack-h">Stack</h2>
+${f.parent ? html`<p data-stack-parent>Stacked on ${link(f.parent)}: merging this one merges it into <code>${f.parent.head_ref}</code>.</p>` : ''}
+${f.note ? html`<p class="warn" data-stack-note>${f.note}</p>` : ''}
+${f.children.length ? html`<p>Stacked on this one:</p><ul data-stack-children>${f.children.map((c) => html`<li>${link(c)}</li>`)}</ul>` : ''}
+<p class="muted">The whole chain: <code>svc cr stack ${n}</code>; merge it bottom-up with <code>svc cr merge ${n} --stack</code>.</p></section>`;
+}
+
 /** Who acted, by name: a person, or their agent in a session (linked), for them. */
 function actorOf(e: CrEvent, projectId: string): Html {
   const person = e.actor_name ?? (e.actor === 'system' ? 'svc' : `user ${e.actor.slice(0, 8)}`);
@@ -107,7 +121,10 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const project = await projectOf(deps, req, res);
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
-  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
+  // Now: read with its stack's family in the one read of the CR (then refreshed); as of a time: folded.
+  const now = q.as_of ? null : await findCrWithFamily(crDeps, project.project_id, n);
+  const family = now?.family ?? null;
+  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
   const [events, diff, preview, usage, review] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
@@ -151,6 +168,7 @@ ${header}
 <label>Description <textarea name="description" rows="6">${cr.description}</textarea></label>
 <button type="submit">Save</button></form></details>
 ${description}
+${stackSection(family, project.project_id, cr.number)}
 ${reviewErrorOf(req.query)}${reviewSection(cr, review, diffOk ? diff : null, csrf, base)}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
 ${checksSection(checks, cr, headSha, csrf, base)}

@@ -1,5 +1,6 @@
 import { assertBranchName } from '../../domain/refs.js';
-import { isDomainError, validationError } from '../../domain/errors.js';
+import { isDomainError, notFound, validationError } from '../../domain/errors.js';
+import { crNumberOf } from '../../domain/change-request/reference.js';
 import { stackChain, stackNote, type ChangeRequest, type StackNode } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
@@ -184,4 +185,43 @@ export async function patchCr(
   const data = { ...(edit.title !== undefined ? { title: edit.title } : {}), ...(edit.description !== undefined ? { description: edit.description } : {}) };
   if (Object.keys(data).length) cr = await editCr(deps, project, cr.cr_id, actor, data, via);
   return cr;
+}
+
+export interface FamilyMember {
+  rel: 'parent' | 'child';
+  cr_id: string;
+  number: number;
+  title: string;
+  status: ChangeRequest['status'];
+  head_ref: string;
+  base_ref: string;
+}
+
+export interface Family {
+  parent: FamilyMember | null;
+  children: FamilyMember[];
+  /** Its parent closed unmerged: it waits for a person. */
+  note: string | null;
+}
+
+function familyOf(cr: ChangeRequest, rows: FamilyMember[]): Family {
+  const parent = rows.find((r) => r.rel === 'parent') ?? null;
+  const note = parent ? stackNote(cr, { ...cr, ...parent } as ChangeRequest) : null;
+  return { parent, children: rows.filter((r) => r.rel === 'child'), note };
+}
+
+/**
+ * A CR with its family (parent and children), for the dashboard's CR page: by number in
+ * the one statement that reads the CR; by uuid, a second statement.
+ */
+export async function findCrWithFamily(deps: Pick<CrDeps, 'db'>, projectId: string, ref: string): Promise<{ cr: ChangeRequest; family: Family }> {
+  const num = crNumberOf(ref);
+  if (num === null) {
+    const cr = await findCr(deps.db, projectId, ref);
+    return { cr, family: familyOf(cr, await deps.db.rows<FamilyMember>(crQueries.family(projectId, cr.cr_id, cr.parent_cr_id))) };
+  }
+  const row = await deps.db.one<{ cr: Record<string, unknown>; family: FamilyMember[] }>(crQueries.byNumberWithFamily(projectId, num));
+  if (!row) throw notFound('Change request');
+  const cr = crOfRow(decodeCrRow(row.cr));
+  return { cr, family: familyOf(cr, row.family) };
 }

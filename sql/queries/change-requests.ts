@@ -95,6 +95,31 @@ export const crQueries = {
     values: [projectId, parentIds],
   }),
 
+  /**
+   * The read by number with the CR's family beside it (the dashboard's CR page, in its
+   * one read of the CR): its parent, when it has one, and the CRs stacked on it, `rel`
+   * saying which.
+   */
+  byNumberWithFamily: (projectId: string, number: number): Query => ({
+    name: 'cr_by_number_with_family',
+    text: `SELECT to_json(c) AS cr,
+        (SELECT coalesce(json_agg(json_build_object('rel', CASE WHEN k.cr_id = c.parent_cr_id THEN 'parent' ELSE 'child' END,
+            'cr_id', k.cr_id, 'number', k.number, 'title', k.title, 'status', k.status, 'head_ref', k.head_ref, 'base_ref', k.base_ref) ORDER BY k.number), '[]'::json)
+          FROM change_requests k WHERE k.project_id = c.project_id AND (k.parent_cr_id = c.cr_id OR k.cr_id = c.parent_cr_id)) AS family
+      FROM change_requests c WHERE c.project_id = $1 AND c.number = $2`,
+    values: [projectId, number],
+  }),
+
+  /** A CR's family by uuid: its parent, when it has one, and the CRs stacked on it. */
+  family: (projectId: string, crId: string, parentId: string | null): Query => ({
+    name: 'cr_family',
+    text: `SELECT CASE WHEN cr_id = $3::uuid THEN 'parent' ELSE 'child' END AS rel, cr_id, number, title, status, head_ref, base_ref
+      FROM change_requests
+      WHERE project_id = $1 AND (parent_cr_id = $2::uuid OR cr_id = $3::uuid)
+      ORDER BY number`,
+    values: [projectId, crId, parentId],
+  }),
+
   /** Held to the transaction's end: opens and retargets of one project decide stack parents one at a time. */
   lockStacks: (projectId: string): Query => ({
     name: 'cr_lock_stacks',

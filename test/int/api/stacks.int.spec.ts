@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../../support/server.js';
 import { agentReady, fakeRuntime, killSandboxes, killSandboxesUnder, waitForStatus } from '../../support/sessions.js';
 import { AGENT_BRANCH_MESSAGE, AGENT_STACK_BRANCH_MESSAGE } from '../../../infra/git/pre-receive.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
+import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 
 const CR_FIELDS = [
   'cr_id', 'account_id', 'project_id', 'number', 'title', 'description', 'base_ref', 'head_ref', 'status',
@@ -231,6 +232,20 @@ describe('stacked change requests', function () {
     expect(s.stack.map((e) => e.change_request.number)).to.deep.equal([parent.number, child.number]);
     expect(s.stack[1]!.note).to.match(/closed without merging.*waits for a person/);
     expect((await person.get(`${CR}/${child.number}`)).body.change_request).to.include({ status: 'open', base_ref: a.id });
+
+    // The CR page shows the parent (and the note) on the child, the children on the parent.
+    await withPassword(srv);
+    const cookie = await signInHttp(srv.url);
+    const pageOf = async (n: number) => {
+      const r = await dashFetch(srv.url, cookie, `/projects/stacks/change-requests/${n}`);
+      expect(r.status).to.equal(200);
+      return r.text;
+    };
+    const childPage = await pageOf(child.number);
+    expect(childPage).to.match(new RegExp(`data-stack-parent>Stacked on <a href="[^"]*/change-requests/${parent.number}">#${parent.number}</a>`));
+    expect(childPage).to.contain('data-stack-note').and.contain('closed without merging');
+    const parentPage = await pageOf(parent.number);
+    expect(parentPage).to.match(new RegExp(`data-stack-children><li><a href="[^"]*/change-requests/${child.number}">#${child.number}</a>`));
   });
 
   it('another agent\'s stack branch name is refused at push, and so is a 21st', async () => {
