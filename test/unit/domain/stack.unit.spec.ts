@@ -3,6 +3,7 @@ import {
   decide,
   evolve,
   foldChecks,
+  missingChecks,
   parentOf,
   type ChangeRequestCommand,
   type ChangeRequestEvent,
@@ -75,6 +76,19 @@ describe('stacked change requests: the rules', () => {
     const retargeted = (by: string): ChangeRequestEvent => ({ type: 'ChangeRequestRetargeted', data: { from: 'a', to: 'main', by, parent_cr_id: null, base_commit_sha: null, retargeted_at: at } });
     expect(foldChecks([requested, retargeted(actor)]).auto_merge).to.include({ status: 'cancelled', reason: 'base_changed' });
     expect(foldChecks([requested, retargeted('system')]).auto_merge).to.include({ status: 'pending' });
+  });
+
+  it('a pair left and come back to (retargeted away and back) runs its checks again: a cancelled run does not count', () => {
+    const base = 'b'.repeat(40);
+    const head = 'a'.repeat(40);
+    const cr = { parent_cr_id: null, status: 'open', base_commit_sha: base, head_commit_sha: head } as never;
+    const queued: ChangeRequestEvent = { type: 'CheckQueued', data: { run_id: id(1), name: 'test', base_sha: base, head_sha: head, merge_sha: head, queued_at: at } };
+    const cancelled: ChangeRequestEvent = { type: 'CheckCancelled', data: { run_id: id(1), cancelled_at: at, reason: 'superseded' } };
+    const passed: ChangeRequestEvent = { type: 'CheckPassed', data: { run_id: id(1), finished_at: at } };
+    const pair = { base, head };
+    expect(missingChecks({ cr, checks: foldChecks([queued]) }, [{ name: 'test' }], pair)).to.deep.equal([]);
+    expect(missingChecks({ cr, checks: foldChecks([queued, passed]) }, [{ name: 'test' }], pair)).to.deep.equal([]);
+    expect(missingChecks({ cr, checks: foldChecks([queued, cancelled]) }, [{ name: 'test' }], pair)).to.deep.equal([{ name: 'test' }]);
   });
 
   it('stack branch names: <session>-<n>, n from 1 to 20, no leading zero', () => {
