@@ -23,10 +23,11 @@ export async function mergeStack(
   const { stack, cr } = await crStack(deps, project, ref);
   if (cr.status !== 'open') return requestMerge(deps, project, cr.cr_id, actor, body); // the decider's 409
   const at = stack.findIndex((e) => e.cr.cr_id === cr.cr_id);
-  const steps = stack.slice(0, at + 1).map((e) => e.cr).filter((c) => c.status === 'open');
-  const chainOk = steps.every((c, i) => i === 0 || c.parent_cr_id === steps[i - 1]!.cr_id);
-  if (!chainOk) {
-    throw new DomainError('conflict', 'Conflict', `Change request #${cr.number}'s stack has a closed change request below it: retarget or reopen it, then merge again.`);
+  const steps = stack.slice(0, at + 1).map((e) => e.cr);
+  // Anything but open below it (a parent closed unmerged: its children wait for a person) stops the walk before it starts.
+  const blocked = steps.find((c) => c.status !== 'open');
+  if (blocked) {
+    throw new DomainError('conflict', 'Conflict', `Change request #${blocked.number} below #${cr.number} in its stack is ${blocked.status}: retarget #${cr.number}'s stack or reopen #${blocked.number}, then merge again.`, { status: blocked.status });
   }
   // Bound to the heads as they are now: a push during the walk stops it at that CR.
   const heads = await Promise.all(steps.map(async (c) => (await refreshCr(deps, project, c, actor)).head_commit_sha));

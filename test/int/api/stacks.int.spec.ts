@@ -232,6 +232,13 @@ describe('stacked change requests', function () {
     expect(s.stack.map((e) => e.change_request.number)).to.deep.equal([parent.number, child.number]);
     expect(s.stack[1]!.note).to.match(/closed without merging.*waits for a person/);
     expect((await person.get(`${CR}/${child.number}`)).body.change_request).to.include({ status: 'open', base_ref: a.id });
+    // Its stack does not merge past the closed parent: 409, nothing moves.
+    const tipBefore = await tip(a.id);
+    const refused = await person.post(`${CR}/${child.number}/merge`, { stack: true });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(409);
+    expect(refused.body.message).to.contain(`#${parent.number} below #${child.number} in its stack is closed`);
+    expect(await tip(a.id)).to.equal(tipBefore);
+    expect((await person.get(`${CR}/${child.number}`)).body.change_request.status).to.equal('open');
 
     // The CR page shows the parent (and the note) on the child, the children on the parent.
     await withPassword(srv);
