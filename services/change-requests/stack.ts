@@ -6,6 +6,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { SYSTEM_ACTOR } from '../manifest/log.js';
+import { failpointAsync } from '../../lib/failpoints.js';
 import { appendCheckEvents } from '../checks/stream.js';
 import { commandInTx } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
@@ -159,6 +160,7 @@ export async function crStack(deps: CrDeps, project: ProjectRecord, ref: string)
 /** Exposed for the merge path (merge.ts): what it runs after every recorded merge. */
 export async function settleQuietly(deps: CrDeps, project: ProjectRecord, merged: ChangeRequest): Promise<void> {
   try {
+    await failpointAsync('merge.before-stack'); // tests: the process dies between the merge's record and its stack
     await settleAfterMerge(deps, project, merged);
   } catch (err) {
     // The merge stands; a read of the stack settles what is left.

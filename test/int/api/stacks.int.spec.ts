@@ -6,6 +6,7 @@ import { agentReady, fakeRuntime, killSandboxes, killSandboxesUnder, waitForStat
 import { AGENT_BRANCH_MESSAGE, AGENT_STACK_BRANCH_MESSAGE } from '../../../infra/git/pre-receive.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
 import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
+import { setFailpoint } from '../../../lib/failpoints.js';
 
 const CR_FIELDS = [
   'cr_id', 'account_id', 'project_id', 'number', 'title', 'description', 'base_ref', 'head_ref', 'status',
@@ -264,6 +265,32 @@ describe('stacked change requests', function () {
       expect(r.stderr, ref).to.contain(message);
       expect(await tip(ref), ref).to.equal(null);
     }
+  });
+
+  it('a merge whose process stopped before moving its stack: the next read of the stack moves it', async () => {
+    // On the session branch as it is (its last CR was closed unmerged, so it is ahead of main).
+    await w.ok(['fetch', '-q', authedUrl(repoUrl, srv.token), a.id]);
+    await w.ok(['checkout', '-q', '-B', 'work', 'FETCH_HEAD']);
+    await w.commit({ 'nine.txt': '9\n' }, 'nine');
+    expect((await agentPush(a.id)).code).to.equal(0);
+    await w.commit({ 'ten.txt': '10\n' }, 'ten');
+    expect((await agentPush(`${a.id}-6`)).code).to.equal(0);
+    const bottom = await open(agent, { title: 'nine', head_ref: a.id });
+    const child = await open(agent, { title: 'ten', head_ref: `${a.id}-6`, base_ref: a.id });
+    const clear = setFailpoint('merge.before-stack', () => {
+      throw new Error('the process stopped here');
+    });
+    try {
+      expect((await person.post(`${CR}/${bottom.number}/merge`, {})).status).to.equal(200);
+    } finally {
+      clear();
+    }
+    // Merged, and the child not moved yet: it still names the merged branch.
+    expect((await person.get(`${CR}/${child.number}`)).body.change_request.base_ref).to.equal(a.id);
+    const s = await stackOf(child.number);
+    expect(s.stack.map((e) => [e.change_request.number, e.change_request.base_ref])).to.deep.equal([[child.number, 'main']]);
+    expect((await events(child.number)).filter((e) => e.type === 'ChangeRequestRetargeted').map((e) => e.data.by)).to.deep.equal(['system']);
+    expect(await files(child.number)).to.deep.equal(['ten.txt']);
   });
 
   it('projections rebuild --verify is clean after all of it', async () => {
