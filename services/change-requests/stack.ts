@@ -142,7 +142,9 @@ export async function crStack(deps: CrDeps, project: ProjectRecord, ref: string)
   let { byId, kids } = await read();
   const unsettled = [...byId.values()].filter((m) => m.status === 'merged' && (kids.get(m.cr_id) ?? []).some((c) => c.status === 'open' && c.base_ref === m.head_ref));
   if (unsettled.length) {
-    for (const m of unsettled) await settleAfterMerge(deps, project, m);
+    // Settled as the merge would have; whatever fails here (a lock held, a branch gone) is
+    // logged and the chain served as it stands: the next read tries again.
+    for (const m of unsettled) await settleQuietly(deps, project, m);
     cr = await findCr(deps.db, project.project_id, cr.cr_id);
     ({ byId, kids } = await read());
   }

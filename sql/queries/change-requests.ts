@@ -35,7 +35,9 @@ export const crPatchExtension: AppendExtension = {
 
 export const crQueries = {
   insertMany: (table: CrTable, rows: CrRow[]): Query => ({
-    text: `INSERT INTO ${table} ${crGuardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
+    // Columns named: a column added by a later migration sits wherever the install's
+    // migration order put it.
+    text: `INSERT INTO ${table} (${crSelectList}) ${crGuardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
     values: [JSON.stringify(rows.map(encodeCrRow))],
   }),
 
