@@ -293,6 +293,42 @@ describe('stacked change requests', function () {
     expect(await files(child.number)).to.deep.equal(['ten.txt']);
   });
 
+  it('a push during a stack merge stops the walk at that CR: the ones below stay merged, nothing of it lands', async () => {
+    await fetchMain();
+    await w.commit({ 'eleven.txt': '11\n' }, 'eleven');
+    expect((await agentPush(a.id)).code).to.equal(0);
+    await w.commit({ 'twelve.txt': '12\n' }, 'twelve');
+    expect((await agentPush(`${a.id}-7`)).code).to.equal(0);
+    await w.commit({ 'thirteen.txt': '13\n' }, 'thirteen');
+    expect((await agentPush(`${a.id}-8`)).code).to.equal(0);
+    const bottom = await open(agent, { title: 'eleven', head_ref: a.id });
+    const middle = await open(agent, { title: 'twelve', head_ref: `${a.id}-7`, base_ref: a.id });
+    const top = await open(agent, { title: 'thirteen', head_ref: `${a.id}-8`, base_ref: `${a.id}-7` });
+    // Once the bottom has merged, the agent pushes to the middle's branch (a fast-forward).
+    await w.ok(['checkout', '-q', '-B', 'late', `HEAD~1`]);
+    await w.commit({ 'late.txt': 'unseen\n' }, 'late');
+    let pushed = false;
+    const clear = setFailpoint('merge.before-stack', async () => {
+      if (pushed) return;
+      pushed = true;
+      const r = await agentPush(`${a.id}-7`);
+      if (r.code !== 0) throw new Error(r.stderr);
+    });
+    let refused;
+    try {
+      refused = await person.post(`${CR}/${top.number}/merge`, { stack: true });
+    } finally {
+      clear();
+    }
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(409);
+    expect(refused.body.error).to.equal('Head branch was modified');
+    const states = await Promise.all([bottom, middle, top].map(async (c) => (await person.get(`${CR}/${c.number}`)).body.change_request));
+    expect(states.map((c) => [c.status, c.base_ref])).to.deep.equal([['merged', 'main'], ['open', 'main'], ['open', `${a.id}-7`]]);
+    await fetchMain();
+    expect((await w.run(['cat-file', '-e', 'HEAD:eleven.txt'])).code).to.equal(0);
+    for (const f of ['twelve.txt', 'late.txt', 'thirteen.txt']) expect((await w.run(['cat-file', '-e', `HEAD:${f}`])).code, f).to.not.equal(0);
+  });
+
   it('projections rebuild --verify is clean after all of it', async () => {
     const verify = await rebuildProjections(srv.db.db, { verify: true });
     expect(verify.differences).to.deep.equal([]);
