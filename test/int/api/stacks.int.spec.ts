@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from '../../support/server.js';
 import { agentReady, fakeRuntime, killSandboxes, killSandboxesUnder, waitForStatus } from '../../support/sessions.js';
 import { AGENT_BRANCH_MESSAGE, AGENT_STACK_BRANCH_MESSAGE } from '../../../infra/git/pre-receive.js';
 import { rebuildProjections } from '../../../projections/rebuild.js';
-import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
+import { csrfIn, dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 import { setFailpoint } from '../../../lib/failpoints.js';
 
 const CR_FIELDS = [
@@ -252,8 +252,31 @@ describe('stacked change requests', function () {
     const childPage = await pageOf(child.number);
     expect(childPage).to.match(new RegExp(`data-stack-parent>Stacked on <a href="[^"]*/change-requests/${parent.number}">#${parent.number}</a>`));
     expect(childPage).to.contain('data-stack-note').and.contain('closed without merging');
+    expect(childPage, 'no stack merge past a closed parent').to.not.contain('class="merge-stack"');
     const parentPage = await pageOf(parent.number);
     expect(parentPage).to.match(new RegExp(`data-stack-children><li><a href="[^"]*/change-requests/${child.number}">#${child.number}</a>`));
+  });
+
+  it('the CR page merges the stack up to the CR shown, bound to the head it shows', async () => {
+    await fetchMain();
+    await w.commit({ 's1.txt': '1\n' }, 's1');
+    await personPush('s1');
+    await w.commit({ 's2.txt': '2\n' }, 's2');
+    await personPush('s2');
+    const s1 = await open(person, { title: 's1', head_ref: 's1' });
+    const s2 = await open(person, { title: 's2', head_ref: 's2', base_ref: 's1' });
+    await withPassword(srv);
+    const cookie = await signInHttp(srv.url);
+    const path = `/projects/stacks/change-requests/${s2.number}`;
+    const page = (await dashFetch(srv.url, cookie, path)).text;
+    expect(page).to.contain(`Merge the stack up to #${s2.number}`);
+    const head = /class="merge-stack">.*?name="expected_head_sha" value="([0-9a-f]{40})"/s.exec(page)![1]!;
+    expect(head).to.equal(await tip('s2'));
+    const posted = await dashFetch(srv.url, cookie, `${path}/merge`, { form: { _csrf: csrfIn(page), expected_head_sha: head, stack: '1' } });
+    expect(posted.status, posted.text).to.equal(303);
+    const states = await Promise.all([s1, s2].map(async (c) => (await person.get(`${CR}/${c.number}`)).body.change_request));
+    expect(states.map((c) => [c.status, c.base_ref])).to.deep.equal([['merged', 'main'], ['merged', 'main']]);
+    expect(await tip('main')).to.equal(states[1].merge_commit_sha);
   });
 
   it('another agent\'s stack branch name is refused at push, and so is a 21st', async () => {
