@@ -8,7 +8,7 @@ import type { FetchLike } from './http.js';
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
 export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
 import type { CrChecks } from '../contracts/index.js';
-import type { ChangeRequest, Compare, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
+import type { ChangeRequest, Compare, CrStack, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
 export type CreateCRInput = CreateChangeRequestInput;
 
@@ -150,14 +150,19 @@ export class ApiClient {
     return this.request('GET', this.crPath(project, cr, '/merge-preview'));
   }
 
-  async merge(project: string, cr: string | number, message?: string): Promise<ChangeRequest> {
-    const body = message === undefined ? {} : { message };
+  async merge(project: string, cr: string | number, message?: string, opts: { stack?: boolean } = {}): Promise<ChangeRequest> {
+    const body = { ...(message === undefined ? {} : { message }), ...(opts.stack ? { stack: true } : {}) };
     return this.envelope('change_request', 'POST', this.crPath(project, cr, '/merge'), body);
   }
 
   /** Merge when green: the server merges once every check and required status passed on this head (202). */
   async mergeWhenGreen(project: string, cr: string | number, expectedHeadSha?: string): Promise<CrChecks['auto_merge'] & object> {
     return this.envelope('auto_merge', 'POST', this.crPath(project, cr, '/merge'), { when: 'checks_pass', ...(expectedHeadSha ? { expected_head_sha: expectedHeadSha } : {}) });
+  }
+
+  /** The CR's stack: ancestors root first, the CR, its descendants. */
+  getStack(project: string, cr: string | number): Promise<CrStack> {
+    return this.request('GET', this.crPath(project, cr, '/stack'));
   }
 
   getChecks(project: string, cr: string | number): Promise<CrChecks> {

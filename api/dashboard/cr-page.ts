@@ -16,6 +16,7 @@ import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 import { checksOf, checksSection } from './checks-section.js';
+import { findCrWithFamily, type Family, type FamilyMember } from '../../services/change-requests/stack.js';
 
 /**
  * One change request: metadata (editable), the merge preview, Merge (with the head SHA
@@ -31,6 +32,8 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestMerged: 'merged',
   ChangeRequestClosed: 'closed',
   ChangeRequestReopened: 'reopened',
+  ChangeRequestStacked: 'stacked on its parent',
+  ChangeRequestRetargeted: 'retargeted',
   ChangeRequestCommented: 'commented',
   ChangeRequestCommentResolved: 'resolved a comment',
   ChangeRequestCommentUnresolved: 'unresolved a comment',
@@ -48,7 +51,7 @@ const EVENT_LABEL: Record<string, string> = {
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
 const EditBody = z.object({ _csrf: z.string().optional(), title: z.string().max(1024).optional(), description: z.string().max(65_536).optional() });
-const MergeBody = z.object({ _csrf: z.string().optional(), expected_head_sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(65_536).optional() });
+const MergeBody = z.object({ _csrf: z.string().optional(), expected_head_sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(65_536).optional(), stack: z.literal('1').optional() });
 
 export function previewBlock(cr: ChangeRequest, p: MergePreview | null, previewError: string | null): Html {
   if (cr.status !== 'open') return html``;
@@ -79,6 +82,23 @@ function actions(cr: ChangeRequest, headSha: string | null, p: MergePreview | nu
 </div>`;
 }
 
+/** The stack around the CR: its parent and the CRs stacked on it (nothing when it has neither). */
+function stackSection(f: Family | null, projectId: string, cr: ChangeRequest, merge: { csrf: string; headSha: string | null; base: string }): Html {
+  if (!f || (!f.parent && f.children.length === 0)) return html``;
+  const n = cr.number;
+  // The stack below this one merges bottom-up, this one last, bound to the head shown here.
+  const mergeStack = f.parent && f.parent.status === 'open' && cr.status === 'open' && merge.headSha
+    ? html`<form method="post" action="${merge.base}/merge" data-fetch class="merge-stack"><input type="hidden" name="_csrf" value="${merge.csrf}"><input type="hidden" name="expected_head_sha" value="${merge.headSha}"><input type="hidden" name="stack" value="1">
+<button type="submit">Merge the stack up to #${n}</button></form>`
+    : '';
+  const link = (m: FamilyMember) => html`<a href="/projects/${projectId}/change-requests/${m.number}">#${m.number}</a> ${m.title} ${statusBadge(m.status)} <code>${m.head_ref}</code>`;
+  return html`<section aria-labelledby="stack-h" data-stack><h2 id="stack-h">Stack</h2>
+${f.parent ? html`<p data-stack-parent>Stacked on ${link(f.parent)}: merging this one merges it into <code>${f.parent.head_ref}</code>.</p>` : ''}
+${f.note ? html`<p class="warn" data-stack-note>${f.note}</p>` : ''}
+${f.children.length ? html`<p>Stacked on this one:</p><ul data-stack-children>${f.children.map((c) => html`<li>${link(c)}</li>`)}</ul>` : ''}
+${mergeStack}<p class="muted">The whole chain: <code>svc cr stack ${n}</code>; merge it bottom-up with <code>svc cr merge ${n} --stack</code>.</p></section>`;
+}
+
 /** Who acted, by name: a person, or their agent in a session (linked), for them. */
 function actorOf(e: CrEvent, projectId: string): Html {
   const person = e.actor_name ?? (e.actor === 'system' ? 'svc' : `user ${e.actor.slice(0, 8)}`);
@@ -107,7 +127,10 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const project = await projectOf(deps, req, res);
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
-  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
+  // Now: read with its stack's family in the one read of the CR (then refreshed); as of a time: folded.
+  const now = q.as_of ? null : await findCrWithFamily(crDeps, project.project_id, n);
+  const family = now?.family ?? null;
+  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
   const [events, diff, preview, usage, review] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
@@ -151,6 +174,7 @@ ${header}
 <label>Description <textarea name="description" rows="6">${cr.description}</textarea></label>
 <button type="submit">Save</button></form></details>
 ${description}
+${stackSection(family, project.project_id, cr, { csrf, headSha, base })}
 ${reviewErrorOf(req.query)}${reviewSection(cr, review, diffOk ? diff : null, csrf, base)}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
 ${checksSection(checks, cr, headSha, csrf, base)}
@@ -185,7 +209,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
     const b = MergeBody.parse(req.body ?? {});
     const project = await projectOf(deps, req, res);
     try {
-      const body = MergeChangeRequestBody.parse({ expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}) });
+      const body = MergeChangeRequestBody.parse({ expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}), ...(b.stack ? { stack: true } : {}) });
       await mergeAs(deps, project, n(req), callerOf(res).user_id, body);
     } catch (e) {
       // A form post without JS comes back to the page with the reason; fetch gets the API's body.

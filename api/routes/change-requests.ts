@@ -1,7 +1,9 @@
 import { Router, type Request } from 'express';
 import { crNumberOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import { loadedCrOf } from '../../services/projects/access.js';
-import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
+import type { ChangeRequest as ChangeRequestJson, CrStack } from '../../contracts/change-requests.js';
+import { crStack, patchCr, type StackEntry } from '../../services/change-requests/stack.js';
+import { mergeStack } from '../../services/change-requests/merge-stack.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
@@ -49,6 +51,14 @@ export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
   };
 }
 
+/** A CR's stack as the wire has it (`GET …/stack`, the CLI's `svc cr stack`). */
+export function serializeStack(cr: ChangeRequest, stack: StackEntry[]): CrStack {
+  return {
+    cr_id: cr.cr_id,
+    stack: stack.map((e) => ({ change_request: serializeCr(e.cr), parent_cr_id: e.cr.parent_cr_id, child_cr_ids: e.children, note: e.note })),
+  };
+}
+
 /** The change-request service's dependencies, from the API's (also the dashboard's CR pages). */
 export function crDepsOf(deps: ApiDeps): CrDeps {
   return {
@@ -70,10 +80,11 @@ export function crDepsOf(deps: ApiDeps): CrDeps {
 }
 
 /** A person's merge (the route and the dashboard's Merge button): counted in the merge metrics. */
-export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string, actor: string, body: MergeRequest): Promise<ChangeRequest> {
-  const merged = await requestMerge(
+export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string, actor: string, body: MergeRequest & { stack?: boolean | undefined }): Promise<ChangeRequest> {
+  const { stack, ...one } = body;
+  const merged = await (stack ? mergeStack : requestMerge)(
     { ...crDepsOf(deps), queue: deps.queue, onConflict: () => deps.metrics.merges.inc({ outcome: 'conflict' }) },
-    project, ref, actor, body,
+    project, ref, actor, one,
   );
   deps.metrics.merges.inc({ outcome: 'merged' });
   return merged;
@@ -122,9 +133,16 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.patch('/:crId', async (req, res) => {
     const { project, actor, via } = await ctx(req);
     const body = EditChangeRequestBody.parse(req.body ?? {});
+    if (body.base_ref !== undefined) assertMay(principalOf(req), { kind: 'cr.retarget' }); // people only
     await mayChange(req, project);
-    const cr = await crs.editCr(crDeps, project, crRef(req), actor, body, via);
+    const cr = await patchCr(crDeps, project, crRef(req), actor, body, via);
     res.json({ change_request: serializeCr(cr) });
+  });
+
+  r.get('/:crId/stack', async (req, res) => {
+    const { project } = await ctx(req);
+    const { cr, stack } = await crStack(crDeps, project, crRef(req));
+    res.json(serializeStack(cr, stack));
   });
 
   r.get('/:crId/diff', async (req, res) => {

@@ -9,6 +9,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { handleCommand } from './handle.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { findCr, type CrDeps } from './service.js';
+import { settleQuietly } from './stack.js';
 
 /**
  * The push's outcome is unknown: the merge record is kept and the job must be retried
@@ -132,7 +133,9 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
     });
     return done;
   });
-  // Every way out of the lock but a throw is a merged CR.
+  // Every way out of the lock but a throw is a merged CR. Its stack follows before the
+  // answer (the next CR of a stack merge bases on what this one merged into).
+  await settleQuietly(deps, project, cr);
   afterMerge(deps, project, cr);
   return cr;
 }

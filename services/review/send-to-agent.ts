@@ -1,4 +1,5 @@
 import { DomainError, isDomainError, type ErrorReason } from '../../domain/errors.js';
+import { isOwnBranch } from '../../domain/stack-branches.js';
 import { parseChangeRequestEvent, streamIdOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { readStream } from '../../infra/event-store.js';
@@ -76,7 +77,8 @@ export async function sendToAgent(
     }
     throw err;
   }
-  if (cr.head_ref !== session.branch) {
+  // Its session branch, or one of its stack branches (the prompt names the branch to work on).
+  if (!isOwnBranch(session.branch, cr.head_ref)) {
     throw coded('conflict', 'Head is not the session branch', 'head_not_session_branch', `Change request #${cr.number}'s head is '${cr.head_ref}', not its session's branch '${session.branch}'.`);
   }
   if (opts.automatic) {
