@@ -125,7 +125,7 @@ export const costQueries = {
         FROM shares s LEFT JOIN branch_crs b ON b.cr_id = s.owner
         GROUP BY s.owner, b.number
       ),
-      sess AS (SELECT model FROM project_sessions WHERE project_id = $1 AND session_id = $2)
+      sess AS (SELECT agent_model AS model FROM project_sessions WHERE project_id = $1 AND session_id = $2)
       SELECT
         (SELECT json_agg(u ORDER BY u.number NULLS LAST, u.model, u.currency NULLS LAST) FROM usage u) AS usage,
         (SELECT json_agg(s ORDER BY s.number NULLS LAST) FROM sandbox s) AS sandbox,
