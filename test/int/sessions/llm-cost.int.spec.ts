@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { runSvc, sandbox } from '../../cli/helpers.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
@@ -150,6 +151,21 @@ describe('what sessions and change requests cost', function () {
         const loneUsage = await usageOf(p, lone.id);
         expect(loneUsage.by_change_request.map((c: { cr_id: string | null; requests: number }) => [c.cr_id, c.requests])).to.deep.equal([[null, 1]]);
         expect((await costOf(p, first)).requests).to.equal(3);
+
+        // The CLI prints the same numbers (svc cr show, svc sessions info).
+        const sb = await sandbox();
+        try {
+          const svc = (args: string[]) => runSvc(args, { configPath: sb.configPath, cwd: sb.dir, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'cost2' } });
+          const show = await svc(['cr', 'show', String(first)]);
+          expect(show.code, show.stderr).to.equal(0);
+          expect(show.stdout).to.contain('tokens:\t3000 in, 600 out (3 model calls)\n').and.contain('cost:\tUSD 0.02\n').and.match(/\nsandbox_time:\t\d+ s\n/);
+          const info = await svc(['sessions', 'info', s.id]);
+          expect(info.code, info.stderr).to.equal(0);
+          expect(info.stdout).to.contain('tokens:\t6000 in, 1200 out (6 model calls)\n').and.contain('cost:\tUSD 0.04\n');
+          expect(info.stdout).to.contain(`  #${first}:\t3600 tokens, USD 0.02, sandbox`).and.contain('  unattributed:\t1200 tokens, USD 0.006');
+        } finally {
+          await sb.cleanup();
+        }
 
         // The CR's own JSON keeps exactly the spec's fields.
         const cr = (await p.api.get(`${p.base}/${first}`)).body.change_request;
