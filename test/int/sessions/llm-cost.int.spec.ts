@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { runSvc, sandbox } from '../../cli/helpers.js';
+import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
@@ -80,6 +81,12 @@ describe('what sessions and change requests cost', function () {
           { model: 'scripted', input_tokens: 1000, output_tokens: 200, requests: 1, money: [{ currency: 'USD', amount: CALL_USD }], unpriced_tokens: 0, priced: true },
         ]);
         expect(before.sandbox_seconds, 'the sandbox has been running').to.be.greaterThan(0);
+        // The session's page shows the same: money, the unpriced model flagged.
+        await withPassword(p.srv);
+        const cookie = await signInHttp(p.srv.url);
+        const page = (await dashFetch(p.srv.url, cookie, `/projects/cost1/sessions/${s.id}`)).text;
+        expect(page).to.match(/<dd data-money>USD 0\.006 <span class="muted">\+ 1,200 unpriced tokens<\/span><\/dd>/);
+        expect(page).to.contain('data-unpriced="free-beta"').and.not.contain('data-unpriced="scripted"').and.not.contain('data-unmetered');
         const rows = await p.srv.db.db.rows<{ model: string; input_price_per_mtok: string | null; output_price_per_mtok: string | null; currency: string | null }>({
           text: 'SELECT model, input_price_per_mtok::text, output_price_per_mtok::text, currency FROM llm_usage ORDER BY usage_id',
           values: [],
@@ -132,6 +139,10 @@ describe('what sessions and change requests cost', function () {
         expect(one).to.deep.include({ number: first, session_id: s.id, input_tokens: 3000, output_tokens: 600, requests: 3, unpriced_tokens: 0, unmetered: false, cpu_seconds: null, check_seconds: 0 });
         expect(one.money).to.deep.equal([{ currency: 'USD', amount: 0.018 }]);
         expect(one.sandbox_seconds, 'its share of the sandbox time').to.be.greaterThan(0);
+        // The CR's page shows what its API says.
+        await withPassword(p.srv);
+        const crPage = (await dashFetch(p.srv.url, await signInHttp(p.srv.url), `/projects/cost2/change-requests/${first}`)).text;
+        expect(crPage).to.contain('data-cost').and.contain('3,000 input · 600 output tokens (3 model calls)').and.contain('<span data-money>USD 0.02</span>');
         const two = await costOf(p, second);
         expect(two).to.deep.include({ input_tokens: 2000, requests: 2 });
         const usage = await usageOf(p, s.id);
@@ -183,6 +194,9 @@ describe('what sessions and change requests cost', function () {
       await withSessionProject({ slug: 'cost3', env: env(model.url) }, async (p) => {
         const s = await sandboxOf(p, { model: 'anthropic/claude-x' });
         expect((await usageOf(p, s.id))).to.deep.include({ unmetered: true, requests: 0 });
+        await withPassword(p.srv);
+        const page = (await dashFetch(p.srv.url, await signInHttp(p.srv.url), `/projects/cost3/sessions/${s.id}`)).text;
+        expect(page).to.contain('data-unmetered');
         const n = await openCr(p, s.id, 'own-key');
         expect(await costOf(p, n)).to.deep.include({ unmetered: true, requests: 0, session_id: s.id });
         await p.repo.commit('feature', { 'f.txt': 'f\n' });
