@@ -330,6 +330,12 @@ export function configWarnings(config: Config, env: NodeJS.ProcessEnv = process.
       out.push(`${name} (${domain}) and SVC_PUBLIC_URL (${pub}) share the site ${siteOf(pub)}: a domain of its own for tenants' code is safer (docs/operations.md)`);
     }
   }
+  if (config.SVC_LLM_PRICES) {
+    // A model offered without a price is counted in tokens only: said once at start, not found in a bill later.
+    const offered = [config.SVC_LLM_MODEL, ...config.SVC_LLM_MODELS.split(',')].map((m) => m?.trim()).filter((m): m is string => !!m);
+    const unpriced = [...new Set(offered)].filter((m) => !Object.hasOwn(config.SVC_LLM_PRICES!.models, m));
+    if (unpriced.length) out.push(`SVC_LLM_PRICES has no price for ${unpriced.join(', ')}: their calls are counted in tokens only, flagged unpriced (docs/models.md "Cost")`);
+  }
   if (env.SVC_APPS_HOST) out.push('SVC_APPS_HOST is no longer read: apps are served by the server at <app>-<project id>.<SVC_APPS_DOMAIN> (docs/manifest.md "Apps")');
   return out;
 }

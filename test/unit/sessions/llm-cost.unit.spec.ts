@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { ConfigError, loadConfig } from '../../../infra/config.js';
+import { ConfigError, configWarnings, loadConfig } from '../../../infra/config.js';
 import type { ChangeRequest } from '../../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../../domain/project.js';
 import type { Db } from '../../../infra/db/db.js';
@@ -33,6 +33,12 @@ describe('model prices and what a CR cost', () => {
     expect(problems('{"currency":"USD","models":{"m":{"input":"3","output":1}}}')[0]).to.match(/^SVC_LLM_PRICES: models\.m\.input: /);
     expect(problems('{"models":{}}')[0]).to.match(/^SVC_LLM_PRICES: currency: /);
     expect(problems('{"currency":"USD","models":{},"extra":1}')[0]).to.match(/^SVC_LLM_PRICES: /);
+  });
+
+  it('an offered model without a price is named in a warning at start', () => {
+    const config = loadConfig({ SVC_LLM_MODEL: 'a', SVC_LLM_MODELS: 'a,b, c', SVC_LLM_PRICES: '{"currency":"USD","models":{"a":{"input":1,"output":2}}}' });
+    expect(configWarnings(config, {})).to.deep.equal(['SVC_LLM_PRICES has no price for b, c: their calls are counted in tokens only, flagged unpriced (docs/models.md "Cost")']);
+    expect(configWarnings(loadConfig({ SVC_LLM_MODEL: 'a' }), {}), 'no prices at all: nothing to warn about').to.deep.equal([]);
   });
 
   it('a call is charged the price of the model it named; a model without one (or named like a prototype key) is unpriced', () => {
