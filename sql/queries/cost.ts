@@ -8,7 +8,8 @@ import type { Query } from '../query.js';
  * Attribution is over one branch (a session's branch is its id): the timeline is cut at
  * every time a CR from that branch opened, reopened, closed or merged, and each piece
  * belongs to the CR open at its start (the latest opened when several are), else to the
- * next CR opened from the branch, else to none (unattributed). A model call belongs to the
+ * next CR opened (or reopened) from the branch, else to none (unattributed): work done
+ * while a CR was closed went into it once it is reopened. A model call belongs to the
  * piece its usage row's `created_at` falls in; a sandbox's running time is split across
  * the pieces it overlaps.
  */
@@ -32,7 +33,7 @@ const pieces = `
     SELECT cr_id, type, at AS from_at, coalesce(lead(at) OVER (PARTITION BY cr_id ORDER BY stream_position), 'infinity') AS to_at FROM marks
   ),
   open_spans AS (SELECT cr_id, from_at, to_at FROM spans WHERE type IN ('ChangeRequestOpened', 'ChangeRequestReopened')),
-  opened AS (SELECT cr_id, at FROM marks WHERE type = 'ChangeRequestOpened'),
+  opened AS (SELECT cr_id, at FROM marks WHERE type IN ('ChangeRequestOpened', 'ChangeRequestReopened')),
   bounds AS (SELECT at FROM marks UNION SELECT '-infinity'::timestamptz),
   cuts AS (SELECT at AS from_at, coalesce(lead(at) OVER (ORDER BY at), 'infinity') AS to_at FROM bounds),
   pieces AS (

@@ -188,6 +188,56 @@ describe('what sessions and change requests cost', function () {
     }
   });
 
+  it('attribution at the edges: a call at the instant a CR opens is its own, at the instant it closes the next (re)opened one’s; a merged CR takes nothing after it', async () => {
+    const model = await startScriptedModel({ key: K, script: [], plain: () => answer });
+    try {
+      await withSessionProject({ slug: 'cost5', env: env(model.url) }, async (p) => {
+        const s = await sandboxOf(p);
+        const first = await openCr(p, s.id, 'first');
+        expect((await p.api.post(`${p.base}/${first}/close`, {})).status).to.equal(200);
+        expect((await p.api.post(`${p.base}/${first}/reopen`, {})).status).to.equal(200);
+        const merged = await p.api.post(`${p.base}/${first}/merge`, {});
+        expect(merged.status, JSON.stringify(merged.body)).to.equal(200);
+        const second = await openCr(p, s.id, 'second');
+        expect((await p.api.post(`${p.base}/${second}/close`, {})).status).to.equal(200);
+        // The times the CRs' events recorded, to the microsecond.
+        const at = async (n: number, type: string) =>
+          (await p.srv.db.db.one<{ at: string }>({
+            text: `SELECT CASE e.type WHEN 'ChangeRequestOpened' THEN e.data->>'created_at' WHEN 'ChangeRequestClosed' THEN e.data->>'closed_at'
+                WHEN 'ChangeRequestReopened' THEN e.data->>'reopened_at' ELSE e.data->>'merged_at' END AS at
+              FROM events e JOIN change_requests c ON e.stream_id = 'cr-' || c.cr_id::text WHERE c.number = $1 AND e.type = $2`,
+            values: [n, type],
+          }))!.at;
+        const [o1, c1, r1, m1, o2, c2] = [await at(first, 'ChangeRequestOpened'), await at(first, 'ChangeRequestClosed'), await at(first, 'ChangeRequestReopened'), await at(first, 'ChangeRequestMerged'), await at(second, 'ChangeRequestOpened'), await at(second, 'ChangeRequestClosed')];
+        const shift = (iso: string, ms: number) => new Date(Date.parse(iso) + ms).toISOString();
+        const account = (await p.srv.db.db.one<{ account_id: string; project_id: string }>({ text: "SELECT account_id::text, project_id::text FROM projects WHERE slug = 'cost5'", values: [] }))!;
+        // Calls recorded at chosen instants (as the gateway writes them), each named for where it belongs.
+        const calls: Array<[string, string]> = [
+          [shift(o1, -1000), 'first'], [o1, 'first'], [shift(c1, -1), 'first'], [c1, 'first'], [r1, 'first'],
+          [m1, 'second'], [shift(o2, 1), 'second'],
+          [c2, 'none'], [shift(c2, 5000), 'none'],
+        ];
+        for (const [t, name] of calls) {
+          await p.srv.db.db.run({
+            text: `INSERT INTO llm_usage (account_id, project_id, session_id, sandbox_id, model, input_tokens, output_tokens, status, created_at, input_price_per_mtok, output_price_per_mtok, currency)
+              VALUES ($1, $2, $3, gen_random_uuid(), $4, 1000, 0, 200, $5, 1, 0, 'USD')`,
+            values: [account.account_id, account.project_id, s.id, name, t],
+          });
+        }
+        const one = await costOf(p, first);
+        const two = await costOf(p, second);
+        expect(one.by_model.map((m: { model: string; requests: number }) => [m.model, m.requests])).to.deep.equal([['first', 5]]);
+        expect(two.by_model.map((m: { model: string; requests: number }) => [m.model, m.requests])).to.deep.equal([['second', 2]]);
+        expect(one.money).to.deep.equal([{ currency: 'USD', amount: 0.005 }]);
+        const shares = (await usageOf(p, s.id)).by_change_request.map((c: { number: number | null; requests: number }) => [c.number, c.requests]);
+        expect(shares).to.deep.equal([[first, 5], [second, 2], [null, 2]]);
+        await p.api.post(`${p.sessions}/${s.id}/stop`, {});
+      });
+    } finally {
+      await model.close();
+    }
+  });
+
   it('a session whose model is its own provider’s is unmetered; a person’s branch costs no tokens', async () => {
     const model = await startScriptedModel({ key: K, script: [], plain: () => answer });
     try {
