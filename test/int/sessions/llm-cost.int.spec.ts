@@ -270,6 +270,12 @@ describe('what sessions and change requests cost', function () {
         // This project's own agent reads it (a read of its project).
         const own = client(new URL(s.env.SVC_API_URL!).origin, s.env.SVC_CLI_TOKEN!);
         expect((await own.get(path)).status).to.equal(200);
+        // A CR that does not exist, by number, uuid or junk: 404 with the error body.
+        for (const ref of ['999', '00000000-0000-4000-8000-000000000000', 'junk%20ref']) {
+          const miss = await p.api.get(`${p.base}/${ref}/cost`);
+          expect(miss.status, ref).to.equal(404);
+          expect(miss.body.error).to.be.a('string');
+        }
 
         const other = await p.srv.newUser('other@example.test');
         const stranger = client(p.srv.url, other.token);
