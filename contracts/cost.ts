@@ -6,7 +6,7 @@ import { uuid } from './common.js';
  * (each model call keeps the currency it was priced in); tokens of calls to a model
  * without a price are counted and flagged (`unpriced_tokens`, `priced: false`), never
  * given a price. Seconds are wall time; `cpu_seconds` is null unless the sandbox provider
- * reports it.
+ * reported it (docker, at a sandbox's stop), and always null for a CR.
  */
 export const MoneySchema = z.array(z.strictObject({ currency: z.string(), amount: z.number() }));
 

@@ -82,7 +82,7 @@ export async function sessionCostUsage(deps: CostDeps, projectId: string, sessio
     ...spentOf(usage),
     by_model: byModel(usage),
     sandbox_seconds: seconds(sandbox.reduce((n, s) => n + Number(s.seconds), 0)),
-    cpu_seconds: null,
+    cpu_seconds: row?.cpu_seconds == null ? null : seconds(Number(row.cpu_seconds)),
     unmetered: unmeteredOf(deps.config, row),
     by_change_request: shares,
   };

@@ -92,9 +92,17 @@ export interface BranchCostRow {
   session: boolean;
   session_model: string | null;
   manifest_model: string | null;
+  /** CPU time its sandboxes' providers reported at their stops; null: none reported. */
+  cpu_seconds: number | null;
 }
 
 export const costQueries = {
+  /** What a sandbox's provider reported of its CPU time, at its stop (the largest reading wins). */
+  recordCpu: (sandboxId: string, sessionId: string, cpuSeconds: number): Query => ({
+    text: `INSERT INTO sandbox_cpu (sandbox_id, session_id, cpu_seconds) VALUES ($1, $2, $3)
+      ON CONFLICT (sandbox_id) DO UPDATE SET cpu_seconds = greatest(sandbox_cpu.cpu_seconds, EXCLUDED.cpu_seconds), recorded_at = now()`,
+    values: [sandboxId, sessionId, cpuSeconds],
+  }),
   /**
    * Everything a branch cost, in one statement: the model calls of the session whose branch
    * it is (a session's branch is its id) per CR they belong to, model and currency
@@ -132,7 +140,8 @@ export const costQueries = {
         (SELECT json_agg(s ORDER BY s.number NULLS LAST) FROM sandbox s) AS sandbox,
         EXISTS (SELECT 1 FROM sess) AS session,
         (SELECT model FROM sess) AS session_model,
-        (SELECT manifest->'agent'->>'model' FROM project_manifests WHERE project_id = $1) AS manifest_model`,
+        (SELECT manifest->'agent'->>'model' FROM project_manifests WHERE project_id = $1) AS manifest_model,
+        (SELECT sum(cpu_seconds)::float8 FROM sandbox_cpu WHERE session_id = $2) AS cpu_seconds`,
     values: [projectId, branch, now, `session-${branch}`],
   }),
 };

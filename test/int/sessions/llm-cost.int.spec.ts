@@ -1,10 +1,13 @@
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
+import { DEFAULT_SANDBOX_IMAGE } from '../../../infra/sandbox/docker.js';
+import { skipUnlessCi } from '../../support/skip.js';
 import { runSvc, sandbox } from '../../cli/helpers.js';
 import { dashFetch, signInHttp, withPassword } from '../../dashboard/support.js';
 import { client } from '../../support/http.js';
 import { startScriptedModel } from '../../support/scripted-model.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
-import { until } from '../../support/wait.js';
+import { eventually, until } from '../../support/wait.js';
 
 /**
  * What sessions and change requests cost (docs/models.md "Cost"), through real gateway
@@ -236,6 +239,30 @@ describe('what sessions and change requests cost', function () {
     } finally {
       await model.close();
     }
+  });
+
+  it('CPU time where the provider reports it: a docker sandbox’s, read at its stop; none (null) on the process provider', async function () {
+    if (spawnSync('docker', ['info'], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, 'no Docker engine here');
+    if (spawnSync('docker', ['image', 'inspect', DEFAULT_SANDBOX_IMAGE], { encoding: 'utf8' }).status !== 0) skipUnlessCi(this, `image ${DEFAULT_SANDBOX_IMAGE} is missing: build it with ops/sandbox-image.sh`);
+    await withSessionProject({ slug: 'cost6', env: { SVC_SANDBOX_PROVIDER: 'docker', SVC_AGENT_RUNTIME: 'opencode', SVC_SESSION_PROVISION_TIMEOUT_SECONDS: '180' } }, async (p) => {
+      const created = await p.api.post(p.sessions, {});
+      expect(created.status).to.equal(201);
+      const id = created.body.session.session_id as string;
+      await waitForStatus(p.api, `${p.sessions}/${id}`, ['running'], 180_000);
+      expect((await usageOf(p, id)).cpu_seconds, 'not read while it runs').to.equal(null);
+      await p.api.post(`${p.sessions}/${id}/stop`, {});
+      const cpu = await eventually(async () => ((await usageOf(p, id)).cpu_seconds as number | null) ?? undefined, 'the stop recorded the CPU time', { timeoutMs: 60_000 });
+      expect(cpu).to.be.greaterThan(0);
+      // Less than the wall time the container ran, times the CPUs it may use.
+      expect(cpu).to.be.below((await usageOf(p, id)).sandbox_seconds * 2 + 1);
+    });
+    await withSessionProject({ slug: 'cost7' }, async (p) => {
+      const s = await sandboxOf(p);
+      await p.api.post(`${p.sessions}/${s.id}/stop`, {});
+      await waitForStatus(p.api, `${p.sessions}/${s.id}`, ['stopped']);
+      await until(async () => (await p.srv.db.db.one<{ n: number }>({ text: "SELECT count(*)::int AS n FROM session_sandboxes WHERE session_id = $1 AND state = 'stopped'", values: [s.id] }))!.n === 1, 'the sandbox stopped');
+      expect((await usageOf(p, s.id)).cpu_seconds).to.equal(null);
+    });
   });
 
   it('a session whose model is its own provider’s is unmetered; a person’s branch costs no tokens', async () => {
