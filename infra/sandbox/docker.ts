@@ -286,7 +286,7 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
 
     async cpuSeconds(handle: SandboxHandle): Promise<number | null> {
       try {
-        const stats = await docker.getContainer(handle.ref || containerName(handle.sandboxId)).stats({ stream: false });
+        const stats = await docker.getContainer(handle.ref || containerName(handle.sandboxId)).stats({ stream: false, 'one-shot': true }); // one reading: the total is cumulative, no second sample needed
         const ns = stats?.cpu_stats?.cpu_usage?.total_usage;
         return typeof ns === 'number' && Number.isFinite(ns) && ns > 0 ? ns / 1e9 : null;
       } catch {
