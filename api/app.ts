@@ -32,6 +32,7 @@ import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
 import { checkRoutes, statusRoutes } from './routes/checks.js';
+import { costRoutes } from './routes/cost.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -68,6 +69,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/accounts/:accountId/budget', accountBudgetRoutes(deps)); // a person's model budget (agents refused by the gate)
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
+  v1.use('/projects/:projectId/change-requests/:crId/cost', costRoutes(deps)); // tokens, money, seconds
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));

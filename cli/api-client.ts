@@ -6,8 +6,8 @@ import { ApiError, NetworkError, codeForStatus } from './errors.js';
 import type { FetchLike } from './http.js';
 
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
-export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
-import type { CrChecks } from '../contracts/index.js';
+export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks, CrCost } from '../contracts/index.js';
+import type { CrChecks, CrCost } from '../contracts/index.js';
 import type { ChangeRequest, Compare, CrStack, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
 export type CreateCRInput = CreateChangeRequestInput;
@@ -167,6 +167,11 @@ export class ApiClient {
 
   getChecks(project: string, cr: string | number): Promise<CrChecks> {
     return this.request('GET', this.crPath(project, cr, '/checks'));
+  }
+
+  /** What the CR cost: its session's calls that belong to it, money, sandbox and check time. */
+  getCost(project: string, cr: string | number): Promise<CrCost> {
+    return this.envelope('cost', 'GET', this.crPath(project, cr, '/cost'));
   }
 
   async close(project: string, cr: string | number): Promise<ChangeRequest> {

@@ -6,7 +6,8 @@ import { isDomainError } from '../../domain/errors.js';
 import * as crs from '../../services/change-requests/service.js';
 import type { CrHistoryEntry } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { sessionUsage } from '../../services/llm/gateway.js';
+import { crCostFrom } from '../../services/cost/cost.js';
+import { costLine } from './cost-facts.js';
 import { crDepsOf, mergeAs } from '../routes/change-requests.js';
 import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
@@ -131,22 +132,23 @@ async function show(deps: ApiDeps, req: Request, res: Response) {
   const now = q.as_of ? null : await findCrWithFamily(crDeps, project.project_id, n);
   const family = now?.family ?? null;
   const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
-  const [events, diff, preview, usage, review] = await Promise.all([
+  const [events, diff, preview, review] = await Promise.all([
     crs.historyOfCr(crDeps, cr),
     q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
     q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
-    // The origin session's model usage (one statement, only for a CR an agent opened).
-    cr.origin_session_id ? sessionUsage(deps.db, cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
     loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
-  const checks = q.as_of ? null : await checksOf(deps, project, cr, events);
+  // What it cost: its checks' time from the history just read, its session's calls and sandbox time in one statement (none for a person's branch).
+  const [checks, cost] = q.as_of
+    ? [null, null]
+    : await Promise.all([checksOf(deps, project, cr, events), crCostFrom({ db: deps.db, config: deps.config }, project, cr, events).catch(() => null)]);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>
 <p>${statusBadge(cr.status)} <code>${cr.head_ref}</code> → <code>${cr.base_ref}</code> · opened ${timeAgo(cr.created_at)}
 · head <code>${shortSha(cr.head_commit_sha)}</code> · base <code>${shortSha(cr.base_commit_sha)}</code>
 ${cr.origin_session_id ? html` · session <a href="/projects/${project.project_id}/sessions/${cr.origin_session_id}">${cr.origin_session_id.slice(0, 8)}</a>` : ''}</p>
-${usage && usage.requests > 0 ? html`<p class="muted" data-usage>The session's model usage: ${usage.input_tokens.toLocaleString('en-US')} input · ${usage.output_tokens.toLocaleString('en-US')} output tokens (${usage.requests} model call${usage.requests === 1 ? '' : 's'}${usage.by_model.length ? html`: ${usage.by_model.map((m) => m.model).join(', ')}` : ''})</p>` : ''}</div>`;
+${cost ? costLine(cost) : ''}</div>`;
   const description = html`<div class="description">${cr.description ? html`<pre class="text">${cr.description}</pre>` : html`<p class="muted">No description provided.</p>`}</div>`;
 
   if (q.as_of) {

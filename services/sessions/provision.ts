@@ -4,6 +4,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import { currentSandbox, liveSandbox, type Session } from '../../domain/session/index.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
+import { costQueries } from '../../sql/queries/cost.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { SandboxError, type SandboxHandle } from '../../infra/sandbox/port.js';
 import { failpoint } from '../../lib/failpoints.js';
@@ -217,11 +218,18 @@ async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, 
   }
 }
 
+/** What the provider reports of the sandbox's CPU time, kept for its session's cost; a stop never fails for it. */
+async function recordCpu(deps: SessionDeps, sessionId: string, sandbox: SandboxHandle, read: (h: SandboxHandle) => Promise<number | null>): Promise<void> {
+  const cpu = await read(sandbox).catch(() => null);
+  if (cpu !== null) await deps.db.run(costQueries.recordCpu(sandbox.sandboxId, sessionId, cpu)).catch((err: Error) => deps.logger.warn({ sandbox_id: sandbox.sandboxId, err: err.message }, 'sandbox CPU time not recorded'));
+}
+
 /** `session.stop`: tears the sandbox down and records it. Idempotent. */
 export async function stopSandbox(deps: SessionDeps, job: StopJob): Promise<void> {
   if (!deps.provider) throw new Error('no sandbox provider in this process');
   // The provider that made it, not the current one (a switch leaves the old ones to their own).
   const own = job.sandbox.provider === deps.provider.name ? deps.provider : deps.providers?.get(job.sandbox.provider);
+  if (own?.cpuSeconds) await recordCpu(deps, job.session_id, job.sandbox, own.cpuSeconds.bind(own));
   if (own) await own.destroy(job.sandbox);
   else deps.logger.warn({ sandbox_id: job.sandbox.sandboxId, provider: job.sandbox.provider }, 'sandbox left as it is: its provider cannot run on this host');
   await revokeSandboxCredentials(deps.db, job.sandbox.sandboxId);

@@ -16,7 +16,7 @@ import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
-import { sessionUsage } from '../llm/gateway.js';
+import { sessionCostUsage } from '../cost/cost.js';
 import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
@@ -112,7 +112,7 @@ export async function findSession(deps: SessionDeps, projectId: string, sessionI
 /** One session with what only its own page shows: the model usage and a failed sandbox's log tail. */
 export async function sessionDetail(deps: SessionDeps, projectId: string, sessionId: string): Promise<SessionView> {
   const v = await findSession(deps, projectId, sessionId);
-  const usage = await sessionUsage(deps.db, v.session_id);
+  const usage = await sessionCostUsage(deps, projectId, v.session_id);
   const failure = v.error ? await deps.db.one<{ log: string }>(sessionQueries.failureLog(v.session_id)) : undefined;
   return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage, saved: await savedSummary(deps, v.session_id) };
 }

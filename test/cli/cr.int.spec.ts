@@ -140,6 +140,26 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       for (const line of meta) expect(line).to.match(/^[a-z_]+:\t/);
     });
 
+    it('an agent\'s CR shows what it cost: tokens, money, unpriced tokens, sandbox and check time', async () => {
+      const cr = makeCR();
+      api().get(`${CRS}/3`).reply(200, { change_request: cr });
+      api().get(`${CRS}/${cr.cr_id}/merge-preview`).reply(200, preview);
+      const spent = { input_tokens: 3000, output_tokens: 600, requests: 3, money: [{ currency: 'USD', amount: 0.018 }], unpriced_tokens: 1200 };
+      api()
+        .get(`${CRS}/${cr.cr_id}/cost`)
+        .reply(200, {
+          cost: {
+            cr_id: cr.cr_id, number: 3, session_id: '0b7c1b9e-1111-4a2b-9c3d-123456789abc', ...spent,
+            by_model: [{ model: 'beta', ...spent, priced: false }],
+            sandbox_seconds: 185, cpu_seconds: null, check_seconds: 42, check_runs: [], unmetered: false,
+          },
+        });
+      const r = await run(['cr', 'show', '3']);
+      expect(r.code).to.equal(0);
+      expect(r.stdout).to.contain('tokens:\t3000 in, 600 out (3 model calls)\n').and.contain('cost:\tUSD 0.02 + 1200 unpriced tokens (beta)\n');
+      expect(r.stdout).to.contain('sandbox_time:\t3 min 5 s\n').and.contain('check_time:\t42 s\n');
+    });
+
     it('piped, without a description: no bare `--` lines', async () => {
       api().get(`${CRS}/3`).reply(200, { change_request: makeCR({ description: '' }) });
       api().get(`${CRS}/${makeCR().cr_id}/merge-preview`).reply(200, preview);
