@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { systemClock } from '../lib/clock.js';
 
 /**
  * One server per embedded database: `svc-server start` (and `api`, `worker`) on the embedded
@@ -77,7 +78,7 @@ async function holderOf(file: string): Promise<Holder | null> {
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true });
   const file = path.join(dataDir, LOCK_FILE);
-  const me: Holder = { pid: process.pid, started: startTime(process.pid), since: new Date().toISOString() };
+  const me: Holder = { pid: process.pid, started: startTime(process.pid), since: systemClock.now().toISOString() };
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   await writeFile(tmp, `${JSON.stringify(me)}\n`, { mode: 0o644 });
   try {

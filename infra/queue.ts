@@ -206,7 +206,7 @@ export async function startQueue(
   };
 
   const waitFor = async (name: string, id: string, timeoutMs: number): Promise<JobOutput | null> => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       let wake!: () => void;
       const woken = new Promise<void>((r) => (wake = r));
@@ -219,7 +219,7 @@ export async function startQueue(
         }
         const out = await readOutput(name, id);
         if (out) return out;
-        const left = deadline - Date.now();
+        const left = deadline - performance.now();
         if (left <= 0) return null;
         // The notification normally wakes us; the timer covers a missed one.
         await Promise.race([woken, new Promise((r) => setTimeout(r, Math.min(left, 1000)))]);
@@ -296,7 +296,7 @@ export async function startQueue(
       const w = workers.get(name);
       // Not worked here, or every slot busy: the ordinary way, and wait for whichever worker runs it.
       if (!w || stopped || w.active >= w.concurrency) return waitFor(name, await enqueue(name, data, o), timeoutMs);
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       w.active++; // the slot is taken before the job exists, so a fetch cannot overrun the limit
       let id: string | undefined;
       let job: ClaimedJob | undefined;
@@ -319,14 +319,14 @@ export async function startQueue(
       }
       if (!job) {
         await notify(JOBS_CHANNEL, name); // another worker's, then
-        return waitFor(name, id!, Math.max(0, deadline - Date.now()));
+        return waitFor(name, id!, Math.max(0, deadline - performance.now()));
       }
       failpoint('queue.run-here.after-claim'); // tests: die holding the claim, before the handler ran
       const p = execute(name, w, job);
       track(p.then((r) => r.recorded));
       const out = await p.then((r) => r.output);
       // Failed: pg-boss retries it (here or elsewhere); wait for that outcome as any caller would.
-      return out ?? waitFor(name, job.id, Math.max(0, deadline - Date.now()));
+      return out ?? waitFor(name, job.id, Math.max(0, deadline - performance.now()));
     },
     work(name, concurrency, handler) {
       let fetching = false;

@@ -5,6 +5,7 @@ import { identLine } from './commit-object.js';
 import { SYSTEM_IDENTITY, type Identity } from './port.js';
 import { assertBranchName, assertSha } from '../../domain/refs.js';
 import type { LocalRefReader } from './local-refs.js';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * `git update-ref refs/heads/<branch> <next> <expectedOld>` without a git process, on a
@@ -57,7 +58,7 @@ export function casBranch(
     if (keepsReflog(gitDir, branch)) {
       const log = path.join(gitDir, 'logs', 'refs', 'heads', ...branch.split('/'));
       mkdirSync(path.dirname(log), { recursive: true });
-      const who = identLine(reflog.identity ?? SYSTEM_IDENTITY, reflog.epochSeconds ?? Math.floor(Date.now() / 1000));
+      const who = identLine(reflog.identity ?? SYSTEM_IDENTITY, reflog.epochSeconds ?? Math.floor(epochMsOf() / 1000));
       appendFileSync(log, `${expectedOld} ${next} ${who}\t${reflog.message.replace(/\s+/g, ' ').trim()}\n`);
     }
     renameSync(lockPath, ref);

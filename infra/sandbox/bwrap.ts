@@ -52,6 +52,7 @@ import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandb
 import { createSandboxCgroup, enterArgs, removeSandboxCgroup, type SandboxCgroup } from './cgroup.js';
 import { cappedResources, limitedLaunch, type SandboxCaps } from './limits.js';
 import { egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
+import { systemClock } from '../../lib/clock.js';
 
 export interface BwrapProviderOptions {
   /** Host directory holding one subdirectory per sandbox. Created if missing. */
@@ -472,7 +473,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         outer: child.pid && outerStat ? { pid: child.pid, startTime: outerStat.startTime } : undefined,
         url: sockets.daemonUrl,
         labels: sandboxLabels(spec),
-        createdAt: new Date().toISOString(),
+        createdAt: systemClock.now().toISOString(),
       };
       const tmp = path.join(dir, 'sandbox.json.tmp');
       await writeFile(tmp, JSON.stringify(meta, null, 2), { mode: 0o600 });

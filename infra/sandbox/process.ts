@@ -157,8 +157,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
           }
         };
         signal('SIGTERM');
-        const deadline = Date.now() + 5000;
-        while (Date.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
+        const deadline = performance.now() + 5000;
+        while (performance.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
         signal('SIGKILL');
       }
       // Whatever the sandbox started in groups of its own (the runtime, its tools) goes too.

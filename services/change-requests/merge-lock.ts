@@ -22,7 +22,7 @@ export async function withMergeLock<T>(
 ): Promise<T> {
   const key = `merge:${projectId}:${baseRef}`;
   const budget = deps.lockWaitMs ?? 10_000;
-  const deadline = Date.now() + budget;
+  const deadline = performance.now() + budget;
   for (let i = 0; ; i++) {
     const conn = await deps.db.connect();
     let broken = false;
@@ -44,7 +44,7 @@ export async function withMergeLock<T>(
       conn.release(broken);
     }
     await failpointAsync('merge-lock.busy'); // tests: another holder has the lock, this caller waits
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (left <= 0) {
       throw retryLater(
         'unavailable',

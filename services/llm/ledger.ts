@@ -3,6 +3,7 @@ import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db/db.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
 import type { TokenUsage } from './usage-tap.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * The model gateway's budgets (docs/models.md "Budgets"): a call reserves what it may
@@ -148,7 +149,7 @@ export async function reserve(
 ): Promise<Reservation> {
   const { config, db } = deps;
   assertBudgetable(body);
-  const now = opts.now ?? (() => new Date());
+  const now = opts.now ?? systemClock.now;
   const prompt = promptEstimate(body);
   const choices = choicesOf(body);
   const want = requestedOutput(body);
@@ -157,7 +158,7 @@ export async function reserve(
   const read = () => db.rows<LedgerRow>(llmLedgerQueries.rows(sessionKey, accountKey));
   // Created once per scope and period (summing the usage from before the ledger), read after.
   if ((await read()).length < 2) await db.run(llmLedgerQueries.ensure(sessionKey, accountKey));
-  const deadline = Date.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
+  const deadline = performance.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
   let swept = false;
   for (;;) {
     opts.signal?.throwIfAborted();
@@ -186,7 +187,7 @@ export async function reserve(
       swept = true;
       await expireOrphans(db, now());
       continue;
-    } else if (Date.now() >= deadline) {
+    } else if (performance.now() >= deadline) {
       throw d.why === 'concurrency' ? tooManyCalls(config) : budgetSpent(d.why, config, true);
     }
     await pause(RETRY_MS, opts.signal);
@@ -248,6 +249,6 @@ export async function settle(db: Db, r: Reservation, end: CallEnd): Promise<numb
 }
 
 /** Reservations a dead process left past their expiry: charged in full, their calls no longer in flight. */
-export async function expireOrphans(db: Db, now = new Date()): Promise<number> {
+export async function expireOrphans(db: Db, now = systemClock.now()): Promise<number> {
   return (await db.one<{ expired: number }>(llmLedgerQueries.expire(now)))!.expired;
 }

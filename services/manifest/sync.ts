@@ -10,6 +10,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { appendLog, SYSTEM_ACTOR } from './log.js';
 import { syncTriggers } from '../triggers/sync.js';
 import { syncApps, type AppJob } from '../apps/sync.js';
+import { nowOf } from '../../lib/clock.js';
 
 export interface ManifestDeps {
   db: Db;
@@ -44,7 +45,7 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
   const sha = (await repo.readTips([branch]))[branch] ?? null;
   const bytes = sha ? await repo.readFileAt(sha, MANIFEST_PATH) : null;
   const parsed = bytes === null ? { manifest: parseManifest('').manifest, errors: [], warnings: [] } : parseManifest(bytes.toString('utf8'));
-  const now = deps.now ? deps.now() : new Date();
+  const now = nowOf(deps);
   const jobs: AppJob[] = [];
   const result = await deps.db.transaction(async (tx) => {
     // One sync per project at a time: a slower, older one never lands after a newer one.

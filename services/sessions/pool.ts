@@ -142,10 +142,10 @@ export function createPoolKeeper(deps: SessionDeps): PoolKeeper {
       row.url = h.url;
       row.ref = h.ref;
       await deps.db.run(poolQueries.started(sandboxId, h.url, h.ref));
-      const deadline = Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
+      const deadline = performance.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
       while (!(await healthy(row))) {
         if (stopped || deps.stopping?.aborted) return; // left booting: the next start's pass decides
-        if (Date.now() > deadline || (await provider.inspect(h)) === 'exited') throw new Error('the pool sandbox did not become ready');
+        if (performance.now() > deadline || (await provider.inspect(h)) === 'exited') throw new Error('the pool sandbox did not become ready');
         await pause(50, deps.stopping);
       }
       await deps.db.run(poolQueries.ready(sandboxId));
