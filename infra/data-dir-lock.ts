@@ -3,6 +3,7 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { systemClock } from '../lib/clock.js';
+import { procStat } from '../lib/proc.js';
 
 /**
  * One server per embedded database: `svc-server start` (and `api`, `worker`) on the embedded
@@ -43,15 +44,7 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
-function startTime(pid: number): string | null {
-  try {
-    // Field 22 counted after the command's closing parenthesis (the command may contain spaces).
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
+const startTime = (pid: number): string | null => procStat(pid)?.startTime ?? null;
 
 function alive(h: Holder): boolean {
   if (h.pid === process.pid) return false; // this process never took it: a stale file (a container's pid 1 again)

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { epochMsOf } from '../../lib/clock.js';
+import { readSelfCgroups } from '../../lib/proc.js';
 
 /**
  * A cgroup of its own for one sandbox (bwrap), below the server's own cgroup, holding
@@ -35,12 +36,8 @@ const ROOT = '/sys/fs/cgroup';
 
 function ownPaths(): Map<string, string> {
   const out = new Map<string, string>();
-  let text = '';
-  try {
-    text = readFileSync('/proc/self/cgroup', 'utf8');
-  } catch {
-    return out;
-  }
+  const text = readSelfCgroups();
+  if (text === null) return out;
   for (const line of text.trim().split('\n')) {
     const [, controllers, p] = line.split(':');
     if (controllers === undefined || p === undefined) continue;

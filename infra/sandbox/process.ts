@@ -4,6 +4,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../../lib/net.js';
+import { carriesEnv, pidsCarryingEnv } from '../../lib/proc.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
@@ -62,8 +63,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       return false;
     }
     // The pid may have been reused: it must still be this sandbox's entrypoint.
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => null);
-    return env === null ? true : env.includes(`SVC_SANDBOX_ID=${sandboxId}\0`);
+    return (await carriesEnv(pid, `SVC_SANDBOX_ID=${sandboxId}`)) !== false;
   };
 
   return {
@@ -189,13 +189,9 @@ interface ProcessMeta extends SandboxHandle {
 
 /** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */
 async function killTagged(sandboxId: string): Promise<void> {
-  const tag = `SVC_SANDBOX_ID=${sandboxId}\0`;
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    if (!env.includes(tag)) continue;
+  for (const pid of await pidsCarryingEnv(`SVC_SANDBOX_ID=${sandboxId}`)) {
     try {
-      process.kill(Number(pid), 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       /* gone */
     }
