@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
-import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
+import { jobClaimQueries as claims, workerLockKey } from '../sql/queries/job-claims.js';
+import { advisoryLockQueries } from '../sql/queries/advisory-locks.js';
 import type { Db, Executor } from './db/db.js';
 import type { Logger } from '../lib/logger.js';
 import { step } from '../lib/step-trace.js';
@@ -136,7 +137,7 @@ export async function startQueue(
   // Held for the life of this process on the listener's connection: while it is held, this
   // process's job claims are live; once the process dies, Postgres releases it.
   const workerId = randomUUID();
-  const hold = claims.holdWorkerLock(workerId);
+  const hold = advisoryLockQueries.lock(workerLockKey(workerId));
   await listener.query(hold.text, hold.values);
 
   let stopped = false;
@@ -158,8 +159,8 @@ export async function startQueue(
     rescuing = true;
     try {
       for (const { worker_id } of await db.rows<{ worker_id: string }>(claims.otherWorkers(workerId))) {
-        const gone = await db.one<{ gone: boolean }>(claims.workerGone(worker_id));
-        if (!gone?.gone) continue;
+        const gone = await db.one<{ ok: boolean }>(advisoryLockQueries.isFree(workerLockKey(worker_id)));
+        if (!gone?.ok) continue;
         const taken = await db.rows<{ job_id: string; queue: string }>(claims.takeOver(worker_id));
         for (const j of taken) {
           await boss.fail(j.queue, j.job_id, { message: `worker ${worker_id} died while running this job` });
@@ -391,7 +392,7 @@ export async function startQueue(
       await Promise.allSettled([...running]);
       await listener.query(`UNLISTEN *`).catch(() => {});
       // The worker lock goes with the process; a pooled connection must not keep it.
-      await listener.query('SELECT pg_advisory_unlock_all()').catch(() => {});
+      await listener.query(advisoryLockQueries.unlockAll().text).catch(() => {});
       listener.release();
       await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch(() => {});
     },

@@ -1,8 +1,8 @@
-import { singleConnection, type Db } from '../../infra/db/db.js';
+import type { Db } from '../../infra/db/db.js';
+import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 import { retryLater } from '../../domain/errors.js';
 import { failpointAsync } from '../../lib/failpoints.js';
 import { step as traceStep } from '../../lib/step-trace.js';
-import { mergeAttemptQueries as attempts } from '../../sql/queries/merge-attempts.js';
 
 /**
  * Runs `fn` holding the lock that serialises everything that changes a CR's fate against
@@ -24,24 +24,12 @@ export async function withMergeLock<T>(
   const budget = deps.lockWaitMs ?? 10_000;
   const deadline = performance.now() + budget;
   for (let i = 0; ; i++) {
-    const conn = await deps.db.connect();
-    let broken = false;
-    let locked = false;
+    let held = false;
     try {
-      const db = singleConnection(conn, deps.db);
-      locked = (await db.one<{ locked: boolean }>(attempts.tryLock(key)))?.locked === true;
-      if (locked) {
-        try {
-          return await fn(db);
-        } finally {
-          await db.run(attempts.unlock(key)).catch(() => {
-            broken = true; // never hand a connection that may still hold the lock back to the pool
-          });
-          traceStep('unlock');
-        }
-      }
+      const r = await withAdvisoryLock(deps.db, key, (db) => ((held = true), fn(db)));
+      if (r.locked) return r.value;
     } finally {
-      conn.release(broken);
+      if (held) traceStep('unlock');
     }
     await failpointAsync('merge-lock.busy'); // tests: another holder has the lock, this caller waits
     const left = deadline - performance.now();

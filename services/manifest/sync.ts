@@ -7,6 +7,7 @@ import { MANIFEST_PATH, parseManifest, type ManifestIssue } from '../../domain/m
 import type { Manifest } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { projectQueries } from '../../sql/queries/projects.js';
+import { advisoryLockQueries } from '../../sql/queries/advisory-locks.js';
 import { appendLog, SYSTEM_ACTOR } from './log.js';
 import { syncTriggers } from '../triggers/sync.js';
 import { syncApps, type AppJob } from '../apps/sync.js';
@@ -49,7 +50,7 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
   const jobs: AppJob[] = [];
   const result = await deps.db.transaction(async (tx) => {
     // One sync per project at a time: a slower, older one never lands after a newer one.
-    await tx.run(manifestQueries.lockStream(`manifest-sync-${project.project_id}`));
+    await tx.run(advisoryLockQueries.xactLock(`manifest-sync-${project.project_id}`));
     // Decided under the lock: of two syncs of one new tip (a merge's and a read's), one records it.
     if (opts.onlyNewTip && sha && (await readManifest(tx, project.project_id))?.source_sha === sha) return null;
     if (parsed.manifest) {

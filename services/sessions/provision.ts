@@ -24,6 +24,7 @@ import { stopSession } from './service.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
 import { handOver, takeClaimed } from './pool-claim.js';
 import { nowOf } from '../../lib/clock.js';
+import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 
 /**
  * `session.provision`, resumable after a crash at any step: each step is recorded in the
@@ -38,17 +39,8 @@ import { nowOf } from '../../lib/clock.js';
  * is and its sandbox keeps running, and the next start's recovery re-enqueues the job.
  */
 export async function provisionSession(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped' | 'interrupted'> {
-  const client = await deps.db.connect();
-  let locked = false;
-  try {
-    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [`session:${sessionId}`]);
-    locked = got.rows[0]?.ok === true;
-    if (!locked) return 'skipped';
-    return await provisionLocked(deps, sessionId);
-  } finally {
-    if (locked) await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`session:${sessionId}`]).catch(() => {});
-    client.release();
-  }
+  const r = await withAdvisoryLock(deps.db, `session:${sessionId}`, () => provisionLocked(deps, sessionId));
+  return r.locked ? r.value : 'skipped';
 }
 
 const sys = (deps: Pick<SessionDeps, 'now'>, s: Session) => ({ actor: s.created_by, now: nowOf(deps) });
