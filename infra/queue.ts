@@ -7,6 +7,7 @@ import type { Db, Executor } from './db/db.js';
 import type { Logger } from '../lib/logger.js';
 import { step } from '../lib/step-trace.js';
 import { failpoint } from '../lib/failpoints.js';
+import { jittered } from '../lib/backoff.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -114,7 +115,7 @@ export async function startQueue(
       } catch (err) {
         if (await boss.getQueue(name)) break;
         if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
-        await new Promise((r) => setTimeout(r, 20 * attempt + Math.random() * 50));
+        await new Promise((r) => setTimeout(r, 20 * attempt + jittered(25, 1)));
       }
     }
   }

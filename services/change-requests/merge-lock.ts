@@ -3,6 +3,7 @@ import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 import { retryLater } from '../../domain/errors.js';
 import { failpointAsync } from '../../lib/failpoints.js';
 import { step as traceStep } from '../../lib/step-trace.js';
+import { exponential, jittered } from '../../lib/backoff.js';
 
 /**
  * Runs `fn` holding the lock that serialises everything that changes a CR's fate against
@@ -41,7 +42,6 @@ export async function withMergeLock<T>(
         2,
       );
     }
-    const step = Math.min(250, 10 * 2 ** Math.min(i, 5));
-    await new Promise((r) => setTimeout(r, Math.min(left, step / 2 + Math.random() * step)));
+    await new Promise((r) => setTimeout(r, Math.min(left, jittered(exponential(10, i, 250), 0.5))));
   }
 }

@@ -7,6 +7,7 @@ import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels
 import { CHANNEL_EVENT_TYPES, formatEvent } from './messages.js';
 import { checkWebhookUrl } from './service.js';
 import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
+import { exponential } from '../../lib/backoff.js';
 
 /**
  * The channels subscriber: an asynchronous reader of the event log that posts CR
@@ -101,7 +102,7 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
         } catch (err) {
           if (skipped) await db.run(q.advance(c.channel_id, skipped.txid, skipped.position));
           const failures = (retry?.failures ?? 0) + 1;
-          const delay = Math.min(maxBackoff, baseBackoff * 2 ** (failures - 1));
+          const delay = exponential(baseBackoff, failures - 1, maxBackoff);
           retries.set(c.channel_id, { failures, nextAt: performance.now() + delay });
           const reason = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs} ms` : (err as Error).message;
           await db.run(q.failed(c.channel_id, reason));
