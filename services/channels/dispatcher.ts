@@ -6,7 +6,7 @@ import { eventQueries } from '../../sql/queries/events.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
 import { CHANNEL_EVENT_TYPES, formatEvent } from './messages.js';
 import { checkWebhookUrl } from './service.js';
-import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
+import { postPinned, type OutboundPolicy } from '../../infra/net/outbound-policy.js';
 import { exponential } from '../../lib/backoff.js';
 
 /**
