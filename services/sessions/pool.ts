@@ -20,7 +20,8 @@ import { INSTALL_LABEL, installIdOf } from './orphans.js';
  * SVC_SANDBOX_POOL_MAX): daemon and runtime running, no session, no credential but the
  * sandbox's own control key (`svc_pool_…`, sealed in `pool_sandboxes`). A create claims
  * one in the transaction that admits the session (`claimPoolSandbox`); the provisioning
- * hands it over (pool-claim.ts). Pool sandboxes are not sessions: no cap counts them.
+ * hands it over (pool-handover.ts; the daemon's side of the claim is agentd/pool-claim.ts).
+ * Pool sandboxes are not sessions: no cap counts them.
  */
 export const POOL_KEY_PREFIX = 'svc_pool_';
 const POOL_LABEL = 'svc.pool';

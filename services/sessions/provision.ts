@@ -22,7 +22,7 @@ import { checkpointEnv } from './saved-state.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
-import { handOver, takeClaimed } from './pool-claim.js';
+import { handOver, takeClaimed } from './pool-handover.js';
 import { nowOf } from '../../lib/clock.js';
 import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 
