@@ -5,7 +5,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { runMerge } from '../change-requests/merge.js';
-import { SYSTEM_ACTOR } from '../manifest/log.js';
+import { SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { checksInForce, type ChecksInForce } from './config.js';
 import type { ChecksDeps } from './deps.js';
 import { appendCheckEvents, readCrChecks } from './stream.js';

@@ -8,7 +8,7 @@ import type { Manifest } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { advisoryLockQueries } from '../../sql/queries/advisory-locks.js';
-import { appendLog, SYSTEM_ACTOR } from './log.js';
+import { appendLog, SYSTEM_ACTOR } from './audit-log.js';
 import { syncTriggers } from '../triggers/sync.js';
 import { syncApps, type AppJob } from '../apps/sync.js';
 import { nowOf } from '../../lib/clock.js';

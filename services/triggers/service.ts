@@ -10,7 +10,7 @@ import { MANIFEST_PATH } from '../../domain/manifest/parse.js';
 import { SLUG } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
-import { appendLog } from '../manifest/log.js';
+import { appendLog } from '../manifest/audit-log.js';
 import { openCr } from '../change-requests/service.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { nowOf } from '../../lib/clock.js';
