@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
-import { outboundPolicy } from '../../infra/net/url-policy.js';
+import { outboundPolicy } from '../../infra/net/outbound-policy.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { AddChannelBody } from '../../contracts/channels.js';

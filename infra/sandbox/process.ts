@@ -4,6 +4,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../../lib/net.js';
+import { carriesEnv, pidsCarryingEnv } from '../../lib/proc.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
@@ -62,8 +63,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       return false;
     }
     // The pid may have been reused: it must still be this sandbox's entrypoint.
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => null);
-    return env === null ? true : env.includes(`SVC_SANDBOX_ID=${sandboxId}\0`);
+    return (await carriesEnv(pid, `SVC_SANDBOX_ID=${sandboxId}`)) !== false;
   };
 
   return {
@@ -160,8 +160,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
           }
         };
         signal('SIGTERM');
-        const deadline = Date.now() + 5000;
-        while (Date.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
+        const deadline = performance.now() + 5000;
+        while (performance.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
         signal('SIGKILL');
       }
       // Whatever the sandbox started in groups of its own (the runtime, its tools) goes too.
@@ -192,13 +192,9 @@ interface ProcessMeta extends SandboxHandle {
 
 /** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */
 async function killTagged(sandboxId: string): Promise<void> {
-  const tag = `SVC_SANDBOX_ID=${sandboxId}\0`;
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    if (!env.includes(tag)) continue;
+  for (const pid of await pidsCarryingEnv(`SVC_SANDBOX_ID=${sandboxId}`)) {
     try {
-      process.kill(Number(pid), 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       /* gone */
     }

@@ -10,7 +10,7 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { freePort } from '../../lib/net.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
 import { stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';

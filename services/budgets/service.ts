@@ -21,7 +21,8 @@ import { llmBudgetQueries as q } from '../../sql/queries/llm-budgets.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
 import { accountsOfUser } from '../accounts/service.js';
 import { pricesCurrency } from './prices.js';
-import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * Budgets a person sets (docs/models.md "Budgets a person sets"): a project's and its
@@ -37,7 +38,6 @@ export interface BudgetDeps {
   now?: () => Date;
 }
 
-const nowOf = (deps: { now?: () => Date }) => (deps.now ? deps.now() : new Date());
 
 /** The operator's cap in the budget's unit (tokens or micro-units); 0: none. */
 export const capOf = (config: Config, unit: BudgetUnit): number =>

@@ -10,6 +10,7 @@ import { handleCommand } from './handle.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { findCr, type CrDeps } from './service.js';
 import { settleQuietly } from './stack.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * The push's outcome is unknown: the merge record is kept and the job must be retried
@@ -175,7 +176,7 @@ async function recordMerged(
   const { cr } = await handleCommand(deps, project.project_id, crId, () => ({
     type: 'MergeChangeRequest',
     data,
-    meta: { actor, now: deps.now ? deps.now() : new Date() },
+    meta: { actor, now: nowOf(deps) },
   }));
   step('append + project');
   await deps.db.run(attempts.remove(crId));

@@ -29,6 +29,7 @@ import { crNumberOf } from '../../domain/change-request/reference.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import { nowOf } from '../../lib/clock.js';
 
 export interface CrDeps {
   db: Db;
@@ -180,7 +181,7 @@ async function applyManyTips(
   return new Map(done.flatMap((d) => (d ? [[d.state!.cr_id, toRow(d.state!, d.version)] as const] : [])));
 }
 
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 
 export interface OpenInput {
   title: string;

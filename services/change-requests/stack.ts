@@ -5,12 +5,13 @@ import { stackChain, stackNote, type ChangeRequest, type StackNode } from '../..
 import type { ProjectRecord } from '../../domain/project.js';
 import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
-import { SYSTEM_ACTOR } from '../manifest/log.js';
+import { SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { failpointAsync } from '../../lib/failpoints.js';
 import { appendCheckEvents } from '../checks/stream.js';
 import { commandInTx } from './handle.js';
 import { withMergeLock } from './merge-lock.js';
 import { editCr, findCr, refreshCr, type CrDeps } from './service.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * Stacked change requests (docs/stacks.md): a person's retarget, the server's retarget of
@@ -19,7 +20,7 @@ import { editCr, findCr, refreshCr, type CrDeps } from './service.js';
  * (domain/change-request/stack.ts); this reads what they decide on.
  */
 
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 
 /** The tip of `ref`, or a 400 naming it when the branch does not exist. */
 async function tipOf(deps: CrDeps, project: ProjectRecord, ref: string): Promise<string | null> {

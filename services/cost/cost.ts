@@ -8,6 +8,7 @@ import { costQueries, type BranchCostRow, type OwnedUsage } from '../../sql/quer
 import { findCr } from '../change-requests/service.js';
 import { readCrChecks } from '../checks/stream.js';
 import { chooseModel } from '../sessions/model-choice.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * What a session and a change request cost (docs/models.md "Cost"): the gateway's usage
@@ -23,7 +24,6 @@ export interface CostDeps {
 /** A session's branch is its id: only such a branch has model calls and sandboxes. */
 const SESSION_BRANCH = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-const nowOf = (deps: CostDeps) => (deps.now ?? (() => new Date()))();
 
 async function branchCost(deps: CostDeps, projectId: string, branch: string): Promise<BranchCostRow | null> {
   if (!SESSION_BRANCH.test(branch)) return null;

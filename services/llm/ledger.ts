@@ -4,9 +4,10 @@ import type { Db } from '../../infra/db/db.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
 import { budgetExceeded, costOn, unpricedModel, type BudgetInForce, type Price } from '../../domain/budget/budget.js';
 import { budgetsInForce, ledgerKeyOf, noteCrossings, recordRefusal, scopeName } from '../budgets/service.js';
-import { SYSTEM_ACTOR } from '../manifest/log.js';
+import { SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { priceOf } from '../budgets/prices.js';
 import type { TokenUsage } from './usage-tap.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * The model gateway's budgets (docs/models.md "Budgets"): a call reserves what it may
@@ -192,7 +193,7 @@ export async function reserve(
 ): Promise<Reservation> {
   const { config, db } = deps;
   assertBudgetable(body);
-  const now = opts.now ?? (() => new Date());
+  const now = opts.now ?? systemClock.now;
   const prompt = promptEstimate(body);
   const choices = choicesOf(body);
   const want = requestedOutput(body);
@@ -320,6 +321,6 @@ export async function settle(db: Db, r: Reservation, end: CallEnd): Promise<numb
 }
 
 /** Reservations a dead process left past their expiry: charged in full, their calls no longer in flight. */
-export async function expireOrphans(db: Db, now = new Date()): Promise<number> {
+export async function expireOrphans(db: Db, now = systemClock.now()): Promise<number> {
   return (await db.one<{ expired: number }>(llmLedgerQueries.expire(now)))!.expired;
 }

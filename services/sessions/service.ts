@@ -12,7 +12,7 @@ import { sessionQueries } from '../../sql/queries/sessions.js';
 import { sessionStreamId } from '../../domain/session/index.js';
 import { assertKnownAgent } from './agents.js';
 import { revokeSessionCredentials, serviceKeyOf } from './credentials.js';
-import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
+import { activityIntervalMs, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
@@ -21,6 +21,7 @@ import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
 import { claimPoolSandbox } from './pool.js';
+import { nowOf } from '../../lib/clock.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';

@@ -11,9 +11,10 @@ import { MANIFEST_PATH } from '../../domain/manifest/parse.js';
 import { SLUG } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
-import { appendLog } from '../manifest/log.js';
+import { appendLog } from '../manifest/audit-log.js';
 import { openCr } from '../change-requests/service.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { nowOf } from '../../lib/clock.js';
 
 /** Decision 4 of the plan: the sessions capability, when present, spawns sessions for us. */
 export interface SpawnSessionInput {
@@ -121,7 +122,7 @@ async function recordOutcome(deps: TriggerDeps, project: ProjectRecord, t: Trigg
 /** `POST .../triggers/:slug/fire`: a manual fire, whatever `enabled` says. */
 export async function fireTrigger(deps: TriggerDeps, project: ProjectRecord, slug: string, actor: string): Promise<FireOutcome> {
   const t = await getTrigger(deps.db, project.project_id, slug);
-  const at = deps.now ? deps.now() : new Date();
+  const at = nowOf(deps);
   await deps.db.run(triggerQueries.claim(project.project_id, t.slug, at, 'manual'));
   await deps.db.run(triggerQueries.firedManually(project.project_id, t.slug, at));
   const out = await spawnFor(deps, project, t, actor);

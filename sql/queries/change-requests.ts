@@ -1,6 +1,7 @@
 import type { Query } from '../query.js';
 import type { AppendExtension } from './events.js';
 import { crGuardedRows, crSelectList, crSetAll, crSetFromPatch, encodeCrRow, type CrRow } from './change-request-row.js';
+import { advisoryLockQueries } from './advisory-locks.js';
 
 /** The tables a CR row can be written to: the live projection or a rebuild's scratch copy. */
 type CrTable = 'change_requests' | 'cr_rebuilt';
@@ -123,11 +124,7 @@ export const crQueries = {
   }),
 
   /** Held to the transaction's end: opens and retargets of one project decide stack parents one at a time. */
-  lockStacks: (projectId: string): Query => ({
-    name: 'cr_lock_stacks',
-    text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))',
-    values: [`cr-stacks:${projectId}`],
-  }),
+  lockStacks: (projectId: string): Query => advisoryLockQueries.xactLock(`cr-stacks:${projectId}`),
 
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */
   /**
