@@ -8,9 +8,15 @@ import type { CrCommandPath } from '../services/change-requests/command-path.js'
 import type { Metrics } from './metrics.js';
 import type { SessionDeps } from '../services/sessions/deps.js';
 import type { SpawnSession } from '../services/triggers/service.js';
+import type { ApiServices } from '../services/api-services/index.js';
+import type { AuthGuard } from './auth.js';
 
 /** Everything a route module may use, passed in (no module-level singletons). */
 export interface ApiDeps {
+  /** Every workflow the routes call, built once by the wiring (services/api-services/). */
+  services: ApiServices;
+  /** The failed-authentication limit every credential check shares (one per server). */
+  guard: AuthGuard;
   config: Config;
   db: Db;
   logger: Logger;
