@@ -3,11 +3,9 @@ import { z } from 'zod';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { MergePreview } from '../../domain/change-request/views.js';
 import { isDomainError } from '../../domain/errors.js';
-import * as crs from '../../services/change-requests/service.js';
 import type { CrHistoryEntry } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { sessionUsage } from '../../services/llm/gateway.js';
-import { crDepsOf, mergeAs } from '../routes/change-requests.js';
+import { mergeAs } from '../routes/change-requests.js';
 import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { fileList } from './diff-view.js';
@@ -101,19 +99,19 @@ ${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha((e.data as { head
  * preview from that one read, side by side.
  */
 async function show(deps: ApiDeps, req: Request, res: Response) {
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const q = AsOf.parse(req.query);
   const n = String(req.params.n);
   const project = await projectOf(deps, req, res);
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
-  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
+  const cr = await crs.get(project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
   const [events, diff, preview, usage, review] = await Promise.all([
-    crs.historyOfCr(crDeps, cr),
-    q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
-    q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
+    crs.historyOf(cr),
+    q.as_of ? Promise.resolve(null) : settle(crs.diffOf(project, cr)),
+    q.as_of ? Promise.resolve(null) : settle(crs.previewOf(project, cr)),
     // The origin session's model usage (one statement, only for a CR an agent opened).
-    cr.origin_session_id ? sessionUsage(deps.db, cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
+    cr.origin_session_id ? deps.services.sandboxes.usage(cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
     loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
   const checks = q.as_of ? null : await checksOf(deps, project, cr, events);
@@ -163,7 +161,7 @@ ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.
 
 export function crPageRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const crBase = (req: Request) => `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(String(req.params.n))}`;
   const n = (req: Request) => String(req.params.n);
 
@@ -177,7 +175,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
       ...(b.title !== undefined ? { title: b.title } : {}),
       ...(b.description !== undefined ? { description: b.description.replace(/\r\n/g, '\n') } : {}),
     });
-    await crs.editCr(crDeps, project, n(req), callerOf(res).user_id, edit);
+    await crs.edit(project, n(req), callerOf(res).user_id, edit);
     respond(req, res, crBase(req), 'edited');
   });
 
@@ -200,8 +198,8 @@ export function crPageRoutes(deps: ApiDeps): Router {
   for (const action of ['close', 'reopen'] as const) {
     r.post(`/projects/:projectId/change-requests/:n/${action}`, requireCsrf, async (req, res) => {
       const project = await projectOf(deps, req, res);
-      const act = action === 'close' ? crs.closeCr : crs.reopenCr;
-      await act(crDeps, project, n(req), callerOf(res).user_id);
+      const act = action === 'close' ? crs.close : crs.reopen;
+      await act(project, n(req), callerOf(res).user_id);
       respond(req, res, crBase(req), action === 'close' ? 'closed' : 'reopened');
     });
   }

@@ -6,11 +6,8 @@ import type { SessionView } from '../../services/sessions/view.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { refreshSession } from '../../services/sessions/refresh.js';
-import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { crDepsOf } from '../routes/change-requests.js';
 import { sessionDepsOf } from '../routes/sessions.js';
-import { savedSummary } from '../../services/sessions/saved-state.js';
 import { CreateSessionBody, PromptSessionBody } from '../../contracts/sessions.js';
 import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
@@ -42,7 +39,7 @@ const sessionRow = (pid: string, s: SessionView, crs: ChangeRequest[]) => html`<
 
 export function sessionPages(deps: ApiDeps): Router {
   const r = Router();
-  const crDeps = crDepsOf(deps);
+  const changeRequests = deps.services.changeRequests;
   const sid = (req: Request) => String(req.params.sessionId);
   const pid = (req: Request) => String(req.params.projectId);
   const back = (req: Request) => `/projects/${encodeURIComponent(pid(req))}/sessions/${encodeURIComponent(sid(req))}`;
@@ -54,7 +51,7 @@ export function sessionPages(deps: ApiDeps): Router {
       Promise.resolve()
         .then(() => sessions.listSessions(sessionDepsOf(deps), project.project_id, null))
         .catch((e: unknown) => e as Error),
-      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests).catch(() => [] as ChangeRequest[]),
+      changeRequests.list(project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests).catch(() => [] as ChangeRequest[]),
     ]);
     const crsOf = (s: SessionView) => crs.filter((c) => c.origin_session_id === s.session_id || c.head_ref === s.branch);
     const base = `/projects/${project.project_id}/sessions`;
@@ -85,8 +82,8 @@ export function sessionPages(deps: ApiDeps): Router {
     const q = PageQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
     const [s, crs] = await Promise.all([
-      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)).then(async (v) => ({ ...v, saved: await savedSummary(sessionDepsOf(deps), v.session_id) })),
-      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
+      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)).then(async (v) => ({ ...v, saved: await deps.services.sandboxes.savedSummary(v.session_id) })),
+      changeRequests.list(project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
     ]);
     const base = `/projects/${project.project_id}/sessions/${s.session_id}`;
     const apiBase = `/v1/projects/${project.project_id}/sessions/${s.session_id}`;

@@ -17,9 +17,9 @@ export function previewUrlRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.get('/', async (req, res) => {
     const { port } = Query.parse(req.query);
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     const s = await findSession(sessionDepsOf(deps), project.project_id, String((req.params as Record<string, string>).sessionId ?? ''));
-    res.json({ url: `${previewOrigin(deps.config, s.session_id, port, req.socket.localPort ?? 0)}/`, port });
+    res.json({ url: `${previewOrigin(deps.settings, s.session_id, port, req.socket.localPort ?? 0)}/`, port });
   });
   return r;
 }

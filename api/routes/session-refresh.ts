@@ -12,7 +12,7 @@ import { sessionDepsOf } from './sessions.js';
 export function sessionRefreshRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.post('/', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     EmptyBody.parse(req.body ?? {});
     const session = await refreshSession(sessionDepsOf(deps), project.project_id, String((req.params as Record<string, string>).sessionId ?? ''));
     res.status(202).json({ session });

@@ -1,10 +1,9 @@
 import { Router, type Request } from 'express';
 import { declaredLength } from '../body.js';
 import type { ApiDeps } from '../deps.js';
-import { authGuardOf, unauthorized } from '../auth.js';
+import { unauthorized } from '../auth.js';
 import { checkGateway } from '../gateway.js';
-import { projectById } from '../../services/projects/service.js';
-import { authenticateSandboxKey, sandboxProvider, type SandboxPrincipal } from '../../services/sessions/credentials.js';
+import type { SandboxPrincipal } from '../../services/sessions/credentials.js';
 import { acceptCheckpointStream, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
 import { FRAME_CONTENT_TYPE } from '../../lib/checkpoint-frame.js';
 import { DomainError, retryLater } from '../../domain/errors.js';
@@ -31,12 +30,12 @@ export function sessionWipRoutes(deps: ApiDeps): Router {
   async function sandboxOf(req: Request): Promise<SandboxPrincipal> {
     const header = req.headers.authorization;
     const m = /^Bearer ([^\s]+)$/i.exec(String(header ?? '').trim());
-    const sandbox = header === undefined ? null : await authGuardOf(deps.config).attempt(req, () => (m ? authenticateSandboxKey(deps.db, m[1]!) : Promise.resolve(null)));
+    const sandbox = header === undefined ? null : await deps.guard.attempt(req, () => (m ? deps.services.auth.sandboxKey(m[1]!) : Promise.resolve(null)));
     if (!sandbox) throw unauthorized();
-    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await sandboxProvider(deps.db, sandbox.sandbox_id) });
+    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await deps.services.auth.sandboxProvider(sandbox.sandbox_id) });
     const params = req.params as Record<string, string>;
     const ref = String(params.projectId ?? '');
-    const project = await projectById(deps.db, sandbox.project_id);
+    const project = await deps.services.projects.byId(sandbox.project_id);
     // Another session's (or project's) key learns nothing: the same 401 as a bad key.
     if (!project || (ref.toLowerCase() !== project.project_id && ref !== project.slug)) throw unauthorized();
     if (String(params.sessionId ?? '').toLowerCase() !== sandbox.session_id) throw unauthorized();

@@ -11,16 +11,17 @@ import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 export const sessionsUnavailable = () =>
   new DomainError('unavailable', 'Sessions unavailable', 'This server runs no session service.');
 
-export function sessionDepsOf(deps: ApiDeps): SessionDeps {
-  if (!deps.sessions) throw sessionsUnavailable();
-  return deps.sessions;
+/** The session service's dependencies, as the wiring built them once (absent: 503). */
+export function sessionDepsOf(deps: Pick<ApiDeps, 'services'>): SessionDeps {
+  if (!deps.services.sessions) throw sessionsUnavailable();
+  return deps.services.sessions;
 }
 
 /** `/v1/projects/:projectId/sessions` (contracts.md "Sessions"): write access to the project. */
 export function sessionRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   const ctx = async (req: Request) => ({
-    project: await resolveProject(deps.db, req),
+    project: await resolveProject(deps, req),
     actor: principalOf(req).user_id,
     s: sessionDepsOf(deps),
     id: String(req.params.sessionId ?? ''),

@@ -18,6 +18,7 @@ import type { GatewayHub } from './gateway.js';
 import { portProblemMessage } from '../../lib/net.js';
 import { apiServices } from '../../services/api-services/index.js';
 import { authGuardOf } from '../../api/auth.js';
+import { settingsOf } from '../../api/deps.js';
 
 export interface HttpWiring {
   port: number;
@@ -43,9 +44,9 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
     void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed'));
   // The API's services, built once: routes call them and never see the database.
   const services = apiServices({ config, db, logger, secrets, repos, crCommands, queue, sessions, spawnSession, onSecretsChanged });
-  const apiDeps = { services, guard: authGuardOf(config), config, db, logger, metrics, secrets, repos, crCommands, queue, sessions, spawnSession, onSecretsChanged };
+  const apiDeps = { services, guard: authGuardOf(config), settings: settingsOf(config), logger, metrics };
   if (roles.api) {
-    feed = createEventsFeed({ db, logger });
+    feed = createEventsFeed({ reads: services.feed, logger });
     const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
     // Sandboxes reach the same API through their gateway sockets, with their identity attached.

@@ -19,6 +19,10 @@ import type { SessionDeps } from '../sessions/deps.js';
 import type { SpawnSession } from '../triggers/service.js';
 import { authServices } from './auth.js';
 import { gitHosting } from '../git-hosting/smart-http.js';
+import { changeRequestServices, checkServices, crDepsOf, reviewServices } from './change-requests.js';
+import { manifestDepsOf, projectConfigServices, projectServices } from './projects.js';
+import { dashboardServices, feedReads, healthServices, previewServices, sandboxServices } from './sessions.js';
+import { llmServices } from './llm.js';
 
 /** What the wiring builds the API's services from (one per process). */
 export interface ServiceWiring {
@@ -40,9 +44,24 @@ export interface ServiceWiring {
 }
 
 export function apiServices(w: ServiceWiring) {
+  const crDeps = crDepsOf(w);
+  const manifestDeps = manifestDepsOf(w);
   return {
     auth: authServices(w),
     gitHosting: gitHosting(w),
+    projects: projectServices(w),
+    config: projectConfigServices(w, manifestDeps),
+    changeRequests: changeRequestServices(w, crDeps),
+    review: reviewServices(w, crDeps, manifestDeps),
+    checks: checkServices(w, crDeps),
+    /** The session service's own dependencies (services/sessions/), absent where sessions are not run: 503. */
+    sessions: w.sessions,
+    sandboxes: sandboxServices(w),
+    previews: previewServices(w),
+    dashboard: dashboardServices(w),
+    feed: feedReads(w.db),
+    health: healthServices(w),
+    llm: llmServices(w),
   };
 }
 

@@ -1,0 +1,73 @@
+import type { ServiceWiring } from './index.js';
+import type { ProjectRecord } from '../../domain/project.js';
+import { reposDirOf } from '../../infra/git/managed-repo.js';
+import { relayDirOf } from '../../infra/git/relay.js';
+import { outboundPolicy } from '../../infra/net/url-policy.js';
+import { projectForCaller } from '../projects/access.js';
+import { deleteProject, listProjectsForUser, projectById, projectsById } from '../projects/service.js';
+import { openProject } from '../projects/open.js';
+import { accountsOfUser } from '../accounts/service.js';
+import { listTokens, mintToken, revokeToken } from '../tokens/service.js';
+import { getManifest, type ManifestDeps } from '../manifest/sync.js';
+import { changeSecrets, deleteSecret, listSecrets, putSecret, type SecretsDeps, type SecretsListing } from '../secrets/service.js';
+import { fireTrigger, getTrigger, listTriggers, proposeEnabled, triggerFires, type TriggerDeps } from '../triggers/service.js';
+import { addChannel, listChannels, removeChannel } from '../channels/service.js';
+import { appDeploys, appOfLabel, getAppWithDeploys, listApps } from '../apps/service.js';
+import { APP_DEPLOY } from '../apps/sync.js';
+import { bind } from './bind.js';
+
+/** Projects, accounts and tokens: who may see which project, creation and deletion, the caller's tokens. */
+export function projectServices(w: ServiceWiring) {
+  return {
+    /** The one access rule (services/projects/access.ts): the project `ref` names, as `caller` may see it. */
+    forCaller: bind(w.db, projectForCaller),
+    byId: bind(w.db, projectById),
+    /** A project token's one project, as a list. */
+    byIdList: bind(w.db, projectsById),
+    listForUser: bind(w.db, listProjectsForUser),
+    open: bind({ db: w.db, secrets: w.secrets, config: w.config }, openProject),
+    remove: bind({ db: w.db, reposDir: reposDirOf(w.config), relayDir: relayDirOf(w.config), logger: w.logger }, deleteProject),
+    accountsOf: bind(w.db, accountsOfUser),
+    mintToken: bind(w.db, mintToken),
+    listTokens: bind(w.db, listTokens),
+    revokeToken: bind(w.db, revokeToken),
+  };
+}
+
+export function manifestDepsOf(w: ServiceWiring): ManifestDeps {
+  const queue = w.queue;
+  return { db: w.db, repos: w.repos, logger: w.logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
+}
+
+/** The manifest in force, secrets, triggers, channels and apps of one project. */
+export function projectConfigServices(w: ServiceWiring, manifestDeps: ManifestDeps) {
+  const secretsDeps: SecretsDeps = { db: w.db, box: w.secrets, ...(w.onSecretsChanged ? { onChange: w.onSecretsChanged } : {}) };
+  const triggerDeps: TriggerDeps = { db: w.db, repos: w.repos, logger: w.logger, ...(w.spawnSession ? { spawnSession: w.spawnSession } : {}) };
+  const channelDeps = { db: w.db, secrets: w.secrets, allowHttp: w.config.SVC_CHANNELS_ALLOW_HTTP, policy: outboundPolicy(w.config) };
+  return {
+    manifest: bind(manifestDeps, getManifest),
+    /** A project's secret names with the manifest's `[env]` spec (the route and the dashboard's secrets page). */
+    async secrets(project: ProjectRecord): Promise<SecretsListing> {
+      // The [env] spec comes from the manifest: read it once for a project never synced.
+      await getManifest(manifestDeps, project).catch((err: Error) => w.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
+      return listSecrets(w.db, project.project_id);
+    },
+    /** The names only (after a change: the manifest was read with the listing). */
+    secretNames: bind(w.db, listSecrets),
+    putSecret: bind(secretsDeps, putSecret),
+    deleteSecret: bind(secretsDeps, deleteSecret),
+    changeSecrets: bind(secretsDeps, changeSecrets),
+    triggers: bind(w.db, listTriggers),
+    trigger: bind(w.db, getTrigger),
+    triggerFires: bind(w.db, triggerFires),
+    fireTrigger: bind(triggerDeps, fireTrigger),
+    proposeTriggerEnabled: bind(triggerDeps, proposeEnabled),
+    channels: bind(w.db, listChannels),
+    addChannel: bind(channelDeps, addChannel),
+    removeChannel: bind(w.db, removeChannel),
+    apps: bind(w.db, listApps),
+    app: bind(w.db, getAppWithDeploys),
+    appDeploys: bind(w.db, appDeploys),
+    appOfLabel: bind(w.db, appOfLabel),
+  };
+}
