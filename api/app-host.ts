@@ -70,7 +70,7 @@ export function appHostHandler(deps: ApiDeps): RequestHandler {
     if (host === null) return next();
     if (host === 'unknown') return send(res, 404, NO_APP);
     (async () => {
-      const app = await deps.services.config.appOfLabel(host.label, host.projectHex);
+      const app = await deps.services.apps.ofLabel(host.label, host.projectHex);
       if (!app || !app.target) return send(res, 404, NO_APP);
       if (req.path === PREVIEW_AUTH_PATH) return redeem(deps, req, res, app);
       if (app.spec.public !== true && !(await memberGrant(deps, req.headers.cookie, app))) {
@@ -120,7 +120,7 @@ export function appUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMe
     socket.on('error', () => {});
     if (host === 'unknown') return refuse(socket, 404, NO_APP);
     void (async () => {
-      const app = await deps.services.config.appOfLabel(host.label, host.projectHex);
+      const app = await deps.services.apps.ofLabel(host.label, host.projectHex);
       if (!app || !app.target) return refuse(socket, 404, NO_APP);
       if (app.spec.public !== true) {
         // A members-only app's sockets open from its own pages only (the cookie is SameSite=Lax, not a guard).

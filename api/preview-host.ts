@@ -6,7 +6,7 @@ import {
   PREVIEW_AUTH_PATH, PREVIEW_COOKIE, PREVIEW_COOKIE_TTL_S, signPreviewCookie, verifyPreviewCookie, type PreviewGrant,
 } from '../services/previews/grants.js';
 import { dashboardOrigin, parsePreviewHost } from '../services/previews/origin.js';
-import { liveTarget, touchSession, type LiveTarget } from '../services/sessions/service.js';
+import type { LiveTarget } from '../services/sessions/service.js';
 import { freshContext } from '../services/sessions/user-context.js';
 import type { ApiDeps } from './deps.js';
 import { isNothingListening, nothingListensPage, readSmallBody } from './preview-empty.js';
@@ -14,7 +14,7 @@ import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, previewOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
-import { sessionDepsOf } from './routes/sessions.js';
+import { sessionsOf } from './routes/sessions.js';
 import { gatewayOf } from './gateway.js';
 
 /**
@@ -46,9 +46,9 @@ async function grantOf(deps: ApiDeps, cookieHeader: string | undefined, host: { 
 /** The grant's user may still reach the project, and the session is running there. */
 async function targetOf(deps: ApiDeps, g: PreviewGrant): Promise<LiveTarget> {
   const project = await deps.services.projects.forCaller({ user_id: g.user_id, project_id: null }, g.project_id);
-  const s = sessionDepsOf(deps);
-  const target = await liveTarget(s, project.project_id, g.session_id);
-  void touchSession(s, g.session_id);
+  const s = sessionsOf(deps);
+  const target = await s.liveTarget(project.project_id, g.session_id);
+  void s.touch(g.session_id);
   return target;
 }
 

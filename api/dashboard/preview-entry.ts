@@ -1,12 +1,11 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { findSession } from '../../services/sessions/service.js';
 import { APP_GRANT_PORT, appGrantId, PREVIEW_AUTH_PATH } from '../../services/previews/grants.js';
 import { appOrigin } from '../../services/apps/origin.js';
 import { notFound } from '../../domain/errors.js';
 import { previewOrigin } from '../../services/previews/origin.js';
 import type { ApiDeps } from '../deps.js';
-import { sessionDepsOf } from '../routes/sessions.js';
+import { sessionsOf } from '../routes/sessions.js';
 import { callerOf, ownOrigin, projectOf } from './context.js';
 
 const Params = z.object({ port: z.string().regex(/^[1-9][0-9]{0,4}$/).transform(Number).pipe(z.number().max(65535)) });
@@ -25,7 +24,7 @@ export function previewEntry(deps: ApiDeps): Router {
     const { port } = Params.parse(req.params);
     const { path } = Query.parse(req.query);
     const project = await projectOf(deps, req, res);
-    const s = await findSession(sessionDepsOf(deps), project.project_id, String(req.params.sessionId));
+    const s = await sessionsOf(deps).find(project.project_id, String(req.params.sessionId));
     const frameOrigin = deps.settings.SVC_PUBLIC_URL ? new URL(deps.settings.SVC_PUBLIC_URL).origin : ownOrigin(req);
     const code = await deps.services.previews.mintCode({ user_id: callerOf(res).user_id, project_id: project.project_id, session_id: s.session_id, port, frame_origin: frameOrigin, path });
     const to = `${previewOrigin(deps.settings, s.session_id, port, req.socket.localPort ?? 0)}${PREVIEW_AUTH_PATH}?${new URLSearchParams({ code })}`;
@@ -35,7 +34,7 @@ export function previewEntry(deps: ApiDeps): Router {
   r.get('/projects/:projectId/apps/:name/open', async (req, res) => {
     const { path } = Query.parse(req.query);
     const project = await projectOf(deps, req, res);
-    const found = await deps.services.config.app(project.project_id, String(req.params.name), 0);
+    const found = await deps.services.apps.get(project.project_id, String(req.params.name), 0);
     if (!found || found.app.removed || !found.app.target) throw notFound('App');
     const { app } = found;
     const frameOrigin = deps.settings.SVC_PUBLIC_URL ? new URL(deps.settings.SVC_PUBLIC_URL).origin : ownOrigin(req);

@@ -32,7 +32,7 @@ export function secretsPage(deps: ApiDeps): Router {
     o: { status?: number; notice?: { kind: 'ok' | 'error'; text: string } | null; name?: string } = {},
   ) => {
     const project = await projectOf(deps, req, res);
-    const listing = await deps.services.config.secrets(project);
+    const listing = await deps.services.manifest.secrets(project);
     const q = PageQuery.parse(req.query);
     // A name to prefill (the "Set" link of a missing one): a secret name or nothing.
     const prefill = o.name ?? (q.name && NAME.test(q.name) ? q.name : '');
@@ -55,7 +55,7 @@ export function secretsPage(deps: ApiDeps): Router {
     const { name, value } = parsed.data;
     try {
       const project = await projectOf(deps, req, res);
-      await deps.services.config.putSecret(project.project_id, callerOf(res).user_id, name, value);
+      await deps.services.manifest.putSecret(project.project_id, callerOf(res).user_id, name, value);
     } catch (e) {
       const refused = apiRefusal(e);
       if (!refused) throw e;
@@ -70,7 +70,7 @@ export function secretsPage(deps: ApiDeps): Router {
     const name = String(req.params.name);
     try {
       const project = await projectOf(deps, req, res);
-      await deps.services.config.deleteSecret(project.project_id, callerOf(res).user_id, name);
+      await deps.services.manifest.deleteSecret(project.project_id, callerOf(res).user_id, name);
     } catch (e) {
       const refused = apiRefusal(e);
       if (!refused) throw e;

@@ -27,7 +27,7 @@ export function triggersPage(deps: ApiDeps): Router {
 
   const render = async (req: Request, res: Response, o: Result = { status: 200 }) => {
     const project = await projectOf(deps, req, res);
-    const list = { triggers: (await deps.services.config.triggers(project.project_id)).map(serializeTrigger) };
+    const list = { triggers: (await deps.services.triggers.list(project.project_id)).map(serializeTrigger) };
     res.status(o.status).type('html').set('Cache-Control', 'no-store').send(page({
       title: `Triggers · ${project.name}`, user: userOf(res), csrf: csrfOf(res),
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/triggers`, label: 'Triggers' }),
@@ -48,7 +48,7 @@ export function triggersPage(deps: ApiDeps): Router {
         const actor = callerOf(res).user_id;
         out = verb === 'fire'
           ? { session: await fireNow(deps, project, slug, actor) }
-          : { change_request: serializeCr(await deps.services.config.proposeTriggerEnabled(project, slug, verb === 'enable', actor)) };
+          : { change_request: serializeCr(await deps.services.triggers.proposeEnabled(project, slug, verb === 'enable', actor)) };
       } catch (e) {
         const refused = apiRefusal(e);
         if (!refused) throw e;

@@ -14,13 +14,13 @@ export function appRoutes(deps: ApiDeps): Router {
   const urlOf = (req: Request, a: AppRow) => `${appOrigin(deps.settings, a.name, a.project_id, req.socket.localPort ?? 0)}/`;
   r.get('/', async (req, res) => {
     const project = await resolveProject(deps, req);
-    const rows = await deps.services.config.apps(project.project_id);
+    const rows = await deps.services.apps.list(project.project_id);
     res.json({ apps: rows.map((a) => serializeApp(a, urlOf(req, a))) });
   });
   r.get('/:name', async (req, res) => {
     const project = await resolveProject(deps, req);
     const name = String(req.params.name ?? '');
-    const found = await deps.services.config.app(project.project_id, name, 10);
+    const found = await deps.services.apps.get(project.project_id, name, 10);
     if (!found) throw notFound('App');
     res.json({ app: { ...serializeApp(found.app, urlOf(req, found.app)), deploys: found.deploys } });
   });

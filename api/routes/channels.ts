@@ -14,19 +14,19 @@ export function channelRoutes(deps: ApiDeps): Router {
 
   r.get('/', async (req, res) => {
     const project = await resolveProject(deps, req);
-    res.json({ channels: await deps.services.config.channels(project.project_id) });
+    res.json({ channels: await deps.services.channels.list(project.project_id) });
   });
 
   r.post('/', async (req, res) => {
     const project = await resolveProject(deps, req);
     const body = AddChannelBody.parse(req.body ?? {});
-    const channel = await deps.services.config.addChannel(project.project_id, principalOf(req).user_id, body);
+    const channel = await deps.services.channels.add(project.project_id, principalOf(req).user_id, body);
     res.status(201).json({ channel });
   });
 
   r.delete('/:channelId', async (req, res) => {
     const project = await resolveProject(deps, req);
-    await deps.services.config.removeChannel(project.project_id, String(req.params.channelId));
+    await deps.services.channels.remove(project.project_id, String(req.params.channelId));
     res.status(204).end();
   });
 

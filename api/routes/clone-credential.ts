@@ -4,8 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { checkGateway } from '../gateway.js';
-import { repoUrlOf } from '../../services/sessions/sandbox-env.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 
 export const CLONE_CREDENTIAL_MINUTES = 15;
 
@@ -53,11 +52,11 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const project = await deps.services.projects.byId(sandbox.project_id);
     if (!project || (ref.toLowerCase() !== project.project_id && ref !== project.slug)) throw unauthorized();
     const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);
-    const repoUrl = repoUrlOf(sessionDepsOf(deps), project);
+    const repoUrl = sessionsOf(deps).repoUrlOf(project);
     res.set('Cache-Control', 'no-store');
     // A token of this server goes only to a repository this server serves (or a local
     // path, which never sends it anywhere): never to a third-party host.
-    if (!servedHere(project, repoUrl, sessionDepsOf(deps).apiUrl())) {
+    if (!servedHere(project, repoUrl, sessionsOf(deps).apiUrl())) {
       throw new DomainError(
         'not_found',
         'No credential',

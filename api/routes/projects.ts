@@ -1,12 +1,10 @@
-import { Router } from 'express';
-import type { ApiSettings } from '../deps.js';
+import { Router, type Request } from 'express';
 import { DomainError, validationError } from '../../domain/errors.js';
-import type { ApiDeps } from '../deps.js';
+import type { ApiDeps, ApiSettings } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { CreateProjectBody, ListProjectsQuery } from '../../contracts/projects.js';
 import { setNextLink } from '../pagination.js';
 import { resolveProject, serializeProject } from '../project-access.js';
-import type { Request } from 'express';
 
 /**
  * Where this server's managed repositories are served from, as stored in a new managed
@@ -15,9 +13,9 @@ import type { Request } from 'express';
  * never a header). Never the request's Host alone: a Host the operator did not list would
  * become the URL sandboxes send their clone credentials to.
  */
-export function publicBaseUrl(req: Request, config: Pick<ApiSettings, 'SVC_PUBLIC_URL' | 'SVC_PUBLIC_HOSTS'>): string {
-  if (config.SVC_PUBLIC_URL) return config.SVC_PUBLIC_URL.replace(/\/+$/, '');
-  const listed = config.SVC_PUBLIC_HOSTS.split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean);
+export function publicBaseUrl(req: Request, settings: Pick<ApiSettings, 'SVC_PUBLIC_URL' | 'SVC_PUBLIC_HOSTS'>): string {
+  if (settings.SVC_PUBLIC_URL) return settings.SVC_PUBLIC_URL.replace(/\/+$/, '');
+  const listed = settings.SVC_PUBLIC_HOSTS.split(',').map((s) => s.trim().replace(/\/+$/, '')).filter(Boolean);
   if (listed.length > 0) {
     const host = (req.get('host') ?? '').toLowerCase();
     return listed.find((o) => new URL(o).host === host) ?? listed[0]!;

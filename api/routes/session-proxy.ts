@@ -8,9 +8,9 @@ import { bodyOf, statusOf } from '../errors.js';
 import { apiOriginResponseHeaders, isSvcHeader, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
 import type { Principal } from '../../services/tokens/service.js';
-import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
+import type { LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 import { proxiedSocketsOf } from '../proxy-sockets.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
 
@@ -69,9 +69,9 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
       assertMay(req.principal!, PROXY_ACTION);
       const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
       const project = await resolveProject(deps, req);
-      const s = sessionDepsOf(deps);
-      const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
-      void touchSession(s, target.session.session_id);
+      const s = sessionsOf(deps);
+      const target = await s.liveTarget(project.project_id, String(req.params.sessionId ?? ''));
+      void s.touch(target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
       const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port), kind);
       // A stream (SSE) ends with its token and its session, as a socket does.
@@ -154,9 +154,9 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
       const project = await resolveProject(deps, fake);
-      const s = sessionDepsOf(deps);
-      const target = await liveTarget(s, project.project_id, decodeURIComponent(m[2]!));
-      void touchSession(s, target.session.session_id);
+      const s = sessionsOf(deps);
+      const target = await s.liveTarget(project.project_id, decodeURIComponent(m[2]!));
+      void s.touch(target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
       const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
       const up = relayUpgrade(target.url, req, path, headers, socket, head);

@@ -4,11 +4,10 @@ import type { ApiDeps } from '../deps.js';
 import { unauthorized } from '../auth.js';
 import { checkGateway } from '../gateway.js';
 import type { SandboxPrincipal } from '../../services/sessions/credentials.js';
-import { acceptCheckpointStream, checkpointBodyLimit, restoreFrame } from '../../services/sessions/saved-state.js';
 import { FRAME_CONTENT_TYPE } from '../../lib/checkpoint-frame.js';
 import { DomainError, retryLater } from '../../domain/errors.js';
 import { CheckpointLimiter } from '../../services/sessions/checkpoint-limit.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 
 /**
  * `PUT|GET /v1/projects/:projectId/sessions/:sessionId/wip` (pause and resume,
@@ -43,30 +42,30 @@ export function sessionWipRoutes(deps: ApiDeps): Router {
   }
 
   r.put('/', async (req, res) => {
-    const s = sessionDepsOf(deps);
+    const s = sessionsOf(deps);
     const who = await sandboxOf(req);
     // One checkpoint in flight per session: a second one while the first streams in is
     // refused before its body is read (api/body.ts closes the connection under it).
     if (inFlight.has(who.session_id)) throw retryLater('rate_limited', 'Too many requests', 'A checkpoint of this session is still being received: try again when it is done.', 5);
     const wait = limiter.take(who.session_id);
     if (wait) throw retryLater('rate_limited', 'Too many requests', `Checkpoints of this session come too fast: try again in ${wait} s.`, wait);
-    const cap = checkpointBodyLimit(s.config);
+    const cap = s.checkpointBodyLimit();
     const declared = declaredLength(req);
     if (declared !== null && declared > cap) throw new DomainError('payload_too_large', 'Payload too large', `A checkpoint is at most ${cap} bytes.`);
     inFlight.add(who.session_id);
     try {
-      res.json(await acceptCheckpointStream(s, who, req));
+      res.json(await s.acceptCheckpoint(who, req));
     } finally {
       inFlight.delete(who.session_id);
     }
   });
 
   r.get('/', async (req, res) => {
-    const s = sessionDepsOf(deps);
+    const s = sessionsOf(deps);
     const who = await sandboxOf(req);
     const v = req.query.runtime_version;
     if (v !== undefined && (typeof v !== 'string' || v.length > 200)) throw new DomainError('validation', 'Validation failed', 'runtime_version must be a short string.');
-    const frame = await restoreFrame(s, who, typeof v === 'string' && v !== '' ? v : null);
+    const frame = await s.restoreFrame(who, typeof v === 'string' && v !== '' ? v : null);
     if (!frame) throw new DomainError('not_found', 'Not found', 'Nothing is saved for this session.');
     res.set('Cache-Control', 'no-store').type(FRAME_CONTENT_TYPE).send(frame);
   });

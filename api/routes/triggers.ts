@@ -10,7 +10,7 @@ import { serializeTrigger } from '../../services/triggers/service.js';
 
 /** Fires a trigger now (the route and the dashboard's Fire): the spawned session, or 503 saying why none was. */
 export async function fireNow(deps: Pick<ApiDeps, 'services'>, project: ProjectRecord, slug: string, actor: string): Promise<Record<string, unknown>> {
-  const out = await deps.services.config.fireTrigger(project, slug, actor);
+  const out = await deps.services.triggers.fire(project, slug, actor);
   if (out.outcome === 'spawned') return out.session;
   // Recorded, but no session: say so plainly rather than pretend.
   throw new DomainError('unavailable', out.outcome === 'sessions unavailable' ? 'Sessions unavailable' : 'Spawn failed', out.error, { outcome: out.outcome });
@@ -24,14 +24,14 @@ export function triggerRoutes(deps: ApiDeps): Router {
 
   r.get('/', async (req, res) => {
     const { project } = await ctx(req);
-    const rows = await deps.services.config.triggers(project.project_id);
+    const rows = await deps.services.triggers.list(project.project_id);
     res.json({ triggers: rows.map(serializeTrigger) });
   });
 
   r.get('/:slug', async (req, res) => {
     const { project } = await ctx(req);
-    const t = await deps.services.config.trigger(project.project_id, slug(req));
-    const fires = await deps.services.config.triggerFires(project.project_id, t.slug, 20);
+    const t = await deps.services.triggers.get(project.project_id, slug(req));
+    const fires = await deps.services.triggers.fires(project.project_id, t.slug, 20);
     res.json({ trigger: { ...serializeTrigger(t), fires: fires.map((f) => ({ ...f, tick: new Date(f.tick).toISOString(), fired_at: new Date(f.fired_at).toISOString() })) } });
   });
 
@@ -45,7 +45,7 @@ export function triggerRoutes(deps: ApiDeps): Router {
     r.post(`/:slug/${verb}`, async (req, res) => {
       const { project, actor } = await ctx(req);
       EmptyBody.parse(req.body ?? {});
-      const cr = await deps.services.config.proposeTriggerEnabled(project, slug(req), verb === 'enable', actor);
+      const cr = await deps.services.triggers.proposeEnabled(project, slug(req), verb === 'enable', actor);
       res.status(201).json({ change_request: serializeCr(cr) });
     });
   }

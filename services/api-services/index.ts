@@ -20,8 +20,8 @@ import type { SpawnSession } from '../triggers/service.js';
 import { authServices } from './auth.js';
 import { gitHosting } from '../git-hosting/smart-http.js';
 import { changeRequestServices, checkServices, crDepsOf, reviewServices } from './change-requests.js';
-import { manifestDepsOf, projectConfigServices, projectServices } from './projects.js';
-import { dashboardServices, feedReads, healthServices, previewServices, sandboxServices } from './sessions.js';
+import { appServices, channelServices, manifestDepsOf, manifestServices, projectServices, triggerServices } from './projects.js';
+import { dashboardServices, feedReads, healthServices, previewServices, sandboxServices, sessionServices } from './sessions.js';
 import { llmServices } from './llm.js';
 
 /** What the wiring builds the API's services from (one per process). */
@@ -50,12 +50,15 @@ export function apiServices(w: ServiceWiring) {
     auth: authServices(w),
     gitHosting: gitHosting(w),
     projects: projectServices(w),
-    config: projectConfigServices(w, manifestDeps),
+    manifest: manifestServices(w, manifestDeps),
+    triggers: triggerServices(w),
+    channels: channelServices(w),
+    apps: appServices(w),
     changeRequests: changeRequestServices(w, crDeps),
     review: reviewServices(w, crDeps, manifestDeps),
     checks: checkServices(w, crDeps),
-    /** The session service's own dependencies (services/sessions/), absent where sessions are not run: 503. */
-    sessions: w.sessions,
+    /** Absent where this process runs no sessions (the routes answer 503). */
+    sessions: w.sessions ? sessionServices(w.sessions) : undefined,
     sandboxes: sandboxServices(w),
     previews: previewServices(w),
     dashboard: dashboardServices(w),

@@ -39,35 +39,53 @@ export function manifestDepsOf(w: ServiceWiring): ManifestDeps {
   return { db: w.db, repos: w.repos, logger: w.logger, enqueueApp: async (job) => void (await queue.enqueue(APP_DEPLOY, job)) };
 }
 
-/** The manifest in force, secrets, triggers, channels and apps of one project. */
-export function projectConfigServices(w: ServiceWiring, manifestDeps: ManifestDeps) {
+/** The manifest in force and the project's secrets (values go in, never out). */
+export function manifestServices(w: ServiceWiring, manifestDeps: ManifestDeps) {
   const secretsDeps: SecretsDeps = { db: w.db, box: w.secrets, ...(w.onSecretsChanged ? { onChange: w.onSecretsChanged } : {}) };
-  const triggerDeps: TriggerDeps = { db: w.db, repos: w.repos, logger: w.logger, ...(w.spawnSession ? { spawnSession: w.spawnSession } : {}) };
-  const channelDeps = { db: w.db, secrets: w.secrets, allowHttp: w.config.SVC_CHANNELS_ALLOW_HTTP, policy: outboundPolicy(w.config) };
   return {
-    manifest: bind(manifestDeps, getManifest),
+    get: bind(manifestDeps, getManifest),
     /** A project's secret names with the manifest's `[env]` spec (the route and the dashboard's secrets page). */
     async secrets(project: ProjectRecord): Promise<SecretsListing> {
       // The [env] spec comes from the manifest: read it once for a project never synced.
       await getManifest(manifestDeps, project).catch((err: Error) => w.logger.debug({ err: err.message }, 'manifest unavailable for the secrets listing'));
       return listSecrets(w.db, project.project_id);
     },
-    /** The names only (after a change: the manifest was read with the listing). */
+    /** The listing without reading the manifest (after a change: the page had it). */
     secretNames: bind(w.db, listSecrets),
     putSecret: bind(secretsDeps, putSecret),
     deleteSecret: bind(secretsDeps, deleteSecret),
     changeSecrets: bind(secretsDeps, changeSecrets),
-    triggers: bind(w.db, listTriggers),
-    trigger: bind(w.db, getTrigger),
-    triggerFires: bind(w.db, triggerFires),
-    fireTrigger: bind(triggerDeps, fireTrigger),
-    proposeTriggerEnabled: bind(triggerDeps, proposeEnabled),
-    channels: bind(w.db, listChannels),
-    addChannel: bind(channelDeps, addChannel),
-    removeChannel: bind(w.db, removeChannel),
-    apps: bind(w.db, listApps),
-    app: bind(w.db, getAppWithDeploys),
-    appDeploys: bind(w.db, appDeploys),
-    appOfLabel: bind(w.db, appOfLabel),
+  };
+}
+
+/** Triggers: the manifest's, their fires, firing now, enabling through a CR. */
+export function triggerServices(w: ServiceWiring) {
+  const triggerDeps: TriggerDeps = { db: w.db, repos: w.repos, logger: w.logger, ...(w.spawnSession ? { spawnSession: w.spawnSession } : {}) };
+  return {
+    list: bind(w.db, listTriggers),
+    get: bind(w.db, getTrigger),
+    fires: bind(w.db, triggerFires),
+    fire: bind(triggerDeps, fireTrigger),
+    proposeEnabled: bind(triggerDeps, proposeEnabled),
+  };
+}
+
+/** Chat channels: webhooks checked against the outbound policy (SVC_CHANNELS_ALLOW_HTTP). */
+export function channelServices(w: ServiceWiring) {
+  const channelDeps = { db: w.db, secrets: w.secrets, allowHttp: w.config.SVC_CHANNELS_ALLOW_HTTP, policy: outboundPolicy(w.config) };
+  return {
+    list: bind(w.db, listChannels),
+    add: bind(channelDeps, addChannel),
+    remove: bind(w.db, removeChannel),
+  };
+}
+
+/** Apps as the manifest declares them, with their deploys; an app's own origin's label. */
+export function appServices(w: ServiceWiring) {
+  return {
+    list: bind(w.db, listApps),
+    get: bind(w.db, getAppWithDeploys),
+    deploys: bind(w.db, appDeploys),
+    ofLabel: bind(w.db, appOfLabel),
   };
 }

@@ -4,8 +4,14 @@ import { loadSecretKey } from '../../infra/secret-box.js';
 import { checkpointOf, latestPosition, readAll } from '../../infra/event-store.js';
 import { mintPreviewCode, previewCookieKey, projectOfSession, redeemPreviewCode } from '../previews/grants.js';
 import { mintCloneCredential } from '../sessions/credentials.js';
-import { sandboxesNotLive } from '../sessions/service.js';
-import { savedSummary } from '../sessions/saved-state.js';
+import type { SessionDeps } from '../sessions/deps.js';
+import {
+  controlCall, createSession, findSession, listSessions, liveTarget, removeSession, restartSession, sandboxesNotLive, sessionDetail, sessionHistory, stopSession, touchSession,
+} from '../sessions/service.js';
+import { refreshSession } from '../sessions/refresh.js';
+import { assertPromptable } from '../sessions/prompt-guard.js';
+import { repoUrlOf } from '../sessions/sandbox-env.js';
+import { acceptCheckpointStream, checkpointBodyLimit, restoreFrame, savedSummary } from '../sessions/saved-state.js';
 import { sessionUsage } from '../llm/gateway.js';
 import { deadTokens } from '../tokens/service.js';
 import { cookieKey, sessionStore, type SessionStore } from '../dashboard/sessions.js';
@@ -79,3 +85,33 @@ export function healthServices(w: ServiceWiring) {
     queueReady: () => w.queue.ping(),
   };
 }
+
+/** The session service with its dependencies bound (absent where this process runs no sessions: the routes answer 503). */
+export function sessionServices(s: SessionDeps) {
+  return {
+    list: bind(s, listSessions),
+    create: bind(s, createSession),
+    detail: bind(s, sessionDetail),
+    history: bind(s, sessionHistory),
+    find: bind(s, findSession),
+    stop: bind(s, stopSession),
+    restart: bind(s, restartSession),
+    remove: bind(s, removeSession),
+    refresh: bind(s, refreshSession),
+    /** A prompt only to a session whose model is still offered (409 otherwise). */
+    assertPromptable: bind(s, assertPromptable),
+    /** A call to the session's daemon (prompt, abort). */
+    control: bind(s, controlCall),
+    /** Where a running session's daemon answers, for the proxies. */
+    liveTarget: bind(s, liveTarget),
+    touch: bind(s, touchSession),
+    acceptCheckpoint: bind(s, acceptCheckpointStream),
+    /** The largest checkpoint body this server reads (from SVC_SESSION_WIP_MAX_BYTES). */
+    checkpointBodyLimit: () => checkpointBodyLimit(s.config),
+    restoreFrame: bind(s, restoreFrame),
+    /** The clone URL a sandbox gets for a project, and the API base it reaches. */
+    repoUrlOf: bind(s, repoUrlOf),
+    apiUrl: () => s.apiUrl(),
+  };
+}
+export type SessionServices = ReturnType<typeof sessionServices>;
