@@ -1,4 +1,4 @@
-import type { FeedReads } from '../services/api-services/sessions.js';
+import type { FeedReads } from '../services/api-services/server.js';
 import type { Logger } from '../lib/logger.js';
 import { checkpointAfter, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
 
@@ -31,7 +31,7 @@ export interface FeedHub {
 }
 
 export interface FeedHubOptions {
-  /** The event log's reads (services/api-services/sessions.ts `feedReads`). */
+  /** The event log's reads (services/api-services/server.ts `feedReads`). */
   reads: FeedReads;
   logger: Logger;
   /** Safety-net poll (ms). */

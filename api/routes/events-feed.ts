@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Router, type Express, type RequestHandler } from 'express';
 import { WebSocket, WebSocketServer } from 'ws';
 import { validationError } from '../../domain/errors.js';
-import type { FeedReads } from '../../services/api-services/sessions.js';
+import type { FeedReads } from '../../services/api-services/server.js';
 import type { Logger } from '../../lib/logger.js';
 import type { Checkpoint, StoredEvent } from '../../infra/event-store.js';
 import type { ApiDeps } from '../deps.js';
@@ -32,7 +32,7 @@ export interface EventsFeed {
 }
 
 export interface EventsFeedOptions {
-  /** The event log's reads (services/api-services/sessions.ts `feedReads`). */
+  /** The event log's reads (services/api-services/server.ts `feedReads`). */
   reads: FeedReads;
   logger: Logger;
   hub?: FeedHub;

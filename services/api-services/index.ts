@@ -21,7 +21,9 @@ import { authServices } from './auth.js';
 import { gitHosting } from '../git-hosting/smart-http.js';
 import { changeRequestServices, checkServices, crDepsOf, reviewServices } from './change-requests.js';
 import { appServices, channelServices, manifestDepsOf, manifestServices, projectServices, triggerServices } from './projects.js';
-import { dashboardServices, feedReads, healthServices, previewServices, sandboxServices, sessionServices } from './sessions.js';
+import { previewServices, sandboxServices, sessionServices } from './sessions.js';
+import { dashboardServices } from './dashboard.js';
+import { feedReads, healthServices } from './server.js';
 import { llmServices } from './llm.js';
 
 /** What the wiring builds the API's services from (one per process). */

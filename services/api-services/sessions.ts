@@ -1,7 +1,5 @@
 import type { ServiceWiring } from './index.js';
-import type { Executor } from '../../infra/db/db.js';
 import { loadSecretKey } from '../../infra/secret-box.js';
-import { checkpointOf, latestPosition, readAll } from '../../infra/event-store.js';
 import { mintPreviewCode, previewCookieKey, projectOfSession, redeemPreviewCode } from '../previews/grants.js';
 import { mintCloneCredential } from '../sessions/credentials.js';
 import type { SessionDeps } from '../sessions/deps.js';
@@ -13,12 +11,7 @@ import { assertPromptable } from '../sessions/prompt-guard.js';
 import { repoUrlOf } from '../sessions/sandbox-env.js';
 import { acceptCheckpointStream, checkpointBodyLimit, restoreFrame, savedSummary } from '../sessions/saved-state.js';
 import { sessionUsage } from '../llm/gateway.js';
-import { deadTokens } from '../tokens/service.js';
 import { cookieKey, sessionStore, type SessionStore } from '../dashboard/sessions.js';
-import { decideCliLogin, openCliLogin, redeemCliLogin, startCliLogin } from '../dashboard/cli-logins.js';
-import { clearSignInFailures, recordSignInFailure, signInWait, userByEmail } from '../dashboard/sign-in.js';
-import { lastProjectPosition } from '../dashboard/live.js';
-import { healthQueries } from '../../sql/queries/health.js';
 import { bind } from './bind.js';
 
 /** Once per process, on first use: a key derived from the server's secret key. */
@@ -47,42 +40,6 @@ export function sandboxServices(w: ServiceWiring) {
     savedSummary: (sessionId: string) => savedSummary({ db: w.db }, sessionId),
     usage: bind(w.db, sessionUsage),
     notLive: bind(w.db, sandboxesNotLive),
-  };
-}
-
-/** The dashboard's own: sign-in, `svc login` approvals, the live page's position. */
-export function dashboardServices(w: ServiceWiring) {
-  return {
-    signInWait: bind(w.db, signInWait),
-    recordSignInFailure: bind(w.db, recordSignInFailure),
-    clearSignInFailures: bind(w.db, clearSignInFailures),
-    userByEmail: bind(w.db, userByEmail),
-    startCliLogin: bind(w.db, startCliLogin),
-    openCliLogin: bind(w.db, openCliLogin),
-    decideCliLogin: bind(w.db, decideCliLogin),
-    redeemCliLogin: bind(w.db, redeemCliLogin),
-    lastProjectPosition: bind(w.db, lastProjectPosition),
-  };
-}
-
-/** The events feed's reads (api/feed-hub.ts, api/routes/events-feed.ts). */
-export function feedReads(db: Executor) {
-  return {
-    readAll: bind(db, readAll),
-    latestPosition: () => latestPosition(db),
-    checkpointOf: bind(db, checkpointOf),
-    deadTokens: bind(db, deadTokens),
-  };
-}
-export type FeedReads = ReturnType<typeof feedReads>;
-
-/** `/readyz`: the database answers. */
-export function healthServices(w: ServiceWiring) {
-  return {
-    async databaseReady(): Promise<void> {
-      await w.db.one(healthQueries.ping());
-    },
-    queueReady: () => w.queue.ping(),
   };
 }
 

@@ -12,7 +12,7 @@ import { serverAndRepo } from '../../support/suite.js';
 import { startTestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { createEventsFeed } from '../../../api/routes/events-feed.js';
-import { feedReads } from '../../../services/api-services/sessions.js';
+import { feedReads } from '../../../services/api-services/server.js';
 import { bind } from '../../../services/api-services/bind.js';
 import { projectForCaller } from '../../../services/projects/access.js';
 import type { ApiDeps } from '../../../api/deps.js';

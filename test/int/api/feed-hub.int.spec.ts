@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { mock } from 'node:test';
 import { createFeedHub } from '../../../api/feed-hub.js';
-import { feedReads } from '../../../services/api-services/sessions.js';
+import { feedReads } from '../../../services/api-services/server.js';
 import type { Db, Query } from '../../../infra/db/db.js';
 import { START, type StoredEvent } from '../../../infra/event-store.js';
 import { silentLogger } from '../../../lib/logger.js';
