@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import { BODY_LIMIT, CREDENTIAL_BODY_LIMIT, readBody, unreadBodies } from './body.js';
 import type { ApiDeps } from './deps.js';
-import { authGuardOf, requireAuth } from './auth.js';
+import { requireAuth } from './auth.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { metricsMiddleware } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
@@ -62,7 +62,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', readBody(CREDENTIAL_BODY_LIMIT), cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet, 16 KiB
-  v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
+  v1.use(requireAuth(deps.services.auth, deps.guard));
   v1.use(readBody(BODY_LIMIT)); // the API's bodies: read only now, the caller known
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));

@@ -3,12 +3,11 @@ import { z } from 'zod';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { MergePreview } from '../../domain/change-request/views.js';
 import { isDomainError } from '../../domain/errors.js';
-import * as crs from '../../services/change-requests/service.js';
 import type { CrHistoryEntry } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { crCostFrom } from '../../services/cost/cost.js';
 import { costLine } from './cost-facts.js';
-import { crDepsOf, mergeAs } from '../routes/change-requests.js';
+import type { Family, FamilyMember } from '../../services/change-requests/stack.js';
+import { mergeAs } from '../routes/change-requests.js';
 import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { fileList } from './diff-view.js';
@@ -17,7 +16,6 @@ import { html, shortSha, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
 import { crumbsOf, noticeOf, respond, statusBadge } from './shared.js';
 import { checksOf, checksSection } from './checks-section.js';
-import { findCrWithFamily, type Family, type FamilyMember } from '../../services/change-requests/stack.js';
 
 /**
  * One change request: metadata (editable), the merge preview, Merge (with the head SHA
@@ -122,26 +120,26 @@ ${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha((e.data as { head
  * preview from that one read, side by side.
  */
 async function show(deps: ApiDeps, req: Request, res: Response) {
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const q = AsOf.parse(req.query);
   const n = String(req.params.n);
   const project = await projectOf(deps, req, res);
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
   // Now: read with its stack's family in the one read of the CR (then refreshed); as of a time: folded.
-  const now = q.as_of ? null : await findCrWithFamily(crDeps, project.project_id, n);
+  const now = q.as_of ? null : await crs.findWithFamily(project.project_id, n);
   const family = now?.family ?? null;
-  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
+  const cr = await crs.get(project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
   const [events, diff, preview, review] = await Promise.all([
-    crs.historyOfCr(crDeps, cr),
-    q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
-    q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
+    crs.historyOf(cr),
+    q.as_of ? Promise.resolve(null) : settle(crs.diffOf(project, cr)),
+    q.as_of ? Promise.resolve(null) : settle(crs.previewOf(project, cr)),
     loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
   // What it cost: its checks' time from the history just read, its session's calls and sandbox time in one statement (none for a person's branch).
   const [checks, cost] = q.as_of
     ? [null, null]
-    : await Promise.all([checksOf(deps, project, cr, events), crCostFrom({ db: deps.db, config: deps.config }, project, cr, events).catch(() => null)]);
+    : await Promise.all([checksOf(deps, project, cr, events), crs.costFrom(project, cr, events).catch(() => null)]);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>
@@ -189,7 +187,7 @@ ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.
 
 export function crPageRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const crBase = (req: Request) => `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(String(req.params.n))}`;
   const n = (req: Request) => String(req.params.n);
 
@@ -203,7 +201,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
       ...(b.title !== undefined ? { title: b.title } : {}),
       ...(b.description !== undefined ? { description: b.description.replace(/\r\n/g, '\n') } : {}),
     });
-    await crs.editCr(crDeps, project, n(req), callerOf(res).user_id, edit);
+    await crs.edit(project, n(req), callerOf(res).user_id, edit);
     respond(req, res, crBase(req), 'edited');
   });
 
@@ -226,8 +224,8 @@ export function crPageRoutes(deps: ApiDeps): Router {
   for (const action of ['close', 'reopen'] as const) {
     r.post(`/projects/:projectId/change-requests/:n/${action}`, requireCsrf, async (req, res) => {
       const project = await projectOf(deps, req, res);
-      const act = action === 'close' ? crs.closeCr : crs.reopenCr;
-      await act(crDeps, project, n(req), callerOf(res).user_id);
+      const act = action === 'close' ? crs.close : crs.reopen;
+      await act(project, n(req), callerOf(res).user_id);
       respond(req, res, crBase(req), action === 'close' ? 'closed' : 'reopened');
     });
   }

@@ -3,7 +3,7 @@ import type { ApiDeps } from '../deps.js';
 import { principalOf, requireUserToken } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { SetBudgetBody } from '../../contracts/budgets.js';
-import { accountForCaller, getBudget, setBudget, type BudgetTarget } from '../../services/budgets/service.js';
+import type { BudgetTarget } from '../../services/budgets/service.js';
 
 /**
  * `/v1/projects/:projectId/budget` and `/v1/accounts/:accountId/budget`: the model budget
@@ -14,14 +14,14 @@ import { accountForCaller, getBudget, setBudget, type BudgetTarget } from '../..
  */
 export function projectBudgetRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'project', scopeId: (await resolveProject(deps.db, req)).project_id });
+  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'project', scopeId: (await resolveProject(deps, req)).project_id });
   r.get('/', async (req, res) => {
-    res.json({ budget: await getBudget({ db: deps.db, config: deps.config }, await target(req)) });
+    res.json({ budget: await deps.services.budgets.get(await target(req)) });
   });
   r.put('/', async (req, res) => {
     const t = await target(req);
     const body = SetBudgetBody.parse(req.body ?? {});
-    res.json({ budget: await setBudget({ db: deps.db, config: deps.config }, t, body, principalOf(req).user_id) });
+    res.json({ budget: await deps.services.budgets.set(t, body, principalOf(req).user_id) });
   });
   return r;
 }
@@ -30,14 +30,14 @@ export function projectBudgetRoutes(deps: ApiDeps): Router {
 export function accountBudgetRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.use(requireUserToken);
-  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'account', scopeId: await accountForCaller(deps.db, principalOf(req).user_id, String(req.params.accountId ?? '')) });
+  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'account', scopeId: await deps.services.budgets.accountFor(principalOf(req).user_id, String(req.params.accountId ?? '')) });
   r.get('/', async (req, res) => {
-    res.json({ budget: await getBudget({ db: deps.db, config: deps.config }, await target(req)) });
+    res.json({ budget: await deps.services.budgets.get(await target(req)) });
   });
   r.put('/', async (req, res) => {
     const t = await target(req);
     const body = SetBudgetBody.parse(req.body ?? {});
-    res.json({ budget: await setBudget({ db: deps.db, config: deps.config }, t, body, principalOf(req).user_id) });
+    res.json({ budget: await deps.services.budgets.set(t, body, principalOf(req).user_id) });
   });
   return r;
 }
