@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
 import { createInterface } from 'node:readline';
 import type { Logger } from '../lib/logger.js';
+import { exponential } from '../lib/backoff.js';
 
 export type AgentState = 'starting' | 'running' | 'exited';
 
@@ -174,7 +175,7 @@ export class RuntimeSupervisor {
     this.setState('exited');
     if (this.stopped) return;
     if (Date.now() - startedAt > 60_000) this.failures = 0;
-    const delay = Math.min(this.opts.backoffMaxMs, this.opts.backoffMs * 2 ** this.failures);
+    const delay = exponential(this.opts.backoffMs, this.failures, this.opts.backoffMaxMs);
     this.failures++;
     this.opts.logger.warn({ code, signal, restart_in_ms: delay }, 'agent runtime exited; restarting');
     this.restartTimer = setTimeout(() => {

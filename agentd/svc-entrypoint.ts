@@ -27,10 +27,10 @@
  * extra arguments after `--` are passed to the daemon.
  */
 import { spawn } from 'node:child_process';
-import { readdir, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { allPids, procStat } from '../lib/proc.js';
 import { forward, forwardAll, loopbackForwards } from './forwarder.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -103,16 +103,10 @@ child.on('exit', (code, signal) => {
 
 /** Orphaned zombies adopted by this process (state Z, parent = us). Linux only. */
 async function countAdoptedZombies(): Promise<number> {
-  const entries = await readdir('/proc').catch(() => [] as string[]);
-  let n = 0;
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    const stat = await readFile(`/proc/${e}/stat`, 'utf8').catch(() => '');
-    // pid (comm) state ppid ...; comm may contain spaces and parentheses.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] === 'Z' && Number(fields[1]) === process.pid && Number(e) !== child.pid) n++;
-  }
-  return n;
+  return allPids().filter((pid) => {
+    const st = pid !== child.pid ? procStat(pid) : undefined;
+    return st?.state === 'Z' && st.ppid === process.pid;
+  }).length;
 }
 
 let warnedAt = 0;

@@ -2,11 +2,10 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestHandler, Request, Response } from 'express';
 import { isDomainError } from '../domain/errors.js';
-import { projectForCaller } from '../services/projects/access.js';
-import { appOfLabel, type AppRow } from '../services/apps/service.js';
+import type { AppRow } from '../services/apps/service.js';
 import { parseAppHost } from '../services/apps/origin.js';
 import {
-  APP_GRANT_PORT, appGrantId, PREVIEW_AUTH_PATH, PREVIEW_COOKIE, PREVIEW_COOKIE_TTL_S, redeemPreviewCode, signPreviewCookie, verifyPreviewCookie, type PreviewGrant,
+  APP_GRANT_PORT, appGrantId, PREVIEW_AUTH_PATH, PREVIEW_COOKIE, PREVIEW_COOKIE_TTL_S, signPreviewCookie, verifyPreviewCookie, type PreviewGrant,
 } from '../services/previews/grants.js';
 import { dashboardOrigin } from '../services/previews/origin.js';
 import type { ApiDeps } from './deps.js';
@@ -14,7 +13,7 @@ import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, ownOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
-import { previewKeyOf, refuse } from './preview-host.js';
+import { refuse } from './preview-host.js';
 import { gatewayOf } from './gateway.js';
 
 /**
@@ -38,10 +37,10 @@ const SIGN_IN = { error: 'Unauthorized', message: "This app is open to its proje
 
 /** The members-only grant a request carries for exactly this app, its user still a member. */
 async function memberGrant(deps: ApiDeps, cookieHeader: string | undefined, app: AppRow): Promise<PreviewGrant | null> {
-  const g = verifyPreviewCookie(await previewKeyOf(deps), parseCookies(cookieHeader)[PREVIEW_COOKIE]);
+  const g = verifyPreviewCookie(await deps.services.previews.cookieKey(), parseCookies(cookieHeader)[PREVIEW_COOKIE]);
   if (!g || g.session_id !== appGrantId(app.name) || g.port !== APP_GRANT_PORT || g.project_id !== app.project_id) return null;
   try {
-    await projectForCaller(deps.db, { user_id: g.user_id, project_id: null }, g.project_id);
+    await deps.services.projects.forCaller({ user_id: g.user_id, project_id: null }, g.project_id);
     return g;
   } catch (err) {
     if (isDomainError(err)) return null; // no longer a member, or the project is gone
@@ -67,16 +66,16 @@ export function appHostHandler(deps: ApiDeps): RequestHandler {
     // Through a sandbox's gateway the Host header is the sandbox's to choose: it never names an
     // app there (that would be a way out of the sandbox past its egress policy).
     if (gatewayOf(req)) return next();
-    const host = parseAppHost(req.headers.host, deps.config);
+    const host = parseAppHost(req.headers.host, deps.settings);
     if (host === null) return next();
     if (host === 'unknown') return send(res, 404, NO_APP);
     (async () => {
-      const app = await appOfLabel(deps.db, host.label, host.projectHex);
+      const app = await deps.services.apps.ofLabel(host.label, host.projectHex);
       if (!app || !app.target) return send(res, 404, NO_APP);
       if (req.path === PREVIEW_AUTH_PATH) return redeem(deps, req, res, app);
       if (app.spec.public !== true && !(await memberGrant(deps, req.headers.cookie, app))) {
         if (!isNavigation(req)) return send(res, 401, SIGN_IN);
-        const back = `${dashboardOrigin(deps.config, req.socket.localPort ?? 0)}/projects/${app.project_id}/apps/${app.name}/open?${new URLSearchParams({ path: req.originalUrl })}`;
+        const back = `${dashboardOrigin(deps.settings, req.socket.localPort ?? 0)}/projects/${app.project_id}/apps/${app.name}/open?${new URLSearchParams({ path: req.originalUrl })}`;
         res.set({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).redirect(303, back);
         return;
       }
@@ -101,11 +100,11 @@ export function appHostHandler(deps: ApiDeps): RequestHandler {
 /** `PREVIEW_AUTH_PATH?code=…`: the dashboard's one-time code becomes this app's cookie. */
 async function redeem(deps: ApiDeps, req: Request, res: Response, app: AppRow): Promise<void> {
   const code = typeof req.query.code === 'string' ? req.query.code : '';
-  const g = req.method === 'GET' ? await redeemPreviewCode(deps.db, code) : null;
+  const g = req.method === 'GET' ? await deps.services.previews.redeemCode(code) : null;
   if (!g || g.session_id !== appGrantId(app.name) || g.port !== APP_GRANT_PORT || g.project_id !== app.project_id) {
     return send(res, 400, { error: 'Invalid app code', message: 'This link was used already or has expired; open the app from the dashboard again.' });
   }
-  const value = signPreviewCookie(await previewKeyOf(deps), g);
+  const value = signPreviewCookie(await deps.services.previews.cookieKey(), g);
   // Host-only (`__Host-`, Secure: browsers keep it on https and on http://*.localhost).
   // SameSite=Lax: it goes along when a person follows a link to the app.
   res.set({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' });
@@ -116,12 +115,12 @@ async function redeem(deps: ApiDeps, req: Request, res: Response, app: AppRow): 
 /** WebSocket upgrades on an app host; any other host goes to `fallback`. */
 export function appUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
   return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    const host = parseAppHost(req.headers.host, deps.config);
+    const host = parseAppHost(req.headers.host, deps.settings);
     if (host === null) return fallback(req, socket, head);
     socket.on('error', () => {});
     if (host === 'unknown') return refuse(socket, 404, NO_APP);
     void (async () => {
-      const app = await appOfLabel(deps.db, host.label, host.projectHex);
+      const app = await deps.services.apps.ofLabel(host.label, host.projectHex);
       if (!app || !app.target) return refuse(socket, 404, NO_APP);
       if (app.spec.public !== true) {
         // A members-only app's sockets open from its own pages only (the cookie is SameSite=Lax, not a guard).

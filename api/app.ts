@@ -1,7 +1,7 @@
 import express, { type Express } from 'express';
 import { BODY_LIMIT, CREDENTIAL_BODY_LIMIT, readBody, unreadBodies } from './body.js';
 import type { ApiDeps } from './deps.js';
-import { authGuardOf, requireAuth } from './auth.js';
+import { requireAuth } from './auth.js';
 import { errorHandler, notFoundHandler } from './errors.js';
 import { metricsMiddleware } from './metrics.js';
 import { healthRoutes } from './routes/health.js';
@@ -13,6 +13,7 @@ import { reviewRoutes } from './routes/review.js';
 import { openapiRoutes } from './routes/openapi.js';
 import { gitHttpRoutes } from './routes/git-http.js';
 import { channelRoutes } from './routes/channels.js';
+import { accountBudgetRoutes, projectBudgetRoutes } from './routes/budgets.js';
 import { manifestRoutes } from './routes/manifest.js';
 import { triggerRoutes } from './routes/triggers.js';
 import { appRoutes } from './routes/apps.js';
@@ -31,6 +32,7 @@ import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
 import { checkRoutes, statusRoutes } from './routes/checks.js';
+import { costRoutes } from './routes/cost.js';
 import { accountInsightsRoutes, projectInsightsRoutes } from './routes/insights.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
@@ -61,18 +63,21 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/events', acceptAccessToken);
   v1.use('/projects/:projectId/git/clone-credential', cloneCredentialRoutes(deps)); // SVC_TOKEN only, before PATs
   v1.use('/cli/login', readBody(CREDENTIAL_BODY_LIMIT), cliLoginRoutes(deps)); // svc login redeems its one-time code: no token yet, 16 KiB
-  v1.use(requireAuth(deps.db, authGuardOf(deps.config)));
+  v1.use(requireAuth(deps.services.auth, deps.guard));
   v1.use(readBody(BODY_LIMIT)); // the API's bodies: read only now, the caller known
   v1.use(agentGate); // agent-grade tokens: only what services/tokens/agent-policy.ts allows
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
+  v1.use('/accounts/:accountId/budget', accountBudgetRoutes(deps)); // a person's model budget (agents refused by the gate)
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/accounts/:accountId/insights', accountInsightsRoutes(deps)); // after accountRoutes' user-token check
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
+  v1.use('/projects/:projectId/change-requests/:crId/cost', costRoutes(deps)); // tokens, money, seconds
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
   v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent
   v1.use('/projects/:projectId/channels', channelRoutes(deps));
+  v1.use('/projects/:projectId/budget', projectBudgetRoutes(deps));
   v1.use('/projects/:projectId/sessions/:sessionId/refresh', sessionRefreshRoutes(deps)); // dashboard's Refresh
   v1.use('/projects/:projectId/sessions/:sessionId/preview-url', previewUrlRoutes(deps));
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));

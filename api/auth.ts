@@ -1,13 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { DomainError, retryLater } from '../domain/errors.js';
-import type { Db } from '../infra/db/db.js';
-import { authenticate, authenticateWithProject, type Principal } from '../services/tokens/service.js';
+import type { Principal } from '../services/tokens/service.js';
+import type { ApiServices } from '../services/api-services/index.js';
 import { projectRefOf, type LoadedProject } from '../services/projects/access.js';
 import { crNumberOf } from '../domain/change-request/index.js';
 import type { Config } from '../infra/config.js';
 import { clientKeyOf, parseTrustedProxies } from './client-key.js';
-import { credentialSandbox } from '../services/sessions/credentials.js';
 import { checkGateway } from './gateway.js';
 
 declare module 'express-serve-static-core' {
@@ -117,23 +116,23 @@ export const vouchFor = (req: IncomingMessage) => void vouched.add(req);
  * statement (`authenticateWithProject`): every project-scoped route then resolves it
  * (`resolveProject`, the rule of services/projects/access.ts) without another round trip.
  */
-export function requireAuth(db: Db, guard: AuthGuard): RequestHandler {
+export function requireAuth(auth: ApiServices['auth'], guard: AuthGuard): RequestHandler {
   return (req: Request, _res: Response, next: NextFunction) => {
     const ref = projectParamOf(req);
     const target = ref === null ? null : projectRefOf(ref);
     const crNumber = target ? crReadOf(req) : null;
     const lookup = async (value: string) => {
       if (!target) {
-        const principal = await authenticate(db, value);
+        const principal = await auth.authenticate(value);
         return principal && { principal };
       }
-      const found = await authenticateWithProject(db, value, target, crNumber);
+      const found = await auth.authenticateWithProject(value, target, crNumber);
       if (!found) return null;
       const project: LoadedProject = { ref: ref!, project: found.project, member: found.member };
       if (crNumber !== null && found.cr !== undefined) project.cr = { number: crNumber, cr: found.cr };
       return { principal: found.principal, project };
     };
-    authenticateRequest(db, guard, req, lookup)
+    authenticateRequest(auth, guard, req, lookup)
       .then((found) => {
         if ('project' in found) req.loadedProject = found.project;
         next();
@@ -180,7 +179,7 @@ function projectParamOf(req: Request): string | null {
  * sets `req.principal`.
  */
 async function authenticateRequest<T extends { principal: Principal }>(
-  db: Db,
+  auth: ApiServices['auth'],
   guard: AuthGuard,
   req: Request,
   lookup: (value: string) => Promise<T | null>,
@@ -192,7 +191,7 @@ async function authenticateRequest<T extends { principal: Principal }>(
   const found = await (vouched.has(req) ? check() : guard.attempt(req, check));
   if (!found) throw unauthorized();
   // A sandbox's token only through its own gateway; no sandbox token on the public listener.
-  checkGateway(req, await credentialSandbox(db, found.principal));
+  checkGateway(req, await auth.credentialSandbox(found.principal));
   req.principal = found.principal;
   return found;
 }

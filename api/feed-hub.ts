@@ -1,6 +1,6 @@
-import type { Db } from '../infra/db/db.js';
+import type { FeedReads } from '../services/api-services/server.js';
 import type { Logger } from '../lib/logger.js';
-import { checkpointAfter, latestPosition, readAll, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
+import { checkpointAfter, type Checkpoint, type StoredEvent } from '../infra/event-store.js';
 
 /**
  * The live feed's database side. One watcher per process (not one per socket) reads the
@@ -31,7 +31,8 @@ export interface FeedHub {
 }
 
 export interface FeedHubOptions {
-  db: Db;
+  /** The event log's reads (services/api-services/server.ts `feedReads`). */
+  reads: FeedReads;
   logger: Logger;
   /** Safety-net poll (ms). */
   pollMs?: number;
@@ -61,7 +62,7 @@ interface Cursor {
 }
 
 export function createFeedHub(opts: FeedHubOptions): FeedHub {
-  const { db, logger } = opts;
+  const { reads, logger } = opts;
   const pollMs = opts.pollMs ?? 5000;
   const watchMs = opts.watchMs ?? 100;
   const pageSize = opts.pageSize ?? 200;
@@ -88,7 +89,7 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
       do {
         c.again = false;
         for (;;) {
-          const page = await readAll(db, c.at, { projectId: c.projectId, limit: pageSize });
+          const page = await reads.readAll(c.at, { projectId: c.projectId, limit: pageSize });
           if (c.closed || page.length === 0) break;
           c.at = checkpointAfter(page[page.length - 1]!);
           delivered = true;
@@ -120,7 +121,7 @@ export function createFeedHub(opts: FeedHubOptions): FeedHub {
     if (watching || byProject.size === 0) return;
     watching = true;
     try {
-      const row = await latestPosition(db);
+      const row = await reads.latestPosition();
       const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
       // The first tick wakes too: an append may have landed between subscribe and now.
       if (latest !== lastSeen) {

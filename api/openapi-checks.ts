@@ -1,7 +1,7 @@
 import * as c from '../contracts/index.js';
 import type { Op } from './openapi.js';
 
-/** OpenAPI entries of checks, commit statuses and their logs (docs/checks.md). */
+/** OpenAPI entries of checks, commit statuses and their logs (docs/checks.md), and a CR's cost (docs/models.md). */
 const P = '/v1/projects/{projectId}';
 
 export function checkOps(): Record<string, Record<string, Op>> {
@@ -12,6 +12,9 @@ export function checkOps(): Record<string, Record<string, Op>> {
     [`${P}/change-requests/{crId}/checks/{runId}/log`]: {
       get: { summary: "A run's output as text/plain (nosniff): bounded, known secret values masked.", ok: { status: 200, schema: null, description: 'text/plain' }, errors: [401, 403, 404] },
       delete: { summary: "Delete a run's log (people only).", ok: { status: 204, schema: null }, errors: [401, 403, 404] },
+    },
+    [`${P}/change-requests/{crId}/cost`]: {
+      get: { summary: "What the CR cost (docs/models.md \"Cost\"): the model calls of its session's branch that belong to it (open then, else the next CR opened from it), money per currency at the prices each call kept, unpriced tokens, its share of the sandbox's running time, its check runs' time; unmetered when the agent bypasses the gateway.", ok: { status: 200, schema: c.OneCrCost }, errors: [401, 403, 404] },
     },
     [`${P}/statuses/{sha}`]: {
       post: { summary: "An outside CI's commit status (GitHub's shape); people's tokens only (agent credentials 403); a check's name as context 400; target_url http(s) only.", body: c.PostStatusBody, ok: { status: 201, schema: c.OneStatus }, errors: [400, 401, 403, 404] },

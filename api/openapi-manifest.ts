@@ -17,7 +17,7 @@ export function manifestOps(): Record<string, Record<string, Op>> {
     },
     [`${P}/triggers`]: { get: { summary: 'Triggers synced from [[triggers]] on the default branch.', ok: { status: 200, schema: c.TriggerList }, errors: [401, 403, 404] } },
     [`${P}/triggers/{slug}`]: { get: { summary: 'One trigger with its recent fires.', ok: { status: 200, schema: c.OneTrigger }, errors: [401, 403, 404] } },
-    [`${P}/triggers/{slug}/fire`]: { post: { summary: 'Fire now: spawns a session (503 with outcome "sessions unavailable" when the server cannot).', body: c.EmptyBody, ok: { status: 202, schema: c.TriggerFired }, errors: [400, 401, 403, 404, 429, 503] } },
+    [`${P}/triggers/{slug}/fire`]: { post: { summary: 'Fire now: spawns a session (503 with outcome "sessions unavailable" when the server cannot; 429 project_budget_exceeded past a budget a person set).', body: c.EmptyBody, ok: { status: 202, schema: c.TriggerFired }, errors: [400, 401, 403, 404, 429, 503] } },
     [`${P}/triggers/{slug}/enable`]: { post: { summary: 'Open a CR that sets enabled = true in svc.toml (one line).', body: c.EmptyBody, ok: { status: 201, schema: c.TriggerProposal }, errors: [400, 401, 403, 404, 409, 503] } },
     [`${P}/triggers/{slug}/disable`]: { post: { summary: 'Open a CR that sets enabled = false in svc.toml (one line).', body: c.EmptyBody, ok: { status: 201, schema: c.TriggerProposal }, errors: [400, 401, 403, 404, 409, 503] } },
     [`${P}/apps`]: { get: { summary: 'Apps from [[apps]] and what runs.', ok: { status: 200, schema: c.AppList }, errors: [401, 403, 404] } },

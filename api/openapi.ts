@@ -57,23 +57,32 @@ const ops: Record<string, Record<string, Op>> = {
   },
   [`${crPath}/{crId}`]: {
     get: { summary: 'One change request (uuid or number); open CRs refresh their SHAs.', query: c.GetChangeRequestQuery, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404] },
-    patch: { summary: 'Edit title and/or description.', body: c.EditChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409] },
+    patch: { summary: 'Edit title and/or description. base_ref (an extension): retarget, people only (403 agent_forbidden); 400 when the new base is the head of several open CRs or makes a cycle.', body: c.EditChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] },
   },
+  [`${crPath}/{crId}/stack`]: { get: { summary: 'The CR’s stack: ancestors root first, the CR, its descendants, each with its parent, children and a note when it waits for a person.', ok: { status: 200, schema: c.CrStackSchema }, errors: [401, 403, 404] } },
   [`${crPath}/{crId}/diff`]: { get: { summary: 'Three-dot diff base...head, bounded by the server’s diff limits.', ok: { status: 200, schema: c.DiffSchema }, errors: [401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/merge-preview`]: { get: { summary: 'What a merge would do now.', ok: { status: 200, schema: c.MergePreviewSchema }, errors: [401, 403, 404, 503, 504] } },
   '/v1/projects/{projectId}/compare': { get: { summary: 'Compare two live branches (base defaults to the default branch): the merge preview of head into base; is_up_to_date means head adds nothing.', query: c.CompareQuery, ok: { status: 200, schema: c.CompareSchema }, errors: [400, 401, 403, 404, 503, 504] } },
   [`${crPath}/{crId}/events`]: { get: { summary: 'The CR’s history, in order, with actors.', ok: { status: 200, schema: c.CrHistorySchema }, errors: [401, 403, 404] } },
-  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges). {"when":"checks_pass"}: 202, merged by the server once every check and required status passed on the head seen now (422 no_required_checks when nothing is required).', body: c.MergeChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, alsoOk: { status: 202, schema: c.AutoMergeAccepted, description: 'Merge when green accepted' }, errors: [400, 401, 403, 404, 409, 422, 503, 504] } },
+  [`${crPath}/{crId}/merge`]: { post: { summary: 'Merge: fast-forward when possible, else a merge commit. 409 when not open or conflicting; 403 agent_cannot_merge for an agent token (a person merges). {"when":"checks_pass"}: 202, merged by the server once every check and required status passed on the head seen now (422 no_required_checks when nothing is required). {"stack":true}: the CR and every open CR below it, bottom-up, each by compare-and-swap; answers the CR merged.', body: c.MergeChangeRequestBody, ok: { status: 200, schema: c.OneChangeRequest }, alsoOk: { status: 202, schema: c.AutoMergeAccepted, description: 'Merge when green accepted' }, errors: [400, 401, 403, 404, 409, 422, 503, 504] } },
   [`${crPath}/{crId}/close`]: { post: { summary: 'Close an open CR.', body: c.EmptyBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] } },
   [`${crPath}/{crId}/reopen`]: { post: { summary: 'Reopen a closed CR.', body: c.EmptyBody, ok: { status: 200, schema: c.OneChangeRequest }, errors: [400, 401, 403, 404, 409, 503] } },
   '/v1/projects/{projectId}/channels': {
     get: { summary: 'The project’s chat channels (webhook URLs shown as their origin).', ok: { status: 200, schema: c.ChannelList }, errors: [401, 403, 404] },
     post: { summary: 'Add a channel (an incoming-webhook URL).', body: c.AddChannelBody, ok: { status: 201, schema: c.OneChannel }, errors: [400, 401, 403, 404] },
   },
+  '/v1/projects/{projectId}/budget': {
+    get: { summary: 'The project’s model budget (a person’s: tokens or money per UTC day or month) with what its period spent and holds; null when none.', ok: { status: 200, schema: c.OneBudget }, errors: [401, 403, 404] },
+    put: { summary: 'Set (or, with {"limit":null}, remove) the project’s model budget; a person only (403 agent_forbidden), within the operator’s cap (400). Over it: model calls, new sessions and trigger fires get 429 project_budget_exceeded.', body: c.SetBudgetBody, ok: { status: 200, schema: c.OneBudget }, errors: [400, 401, 403, 404] },
+  },
+  '/v1/accounts/{accountId}/budget': {
+    get: { summary: 'The account’s model budget, over all its projects; null when none. Members, with a user token.', ok: { status: 200, schema: c.OneBudget }, errors: [401, 403, 404] },
+    put: { summary: 'Set (or remove) the account’s model budget; a person with a user token only. Over it: 429 account_budget_exceeded.', body: c.SetBudgetBody, ok: { status: 200, schema: c.OneBudget }, errors: [400, 401, 403, 404] },
+  },
   '/v1/projects/{projectId}/channels/{channelId}': { delete: { summary: 'Remove a channel.', ok: { status: 204, schema: null }, errors: [401, 403, 404] } },
   [sessPath]: {
     get: { summary: 'List sessions, newest first.', query: c.ListSessionsQuery, ok: { status: 200, schema: c.SessionList }, errors: [400, 401, 403, 404, 503] },
-    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap.', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
+    post: { summary: 'Create a session: 201 at once with status provisioning; 409 no_model for a first prompt no model can answer; 429 over the account’s cap (with Retry-After) or past a budget a person set (project_budget_exceeded / account_budget_exceeded, without).', body: c.CreateSessionBody, ok: { status: 201, schema: c.OneSession }, errors: [400, 401, 403, 404, 409, 429, 503] },
   },
   [`${sessPath}/{sessionId}`]: {
     get: { summary: 'One session.', ok: { status: 200, schema: c.OneSession }, errors: [401, 403, 404, 503] },

@@ -2,13 +2,11 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RequestHandler, Request, Response } from 'express';
 import { DomainError, isDomainError } from '../domain/errors.js';
-import { loadSecretKey } from '../infra/secret-box.js';
-import { projectForCaller } from '../services/projects/access.js';
 import {
-  PREVIEW_AUTH_PATH, PREVIEW_COOKIE, PREVIEW_COOKIE_TTL_S, previewCookieKey, projectOfSession, redeemPreviewCode, signPreviewCookie, verifyPreviewCookie, type PreviewGrant,
+  PREVIEW_AUTH_PATH, PREVIEW_COOKIE, PREVIEW_COOKIE_TTL_S, signPreviewCookie, verifyPreviewCookie, type PreviewGrant,
 } from '../services/previews/grants.js';
 import { dashboardOrigin, parsePreviewHost } from '../services/previews/origin.js';
-import { liveTarget, touchSession, type LiveTarget } from '../services/sessions/service.js';
+import type { LiveTarget } from '../services/sessions/service.js';
 import { freshContext } from '../services/sessions/user-context.js';
 import type { ApiDeps } from './deps.js';
 import { isNothingListening, nothingListensPage, readSmallBody } from './preview-empty.js';
@@ -16,7 +14,7 @@ import { bodyOf, statusOf } from './errors.js';
 import { parseCookies } from './dashboard/context.js';
 import { ownOriginRequestHeaders, previewOriginResponseHeaders } from './proxy-headers.js';
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../lib/sandbox-dial.js';
-import { sessionDepsOf } from './routes/sessions.js';
+import { sessionsOf } from './routes/sessions.js';
 import { gatewayOf } from './gateway.js';
 
 /**
@@ -27,16 +25,6 @@ import { gatewayOf } from './gateway.js';
  * navigation is sent to the dashboard, which checks access and sends it back with a
  * one-time code (`PREVIEW_AUTH_PATH`), redeemed here for the cookie.
  */
-
-const keys = new WeakMap<object, Promise<Buffer>>();
-export function previewKeyOf(deps: Pick<ApiDeps, 'config'>): Promise<Buffer> {
-  let k = keys.get(deps.config);
-  if (!k) {
-    k = loadSecretKey({ envKey: deps.config.SVC_SECRET_KEY, dataDir: deps.config.dataDir }).then(previewCookieKey);
-    keys.set(deps.config, k);
-  }
-  return k;
-}
 
 const send = (res: Response, status: number, body: { error: string; message: string }) => {
   res.status(status).set({ 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).json(body);
@@ -51,16 +39,16 @@ const fail = (res: Response, err: unknown, deps: ApiDeps) => {
 
 /** The cookie's grant, if it is for exactly this preview host. */
 async function grantOf(deps: ApiDeps, cookieHeader: string | undefined, host: { port: number; sessionId: string }): Promise<PreviewGrant | null> {
-  const g = verifyPreviewCookie(await previewKeyOf(deps), parseCookies(cookieHeader)[PREVIEW_COOKIE]);
+  const g = verifyPreviewCookie(await deps.services.previews.cookieKey(), parseCookies(cookieHeader)[PREVIEW_COOKIE]);
   return g && g.session_id === host.sessionId && g.port === host.port ? g : null;
 }
 
 /** The grant's user may still reach the project, and the session is running there. */
 async function targetOf(deps: ApiDeps, g: PreviewGrant): Promise<LiveTarget> {
-  const project = await projectForCaller(deps.db, { user_id: g.user_id, project_id: null }, g.project_id);
-  const s = sessionDepsOf(deps);
-  const target = await liveTarget(s, project.project_id, g.session_id);
-  void touchSession(s, g.session_id);
+  const project = await deps.services.projects.forCaller({ user_id: g.user_id, project_id: null }, g.project_id);
+  const s = sessionsOf(deps);
+  const target = await s.liveTarget(project.project_id, g.session_id);
+  void s.touch(g.session_id);
   return target;
 }
 
@@ -82,16 +70,16 @@ export function previewHostHandler(deps: ApiDeps): RequestHandler {
   return (req, res, next) => {
     // Through a sandbox's gateway the Host header is the sandbox's to choose: it never names a preview there.
     if (gatewayOf(req)) return next();
-    const host = parsePreviewHost(req.headers.host, deps.config);
+    const host = parsePreviewHost(req.headers.host, deps.settings);
     if (host === null) return next();
     if (host === 'unknown') return send(res, 404, { error: 'Not found', message: 'There is no preview at this address.' });
     (async () => {
       if (req.path === PREVIEW_AUTH_PATH) return redeem(deps, req, res, host);
       const g = await grantOf(deps, req.headers.cookie, host);
       if (!g) {
-        const projectId = isNavigation(req) ? await projectOfSession(deps.db, host.sessionId) : null;
+        const projectId = isNavigation(req) ? await deps.services.previews.projectOfSession(host.sessionId) : null;
         if (!projectId) return send(res, 401, { error: 'Unauthorized', message: 'Open this preview from the dashboard.' });
-        const back = `${dashboardOrigin(deps.config, req.socket.localPort ?? 0)}/projects/${projectId}/sessions/${host.sessionId}/preview/${host.port}?${new URLSearchParams({ path: req.originalUrl })}`;
+        const back = `${dashboardOrigin(deps.settings, req.socket.localPort ?? 0)}/projects/${projectId}/sessions/${host.sessionId}/preview/${host.port}?${new URLSearchParams({ path: req.originalUrl })}`;
         res.set({ 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }).redirect(303, back);
         return;
       }
@@ -127,11 +115,11 @@ export function previewHostHandler(deps: ApiDeps): RequestHandler {
 /** `PREVIEW_AUTH_PATH?code=…`: the dashboard's one-time code becomes this origin's cookie. */
 async function redeem(deps: ApiDeps, req: Request, res: Response, host: { port: number; sessionId: string }): Promise<void> {
   const code = typeof req.query.code === 'string' ? req.query.code : '';
-  const g = req.method === 'GET' ? await redeemPreviewCode(deps.db, code) : null;
+  const g = req.method === 'GET' ? await deps.services.previews.redeemCode(code) : null;
   if (!g || g.session_id !== host.sessionId || g.port !== host.port) {
     return send(res, 400, { error: 'Invalid preview code', message: 'This preview link was used already or has expired; open the preview from the dashboard again.' });
   }
-  const value = signPreviewCookie(await previewKeyOf(deps), g);
+  const value = signPreviewCookie(await deps.services.previews.cookieKey(), g);
   // `__Host-` needs Secure; browsers accept Secure cookies on http://*.localhost (a secure
   // context). SameSite=None + Partitioned: the cookie works inside the dashboard's frame
   // (a third-party context) and only there or on the preview itself, never from another site.
@@ -150,7 +138,7 @@ export function refuse(socket: Duplex, status: number, body: { error: string; me
 /** WebSocket upgrades on a preview host (dev servers' live reload); any other host goes to `fallback`. */
 export function previewUpgradeHandler(deps: ApiDeps, fallback: (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void) {
   return (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
-    const host = parsePreviewHost(req.headers.host, deps.config);
+    const host = parsePreviewHost(req.headers.host, deps.settings);
     if (host === null) return fallback(req, socket, head);
     socket.on('error', () => {});
     if (host === 'unknown') return refuse(socket, 404, { error: 'Not found', message: 'There is no preview at this address.' });

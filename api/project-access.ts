@@ -1,8 +1,7 @@
 import type { Request } from 'express';
 import type { Project } from '../contracts/projects.js';
-import type { Db } from '../infra/db/db.js';
+import type { ApiDeps } from './deps.js';
 import type { ProjectRecord } from '../domain/project.js';
-import { projectForCaller } from '../services/projects/access.js';
 import { principalOf } from './auth.js';
 
 /**
@@ -11,8 +10,8 @@ import { principalOf } from './auth.js';
  * project was read with the token (`requireAuth`) when the path names it; otherwise it is
  * read here.
  */
-export async function resolveProject(db: Db, req: Request): Promise<ProjectRecord> {
-  return projectForCaller(db, principalOf(req), String(req.params.projectId ?? ''), req.loadedProject);
+export async function resolveProject(deps: Pick<ApiDeps, 'services'>, req: Request): Promise<ProjectRecord> {
+  return deps.services.projects.forCaller(principalOf(req), String(req.params.projectId ?? ''), req.loadedProject);
 }
 
 export function serializeProject(p: ProjectRecord): Project {

@@ -1,7 +1,5 @@
-import type { Executor } from '../infra/db/db.js';
 import type { Logger } from '../lib/logger.js';
-import { deadTokens } from '../services/tokens/service.js';
-import { sandboxesNotLive } from '../services/sessions/service.js';
+import type { ApiServices } from '../services/api-services/index.js';
 
 /**
  * A WebSocket or a streamed response (SSE) proxied to a sandbox (agent or preview route)
@@ -24,14 +22,14 @@ export interface ProxiedSockets {
 
 const watchers = new WeakMap<object, ProxiedSockets>();
 
-/** One watcher per database (so the HTTP routes and the upgrade handler share one tick). */
-export function proxiedSocketsOf(opts: { db: Executor; logger: Logger }): ProxiedSockets {
-  let w = watchers.get(opts.db);
-  if (!w) watchers.set(opts.db, (w = watchProxiedSockets(opts)));
+/** One watcher per server's services (so the HTTP routes and the upgrade handler share one tick). */
+export function proxiedSocketsOf(opts: { services: ApiServices; logger: Logger }): ProxiedSockets {
+  let w = watchers.get(opts.services);
+  if (!w) watchers.set(opts.services, (w = watchProxiedSockets(opts)));
   return w;
 }
 
-export function watchProxiedSockets(opts: { db: Executor; logger: Logger; everyMs?: number }): ProxiedSockets {
+function watchProxiedSockets(opts: { services: ApiServices; logger: Logger; everyMs?: number }): ProxiedSockets {
   const everyMs = opts.everyMs ?? 250;
   const open = new Map<Cuttable, { upstream: Cuttable; tokenId: string; sandboxId: string }>();
   let timer: NodeJS.Timeout | undefined;
@@ -55,8 +53,8 @@ export function watchProxiedSockets(opts: { db: Executor; logger: Logger; everyM
     try {
       const entries = [...open.entries()];
       const [tokens, sandboxes] = await Promise.all([
-        deadTokens(opts.db, [...new Set(entries.map(([, e]) => e.tokenId))]),
-        sandboxesNotLive(opts.db, [...new Set(entries.map(([, e]) => e.sandboxId))]),
+        opts.services.feed.deadTokens([...new Set(entries.map(([, e]) => e.tokenId))]),
+        opts.services.sandboxes.notLive([...new Set(entries.map(([, e]) => e.sandboxId))]),
       ]);
       for (const [client, e] of entries) if (tokens.has(e.tokenId) || sandboxes.has(e.sandboxId)) cut(client);
     } catch (err) {

@@ -6,9 +6,9 @@ import { ApiError, NetworkError, codeForStatus } from './errors.js';
 import type { FetchLike } from './http.js';
 
 // The wire shapes are the contracts' (type-only: nothing is loaded at run time).
-export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks } from '../contracts/index.js';
-import type { CrChecks } from '../contracts/index.js';
-import type { ChangeRequest, Compare, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
+export type { ChangeRequest, CrStatus as CRStatus, MergePreview, Diff, Project, Me, CrChecks, CrCost } from '../contracts/index.js';
+import type { CrChecks, CrCost } from '../contracts/index.js';
+import type { ChangeRequest, Compare, CrStack, CrStatus as CRStatus, CreateChangeRequestInput, CreateProjectInput, Diff, MergePreview, Me, Project } from '../contracts/index.js';
 
 export type CreateCRInput = CreateChangeRequestInput;
 
@@ -150,8 +150,8 @@ export class ApiClient {
     return this.request('GET', this.crPath(project, cr, '/merge-preview'));
   }
 
-  async merge(project: string, cr: string | number, message?: string): Promise<ChangeRequest> {
-    const body = message === undefined ? {} : { message };
+  async merge(project: string, cr: string | number, message?: string, opts: { stack?: boolean } = {}): Promise<ChangeRequest> {
+    const body = { ...(message === undefined ? {} : { message }), ...(opts.stack ? { stack: true } : {}) };
     return this.envelope('change_request', 'POST', this.crPath(project, cr, '/merge'), body);
   }
 
@@ -160,8 +160,18 @@ export class ApiClient {
     return this.envelope('auto_merge', 'POST', this.crPath(project, cr, '/merge'), { when: 'checks_pass', ...(expectedHeadSha ? { expected_head_sha: expectedHeadSha } : {}) });
   }
 
+  /** The CR's stack: ancestors root first, the CR, its descendants. */
+  getStack(project: string, cr: string | number): Promise<CrStack> {
+    return this.request('GET', this.crPath(project, cr, '/stack'));
+  }
+
   getChecks(project: string, cr: string | number): Promise<CrChecks> {
     return this.request('GET', this.crPath(project, cr, '/checks'));
+  }
+
+  /** What the CR cost: its session's calls that belong to it, money, sandbox and check time. */
+  getCost(project: string, cr: string | number): Promise<CrCost> {
+    return this.envelope('cost', 'GET', this.crPath(project, cr, '/cost'));
   }
 
   async close(project: string, cr: string | number): Promise<ChangeRequest> {

@@ -125,7 +125,8 @@ export const SECTIONS: Section[] = [
           { name: 'show', args: '<cr>', aliases: ['info', 'view'], describe: 'Show a change request and its merge preview', load: () => import('./commands/cr/show.js') },
           { name: 'diff', args: '<cr>', describe: 'Show the diff of a change request', load: () => import('./commands/cr/diff.js') },
           { name: 'open', aliases: ['new', 'create'], describe: 'Open a change request', load: () => import('./commands/cr/open.js') },
-          { name: 'merge', args: '<cr>', describe: 'Merge an open change request (--when-green: once its checks pass)', load: () => import('./commands/cr/merge.js') },
+          { name: 'merge', args: '<cr>', describe: 'Merge an open change request (--when-green: once its checks pass; --stack: with those below it)', load: () => import('./commands/cr/merge.js') },
+          { name: 'stack', args: '<cr>', describe: 'Show the stack of a change request: the ones below it and above it', load: () => import('./commands/cr/stack.js') },
           { name: 'checks', args: '<cr>', describe: "Show a change request's checks, statuses and merge-when-green", load: () => import('./commands/cr/checks.js') },
           { name: 'close', args: '<cr>', describe: 'Close an open change request', load: () => import('./commands/cr/close.js') },
           { name: 'reopen', args: '<cr>', describe: 'Reopen a closed change request', load: () => import('./commands/cr/reopen.js') },
@@ -155,6 +156,17 @@ export const SECTIONS: Section[] = [
           { name: 'add', args: '<kind>', describe: 'Connect a channel: add slack --webhook-url <url>', load: () => import('./commands/channels/add.js') },
           { name: 'rm', args: '<channel>', aliases: ['remove'], describe: 'Disconnect a channel', load: () => import('./commands/channels/rm.js') },
         ],
+      },
+    ],
+  },
+  {
+    title: 'Budgets',
+    commands: [
+      {
+        name: 'budget',
+        args: '<action> [limit]',
+        describe: "Show or set the project's (--account: your account's) model budget: set <limit>|none --per day|month",
+        load: () => import('./commands/budget.js'),
       },
     ],
   },

@@ -44,15 +44,19 @@ export const EditChangeRequestBody = z
   .strictObject({
     title: text(1024).optional(),
     description: text(65_536).optional(),
+    /** A new base (an extension, docs/api.md): people only; records ChangeRequestRetargeted and ends merge-when-green. */
+    base_ref: branch('base_ref').optional(),
   })
-  .refine((b) => b.title !== undefined || b.description !== undefined, { message: 'give title and/or description' });
+  .refine((b) => b.title !== undefined || b.description !== undefined || b.base_ref !== undefined, { message: 'give title, description and/or base_ref' });
 
 export const MergeChangeRequestBody = z.strictObject({
   message: text(65_536).min(1).optional(),
   expected_head_sha: sha.optional(),
   /** Merge when green (docs/checks.md): 202, merged by the server once the checks pass on the head seen now. */
   when: z.literal('checks_pass').optional(),
-});
+  /** Merge the CR and every open CR below it in its stack, bottom-up (docs/stacks.md). */
+  stack: z.boolean().optional(),
+}).refine((b) => !(b.stack && b.when), { message: 'stack and when cannot be combined: merge-when-green is asked of each change request', path: ['stack'] });
 
 export const ListChangeRequestsQuery = PageQuery.extend({
   status: z.enum(['open', 'merged', 'closed', 'all']).default('all'),
@@ -92,6 +96,19 @@ export const ChangeRequestSchema = z.strictObject({
 export type ChangeRequest = z.infer<typeof ChangeRequestSchema>;
 
 export const OneChangeRequest = z.strictObject({ change_request: ChangeRequestSchema });
+
+/** One CR of a stack: the CR's own JSON (the spec's fields) and where it stands. */
+export const StackEntrySchema = z.strictObject({
+  change_request: ChangeRequestSchema,
+  /** The CR it is stacked on (its base is that CR's head), or null at the bottom. */
+  parent_cr_id: uuid.nullable(),
+  child_cr_ids: z.array(uuid),
+  /** For people: its parent closed unmerged and it waits for a person, or null. */
+  note: z.string().nullable(),
+});
+/** `GET …/change-requests/:crId/stack`: ancestors root first, the CR, its descendants. */
+export const CrStackSchema = z.strictObject({ cr_id: uuid, stack: z.array(StackEntrySchema) });
+export type CrStack = z.infer<typeof CrStackSchema>;
 export const ChangeRequestPage = z.strictObject({ change_requests: z.array(ChangeRequestSchema), next_cursor: z.string().nullable() });
 
 export const MergePreviewSchema = z.strictObject({

@@ -77,6 +77,10 @@ export const ErrorSchema = z.strictObject({
   timeout_ms: z.number().int().optional(),
   /** 400 repo_url refused by the URL policy: the rule. */
   rule: z.string().optional(),
+  /** 429 project_budget_exceeded / account_budget_exceeded: the budget that is spent. */
+  budget: z
+    .strictObject({ scope: z.enum(['project', 'account']), scope_id: z.string(), unit: z.enum(['tokens', 'money']), period: z.enum(['day', 'month']), limit: z.number(), currency: z.string().nullable() })
+    .optional(),
   /** A machine-stable refinement of `error` (e.g. `agent_cannot_merge`). */
   code: z.string().optional(),
   reason: z.string().optional(),

@@ -6,6 +6,7 @@
  */
 export * from './common.js';
 export * from './accounts.js';
+export * from './budgets.js';
 export * from './projects.js';
 export * from './change-requests.js';
 export * from './events.js';
@@ -15,4 +16,5 @@ export * from './channels.js';
 export * from './health.js';
 export * from './review.js';
 export * from './checks.js';
+export * from './cost.js';
 export * from './insights.js';

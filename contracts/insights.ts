@@ -19,7 +19,7 @@ export const InsightsQuery = z.object({
 export type InsightsQuery = z.infer<typeof InsightsQuery>;
 
 /** An amount of money in one currency (prices are per currency: never summed across them). */
-export const MoneySchema = z.strictObject({ currency: z.string(), amount: z.number() });
+const InsightMoney = z.strictObject({ currency: z.string(), amount: z.number() });
 
 export const InsightRowSchema = z.strictObject({
   /** The group's value (agent name, model, trigger slug, person's user id, week's Monday); null: none (no session, no trigger, a session that named no model). */
@@ -39,9 +39,9 @@ export const InsightRowSchema = z.strictObject({
   unpriced_calls: z.number().int(),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),
-  money: z.array(MoneySchema),
+  money: z.array(InsightMoney),
   /** money / merged CRs, per currency; empty when nothing merged. */
-  cost_per_merged_cr: z.array(MoneySchema),
+  cost_per_merged_cr: z.array(InsightMoney),
 });
 export type InsightRow = z.infer<typeof InsightRowSchema>;
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { branchNameProblem } from '../domain/refs.js';
 import { time, UNSTORABLE, uuid } from './common.js';
+import { ChangeRequestShareSchema, ModelCostSchema, MoneySchema } from './cost.js';
 
 /** Sessions (contracts.md "Sessions"; docs/sessions.md). Commands reject unknown fields. */
 
@@ -78,8 +79,24 @@ export const SessionSandboxSchema = z.strictObject({
   url: z.string().nullable(),
 });
 
-const tokenCounts = { input_tokens: z.number().int(), output_tokens: z.number().int(), requests: z.number().int() };
-export const SessionUsageSchema = z.strictObject({ ...tokenCounts, by_model: z.array(z.strictObject({ model: z.string(), ...tokenCounts })) });
+/**
+ * Tokens the model reported for the session's calls through the gateway, what they cost
+ * (per currency; unpriced tokens counted apart), its sandboxes' running time, and how it
+ * splits across the CRs of its branch (contracts/cost.ts).
+ */
+export const SessionUsageSchema = z.strictObject({
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  requests: z.number().int(),
+  money: MoneySchema,
+  unpriced_tokens: z.number().int(),
+  by_model: z.array(ModelCostSchema),
+  sandbox_seconds: z.number(),
+  cpu_seconds: z.number().nullable(),
+  /** The agent uses a model of its own provider: its calls bypass the gateway and are not counted. */
+  unmetered: z.boolean(),
+  by_change_request: z.array(ChangeRequestShareSchema),
+});
 
 /** The Session JSON of every response. `branch` equals `session_id`. */
 export const SessionSchema = z.strictObject({

@@ -40,7 +40,7 @@ export const ERROR_REASONS = [
   'Session not running', 'Refresh refused', 'Refused', 'Rejected by runtime', 'Method not allowed', 'No model', 'Merge in progress',
   'Too many sessions', 'Too many logins', 'Too many failed attempts', 'Too many requests', 'Too many calls',
   'Unavailable', 'Repository unavailable', 'Repository timeout', 'Push rejected', 'Merge pending', 'Merge outcome unknown', 'Job failed',
-  'Sandbox unavailable', 'Sessions unavailable', 'Spawn failed', 'No upstream', 'Upstream unreachable', 'Budget spent', 'Branch not created', 'Branch not cut',
+  'Sandbox unavailable', 'Sessions unavailable', 'Spawn failed', 'No upstream', 'Upstream unreachable', 'Budget spent', 'Project budget exceeded', 'Account budget exceeded', 'Unpriced model', 'Branch not created', 'Branch not cut',
   'Repository URL not allowed', 'URL not allowed', 'Repository not reachable', 'Bad gateway', 'Invalid request', 'Internal error',
 ] as const;
 

@@ -2,6 +2,15 @@ import path from 'node:path';
 import { z } from 'zod';
 import { parseCidrList } from '../lib/cidr.js';
 
+/** A price per million tokens: a finite number, zero or more (a free model is priced, at 0). */
+const pricePerMtok = z.number().finite().min(0).max(1_000_000);
+/** SVC_LLM_PRICES, parsed: one currency for every model, so sums never mix currencies. */
+export const LlmPricesSchema = z.strictObject({
+  currency: z.string().regex(/^[A-Za-z][A-Za-z0-9_]{0,15}$/, 'must be a currency name such as USD or EUR (letters, digits, _; at most 16)'),
+  models: z.record(z.string().min(1).max(200), z.strictObject({ input: pricePerMtok, output: pricePerMtok })),
+});
+export type LlmPrices = z.infer<typeof LlmPricesSchema>;
+
 /**
  * Server configuration, from the environment only, validated once at start-up. A bad
  * value stops the process with one line per problem, naming the variable.
@@ -209,10 +218,42 @@ const schema = z.object({
   SVC_LLM_ACCOUNT_TOKEN_BUDGET: z.coerce.number().int().min(0).default(0),
   /** The account budget's period, in hours: fixed windows aligned to the Unix epoch (UTC). */
   SVC_LLM_ACCOUNT_BUDGET_HOURS: z.coerce.number().positive().max(8784).default(720),
+  /**
+   * The largest budget a person may set on a project or account (docs/models.md "Budgets a
+   * person sets"), per day or month alike: tokens, and money in the prices' currency. A
+   * budget above a cap lowered later is held to it. 0: no cap.
+   */
+  SVC_LLM_BUDGET_MAX_TOKENS: z.coerce.number().int().min(0).default(0),
+  SVC_LLM_BUDGET_MAX_MONEY: z.coerce.number().finite().min(0).max(1e9).default(0),
   /** Model calls one session may have in flight through the gateway (the runtime's title and main calls run together). */
   SVC_LLM_SESSION_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(4),
   /** How long one model call may take upstream; a reservation a dead process left expires after it, charged in full. */
   SVC_LLM_UPSTREAM_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(600_000),
+  /**
+   * What each model costs through the gateway (docs/models.md "Cost"): JSON
+   * `{"currency":"USD","models":{"<model>":{"input":3,"output":15}}}`, prices per million
+   * tokens. Every usage row keeps the price it was charged at; a model left out is counted
+   * in tokens and flagged unpriced.
+   */
+  SVC_LLM_PRICES: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined) return null;
+      let json: unknown;
+      try {
+        json = JSON.parse(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `not JSON (${(err as Error).message})` });
+        return z.NEVER;
+      }
+      const parsed = LlmPricesSchema.safeParse(json);
+      if (!parsed.success) {
+        for (const i of parsed.error.issues) ctx.addIssue({ code: 'custom', message: `${i.path.length ? `${i.path.join('.')}: ` : ''}${i.message}` });
+        return z.NEVER;
+      }
+      return parsed.data;
+    }),
   // --- manifest, triggers, apps (docs/manifest.md) ---
   /** How often each worker looks for due triggers. */
   SVC_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(600_000).default(5000),
@@ -295,6 +336,12 @@ export function configWarnings(config: Config, env: NodeJS.ProcessEnv = process.
     if (pub && domain && pub.includes('.') && !/^[\d.]+$/.test(pub) && siteOf(pub) === siteOf(domain)) {
       out.push(`${name} (${domain}) and SVC_PUBLIC_URL (${pub}) share the site ${siteOf(pub)}: a domain of its own for tenants' code is safer (docs/operations.md)`);
     }
+  }
+  if (config.SVC_LLM_PRICES) {
+    // A model offered without a price is counted in tokens only: said once at start, not found in a bill later.
+    const offered = [config.SVC_LLM_MODEL, ...config.SVC_LLM_MODELS.split(',')].map((m) => m?.trim()).filter((m): m is string => !!m);
+    const unpriced = [...new Set(offered)].filter((m) => !Object.hasOwn(config.SVC_LLM_PRICES!.models, m));
+    if (unpriced.length) out.push(`SVC_LLM_PRICES has no price for ${unpriced.join(', ')}: their calls are counted in tokens only, flagged unpriced (docs/models.md "Cost")`);
   }
   if (env.SVC_APPS_HOST) out.push('SVC_APPS_HOST is no longer read: apps are served by the server at <app>-<project id>.<SVC_APPS_DOMAIN> (docs/manifest.md "Apps")');
   return out;

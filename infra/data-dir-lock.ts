@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { systemClock } from '../lib/clock.js';
+import { procStat } from '../lib/proc.js';
 
 /**
  * One server per embedded database: `svc-server start` (and `api`, `worker`) on the embedded
@@ -42,15 +44,7 @@ export interface DataDirLock {
   release(): Promise<void>;
 }
 
-function startTime(pid: number): string | null {
-  try {
-    // Field 22 counted after the command's closing parenthesis (the command may contain spaces).
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
+const startTime = (pid: number): string | null => procStat(pid)?.startTime ?? null;
 
 function alive(h: Holder): boolean {
   if (h.pid === process.pid) return false; // this process never took it: a stale file (a container's pid 1 again)
@@ -77,7 +71,7 @@ async function holderOf(file: string): Promise<Holder | null> {
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true });
   const file = path.join(dataDir, LOCK_FILE);
-  const me: Holder = { pid: process.pid, started: startTime(process.pid), since: new Date().toISOString() };
+  const me: Holder = { pid: process.pid, started: startTime(process.pid), since: systemClock.now().toISOString() };
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
   await writeFile(tmp, `${JSON.stringify(me)}\n`, { mode: 0o644 });
   try {

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import PgBoss from 'pg-boss';
 import type pg from 'pg';
-import { jobClaimQueries as claims } from '../sql/queries/job-claims.js';
+import { jobClaimQueries as claims, workerLockKey } from '../sql/queries/job-claims.js';
+import { advisoryLockQueries } from '../sql/queries/advisory-locks.js';
 import type { Db, Executor } from './db/db.js';
 import type { Logger } from '../lib/logger.js';
 import { step } from '../lib/step-trace.js';
 import { failpoint } from '../lib/failpoints.js';
+import { jittered } from '../lib/backoff.js';
 
 /**
  * Jobs on pg-boss, woken by LISTEN/NOTIFY instead of waiting out a polling interval:
@@ -113,7 +115,7 @@ export async function startQueue(
       } catch (err) {
         if (await boss.getQueue(name)) break;
         if ((err as { code?: string }).code !== '40P01' || attempt >= 5) throw err;
-        await new Promise((r) => setTimeout(r, 20 * attempt + Math.random() * 50));
+        await new Promise((r) => setTimeout(r, 20 * attempt + jittered(25, 1)));
       }
     }
   }
@@ -136,7 +138,7 @@ export async function startQueue(
   // Held for the life of this process on the listener's connection: while it is held, this
   // process's job claims are live; once the process dies, Postgres releases it.
   const workerId = randomUUID();
-  const hold = claims.holdWorkerLock(workerId);
+  const hold = advisoryLockQueries.lock(workerLockKey(workerId));
   await listener.query(hold.text, hold.values);
 
   let stopped = false;
@@ -158,8 +160,8 @@ export async function startQueue(
     rescuing = true;
     try {
       for (const { worker_id } of await db.rows<{ worker_id: string }>(claims.otherWorkers(workerId))) {
-        const gone = await db.one<{ gone: boolean }>(claims.workerGone(worker_id));
-        if (!gone?.gone) continue;
+        const gone = await db.one<{ ok: boolean }>(advisoryLockQueries.isFree(workerLockKey(worker_id)));
+        if (!gone?.ok) continue;
         const taken = await db.rows<{ job_id: string; queue: string }>(claims.takeOver(worker_id));
         for (const j of taken) {
           await boss.fail(j.queue, j.job_id, { message: `worker ${worker_id} died while running this job` });
@@ -206,7 +208,7 @@ export async function startQueue(
   };
 
   const waitFor = async (name: string, id: string, timeoutMs: number): Promise<JobOutput | null> => {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = performance.now() + timeoutMs;
     for (;;) {
       let wake!: () => void;
       const woken = new Promise<void>((r) => (wake = r));
@@ -219,7 +221,7 @@ export async function startQueue(
         }
         const out = await readOutput(name, id);
         if (out) return out;
-        const left = deadline - Date.now();
+        const left = deadline - performance.now();
         if (left <= 0) return null;
         // The notification normally wakes us; the timer covers a missed one.
         await Promise.race([woken, new Promise((r) => setTimeout(r, Math.min(left, 1000)))]);
@@ -296,7 +298,7 @@ export async function startQueue(
       const w = workers.get(name);
       // Not worked here, or every slot busy: the ordinary way, and wait for whichever worker runs it.
       if (!w || stopped || w.active >= w.concurrency) return waitFor(name, await enqueue(name, data, o), timeoutMs);
-      const deadline = Date.now() + timeoutMs;
+      const deadline = performance.now() + timeoutMs;
       w.active++; // the slot is taken before the job exists, so a fetch cannot overrun the limit
       let id: string | undefined;
       let job: ClaimedJob | undefined;
@@ -319,14 +321,14 @@ export async function startQueue(
       }
       if (!job) {
         await notify(JOBS_CHANNEL, name); // another worker's, then
-        return waitFor(name, id!, Math.max(0, deadline - Date.now()));
+        return waitFor(name, id!, Math.max(0, deadline - performance.now()));
       }
       failpoint('queue.run-here.after-claim'); // tests: die holding the claim, before the handler ran
       const p = execute(name, w, job);
       track(p.then((r) => r.recorded));
       const out = await p.then((r) => r.output);
       // Failed: pg-boss retries it (here or elsewhere); wait for that outcome as any caller would.
-      return out ?? waitFor(name, job.id, Math.max(0, deadline - Date.now()));
+      return out ?? waitFor(name, job.id, Math.max(0, deadline - performance.now()));
     },
     work(name, concurrency, handler) {
       let fetching = false;
@@ -391,7 +393,7 @@ export async function startQueue(
       await Promise.allSettled([...running]);
       await listener.query(`UNLISTEN *`).catch(() => {});
       // The worker lock goes with the process; a pooled connection must not keep it.
-      await listener.query('SELECT pg_advisory_unlock_all()').catch(() => {});
+      await listener.query(advisoryLockQueries.unlockAll().text).catch(() => {});
       listener.release();
       await boss.stop({ graceful: true, wait: true, timeout: 5000 }).catch(() => {});
     },

@@ -45,7 +45,7 @@ export function fileKeyring(file: string): Keyring {
   let stamp = '';
   let checked = 0;
   const load = () => {
-    const now = Date.now();
+    const now = performance.now();
     if (cached.length > 0 && now - checked < 1000) return cached;
     checked = now;
     const st = statSync(file);

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { countOpenFds } from './proc.js';
 
 /**
  * The server's file-descriptor budget. What sandboxes open (connections to their gateway
@@ -21,39 +21,6 @@ export interface FdBudget {
   admit(n?: number): boolean;
   /** Descriptors still free below the line (the count read afresh when stale). */
   room(): number;
-}
-
-/** The soft RLIMIT_NOFILE of this process (`Max open files` in /proc/self/limits); null when unknown. */
-export function readNofileLimit(limitsText?: string): number | null {
-  let text = limitsText;
-  if (text === undefined) {
-    try {
-      text = readFileSync('/proc/self/limits', 'utf8');
-    } catch {
-      return null;
-    }
-  }
-  const m = /^Max open files\s+(\S+)/m.exec(text);
-  if (!m) return null;
-  return m[1] === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(m[1]);
-}
-
-/** The hard limit of `Max open files` / `Max processes` of this process (null: unknown or unlimited). */
-export function readHardLimit(name: 'Max open files' | 'Max processes'): number | null {
-  try {
-    const m = new RegExp(`^${name}\\s+\\S+\\s+(\\S+)`, 'm').exec(readFileSync('/proc/self/limits', 'utf8'));
-    return m && m[1] !== 'unlimited' ? Number(m[1]) : null;
-  } catch {
-    return null;
-  }
-}
-
-export function countOpenFds(): number {
-  try {
-    return readdirSync('/proc/self/fd').length;
-  } catch {
-    return 0;
-  }
 }
 
 /** Without an explicit reserve: a quarter of the limit, at least 256, at most half. */

@@ -1,4 +1,5 @@
 import type { Db, Executor } from '../infra/db/db.js';
+import { advisoryLockQueries } from '../sql/queries/advisory-locks.js';
 import { parseChangeRequestEvent } from '../domain/change-request/index.js';
 import { parseSessionEvent } from '../domain/session/index.js';
 import {
@@ -238,7 +239,8 @@ export async function catchUpInsights(db: Db): Promise<number> {
 }
 
 async function catchUpPage(tx: Executor): Promise<number> {
-  await tx.run(q.lock());
+  // One catch-up at a time reads and writes the projection (held to the commit).
+  await tx.run(advisoryLockQueries.xactLock('svc.insights.catch-up'));
   const from = (await tx.one<{ txid: string; position: number }>(q.checkpoint()))!;
   const page = await tx.rows<LogEvent>(q.pageAfter(from, PAGE, INSIGHT_EVENT_TYPES, { commitSafe: true }));
   if (page.length === 0) return 0;

@@ -30,7 +30,7 @@ const INSERT_CHUNK = 2000;
  * live rows with them. Readers keep reading the old rows until the commit.
  */
 export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSize?: number }): Promise<RebuildReport> {
-  const started = Date.now();
+  const started = performance.now();
   return db.transaction(
     async (tx) => {
       const folder = new ChangeRequestFolder();
@@ -69,14 +69,14 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
           ...(await tx.rows<RebuildReport['differences'][number]>(sessionQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(reviewQueries.diffScratch(100))),
         ];
-        return { ...report, differences, applied: false, millis: Date.now() - started };
+        return { ...report, differences, applied: false, millis: performance.now() - started };
       }
       await tx.run(crQueries.deleteAll());
       await tx.run(sessionQueries.deleteAll());
       await tx.run(sessionQueries.copyScratchToLive());
       await tx.run(crQueries.copyScratchToLive());
       await tx.run(reviewQueries.replaceLive());
-      return { ...report, differences: [], applied: true, millis: Date.now() - started };
+      return { ...report, differences: [], applied: true, millis: performance.now() - started };
     },
     { isolation: 'repeatable read' },
   );

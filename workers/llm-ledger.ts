@@ -2,6 +2,7 @@ import type { Db } from '../infra/db/db.js';
 import type { Logger } from '../lib/logger.js';
 import { expireOrphans } from '../services/llm/ledger.js';
 import { supervise, type RunningJob, type WorkerMetrics } from './supervisor.js';
+import { nowOf } from '../lib/clock.js';
 
 /**
  * The model ledger's sweep: reservations a process left when it died (its calls never
@@ -19,7 +20,7 @@ export function startLedgerSweep(
       name: 'llm-ledger-sweep',
       everyMs,
       pass: async () => {
-        const expired = await expireOrphans(deps.db, opts.now?.() ?? new Date());
+        const expired = await expireOrphans(deps.db, nowOf(opts));
         if (expired) deps.logger.warn({ expired }, 'model reservations expired (their process died mid-call): charged in full');
       },
     },

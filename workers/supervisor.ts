@@ -2,6 +2,7 @@ import client from 'prom-client';
 import type { Db } from '../infra/db/db.js';
 import { heldLock, perPassLock, type LeaderLock } from '../infra/db/leader-lock.js';
 import type { Logger } from '../lib/logger.js';
+import { exponential, jittered } from '../lib/backoff.js';
 
 /**
  * The one loop of every server-wide periodic job (one file per job beside this one): start
@@ -77,14 +78,9 @@ export function createWorkerMetrics(): WorkerMetrics {
   };
 }
 
-/** The wait before the next pass: `base` ± `jitter` of it, never negative. */
-export function jittered(base: number, jitter: number, random: () => number = Math.random): number {
-  return Math.max(0, Math.round(base * (1 + jitter * (2 * random() - 1))));
-}
-
 /** The wait after `failures` failures in a row (0: none). */
 export function backoffMs(everyMs: number, failures: number, maxMs: number): number {
-  return failures === 0 ? everyMs : Math.min(Math.max(everyMs, maxMs), everyMs * 2 ** Math.min(failures, 30));
+  return failures === 0 ? everyMs : exponential(everyMs, failures, Math.max(everyMs, maxMs));
 }
 
 export interface SupervisorContext {

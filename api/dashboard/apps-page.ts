@@ -1,6 +1,5 @@
 import { Router } from 'express';
 import type { ProjectRecord } from '../../domain/project.js';
-import { appDeploys, listApps } from '../../services/apps/service.js';
 import { serializeApp } from '../../services/apps/deploy.js';
 import { appOrigin } from '../../services/apps/origin.js';
 import type { ApiDeps } from '../deps.js';
@@ -32,10 +31,10 @@ export function appsPage(deps: ApiDeps): Router {
 
   r.get('/projects/:projectId/apps', async (req, res) => {
     const project = await projectOf(deps, req, res);
-    const list = { apps: (await listApps(deps.db, project.project_id)).map((a) => serializeApp(a, `${appOrigin(deps.config, a.name, a.project_id, req.socket.localPort ?? 0)}/`)) };
+    const list = { apps: (await deps.services.apps.list(project.project_id)).map((a) => serializeApp(a, `${appOrigin(deps.settings, a.name, a.project_id, req.socket.localPort ?? 0)}/`)) };
     const deploys = await Promise.all(list.apps.map((a, i) => i >= DETAIL_LIMIT
       ? Promise.resolve(null)
-      : appDeploys(deps.db, project.project_id, a.name, 10).then((d) => d as unknown as Deploy[], () => null)));
+      : deps.services.apps.deploys(project.project_id, a.name, 10).then((d) => d as unknown as Deploy[], () => null)));
     res.type('html').set('Cache-Control', 'no-store').send(page({
       title: `Apps · ${project.name}`, user: userOf(res), csrf: csrfOf(res),
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/apps`, label: 'Apps' }),

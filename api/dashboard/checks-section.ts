@@ -4,11 +4,8 @@ import type { CrChecks } from '../../contracts/checks.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
-import { requestAutoMerge } from '../../services/checks/auto-merge.js';
-import { checksViewFrom } from '../../services/checks/view.js';
+import { LOG_HEADERS } from '../../services/checks/log-store.js';
 import type { ApiDeps } from '../deps.js';
-import { checksDepsOf } from '../routes/checks.js';
 import { callerOf, projectOf, requireCsrf } from './context.js';
 import { html, shortSha, timeAgo, type Html } from './html.js';
 import { respond } from './shared.js';
@@ -21,7 +18,7 @@ import { respond } from './shared.js';
  * re-renders it in place.
  */
 export async function checksOf(deps: ApiDeps, project: ProjectRecord, cr: ChangeRequest, events: { type: string; data: unknown }[]): Promise<CrChecks | null> {
-  return checksViewFrom(deps, project, cr, events).catch(() => null);
+  return deps.services.checks.viewFrom(project, cr, events).catch(() => null);
 }
 
 const badge = (state: string) => html`<span class="badge s-${state}" data-check-status="${state}">${state}</span>`;
@@ -64,7 +61,7 @@ export function checksPageRoutes(deps: ApiDeps): Router {
     const b = AskBody.parse(req.body ?? {});
     const project = await projectOf(deps, req, res);
     try {
-      await requestAutoMerge(checksDepsOf(deps), project, String(req.params.n), callerOf(res).user_id, { expected_head_sha: b.expected_head_sha });
+      await deps.services.checks.autoMerge(project, String(req.params.n), callerOf(res).user_id, { expected_head_sha: b.expected_head_sha });
     } catch (e) {
       if (isDomainError(e) && ['head_modified', 'merge_failed', 'no_required_checks'].includes(e.code) && !(req.headers.accept ?? '').includes('application/json')) {
         return res.redirect(303, `${crBase(req)}?error=${e.code}`);
@@ -76,7 +73,7 @@ export function checksPageRoutes(deps: ApiDeps): Router {
 
   r.get('/projects/:projectId/change-requests/:n/checks/:runId/log', async (req: Request, res: Response) => {
     const project = await projectOf(deps, req, res);
-    res.set(LOG_HEADERS).send(await readCheckLog(deps.db, project, String(req.params.n), String(req.params.runId)));
+    res.set(LOG_HEADERS).send(await deps.services.checks.readLog(project, String(req.params.n), String(req.params.runId)));
   });
   return r;
 }

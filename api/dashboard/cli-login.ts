@@ -1,8 +1,8 @@
 import { Router, type Response } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
-import type { Db } from '../../infra/db/db.js';
-import { checkCallback, decideCliLogin, openCliLogin, type CliLogin } from '../../services/dashboard/cli-logins.js';
+import type { ApiDeps } from '../deps.js';
+import { checkCallback, type CliLogin } from '../../services/dashboard/cli-logins.js';
 import type { DashboardUser } from '../../services/dashboard/sessions.js';
 import { csrfOf, requireCsrf, requireSession, userOf } from './context.js';
 import { html } from './html.js';
@@ -50,12 +50,13 @@ function approvalPage(res: Response, user: DashboardUser, login: CliLogin, o: { 
   );
 }
 
-export function cliLoginRoutes(db: Db): Router {
+export function cliLoginRoutes(deps: Pick<ApiDeps, 'services'>): Router {
   const r = Router();
+  const logins = deps.services.dashboard;
 
   r.get('/cli/login', requireSession, async (req, res) => {
     const q = Query.parse(req.query);
-    const login = await openCliLogin(db, q.state);
+    const login = await logins.openCliLogin(q.state);
     if (!login) throw goneLink();
     approvalPage(res, userOf(res), login);
   });
@@ -63,11 +64,11 @@ export function cliLoginRoutes(db: Db): Router {
   r.post('/cli/login', requireSession, requireCsrf, async (req, res) => {
     const d = Decision.parse(req.body ?? {});
     const user = userOf(res);
-    let row: Awaited<ReturnType<typeof decideCliLogin>>;
+    let row: Awaited<ReturnType<typeof logins.decideCliLogin>>;
     try {
-      row = await decideCliLogin(db, d.state, user.user_id, d.decision === 'approve' ? { approve: true, userCode: d.user_code ?? '' } : { approve: false });
+      row = await logins.decideCliLogin(d.state, user.user_id, d.decision === 'approve' ? { approve: true, userCode: d.user_code ?? '' } : { approve: false });
     } catch (err) {
-      const login = err instanceof DomainError && err.code === 'validation' ? await openCliLogin(db, d.state) : undefined;
+      const login = err instanceof DomainError && err.code === 'validation' ? await logins.openCliLogin(d.state) : undefined;
       if (!login) throw err instanceof DomainError && err.code === 'validation' ? goneLink() : err;
       return approvalPage(res, user, login, { status: 400, error: err instanceof DomainError ? err.message : 'Try again.' });
     }

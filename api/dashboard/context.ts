@@ -2,7 +2,7 @@ import type { Request, RequestHandler, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { DomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { projectForCaller, type ProjectCaller } from '../../services/projects/access.js';
+import type { ProjectCaller } from '../../services/projects/access.js';
 import type { ApiDeps } from '../deps.js';
 import type { DashboardSession, SessionStore } from '../../services/dashboard/sessions.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
@@ -144,8 +144,8 @@ export function callerOf(res: Response): ProjectCaller {
 }
 
 /** `:projectId` (uuid or slug) as the signed-in user may see it: another account's project is a 404, as in the API. */
-export function projectOf(deps: Pick<ApiDeps, 'db'>, req: Request, res: Response): Promise<ProjectRecord> {
-  return projectForCaller(deps.db, callerOf(res), String(req.params.projectId ?? ''));
+export function projectOf(deps: Pick<ApiDeps, 'services'>, req: Request, res: Response): Promise<ProjectRecord> {
+  return deps.services.projects.forCaller(callerOf(res), String(req.params.projectId ?? ''));
 }
 
 export const userOf = (res: Response) => locals(res).session!.user;

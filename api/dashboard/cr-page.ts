@@ -3,11 +3,11 @@ import { z } from 'zod';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import type { MergePreview } from '../../domain/change-request/views.js';
 import { isDomainError } from '../../domain/errors.js';
-import * as crs from '../../services/change-requests/service.js';
 import type { CrHistoryEntry } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { sessionUsage } from '../../services/llm/gateway.js';
-import { crDepsOf, mergeAs } from '../routes/change-requests.js';
+import { costLine } from './cost-facts.js';
+import type { Family, FamilyMember } from '../../services/change-requests/stack.js';
+import { mergeAs } from '../routes/change-requests.js';
 import { EditChangeRequestBody, MergeChangeRequestBody } from '../../contracts/change-requests.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { fileList } from './diff-view.js';
@@ -31,6 +31,8 @@ const EVENT_LABEL: Record<string, string> = {
   ChangeRequestMerged: 'merged',
   ChangeRequestClosed: 'closed',
   ChangeRequestReopened: 'reopened',
+  ChangeRequestStacked: 'stacked on its parent',
+  ChangeRequestRetargeted: 'retargeted',
   ChangeRequestCommented: 'commented',
   ChangeRequestCommentResolved: 'resolved a comment',
   ChangeRequestCommentUnresolved: 'unresolved a comment',
@@ -48,7 +50,7 @@ const EVENT_LABEL: Record<string, string> = {
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
 const EditBody = z.object({ _csrf: z.string().optional(), title: z.string().max(1024).optional(), description: z.string().max(65_536).optional() });
-const MergeBody = z.object({ _csrf: z.string().optional(), expected_head_sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(65_536).optional() });
+const MergeBody = z.object({ _csrf: z.string().optional(), expected_head_sha: z.string().regex(/^[0-9a-f]{40}$/), message: z.string().max(65_536).optional(), stack: z.literal('1').optional() });
 
 export function previewBlock(cr: ChangeRequest, p: MergePreview | null, previewError: string | null): Html {
   if (cr.status !== 'open') return html``;
@@ -79,6 +81,23 @@ function actions(cr: ChangeRequest, headSha: string | null, p: MergePreview | nu
 </div>`;
 }
 
+/** The stack around the CR: its parent and the CRs stacked on it (nothing when it has neither). */
+function stackSection(f: Family | null, projectId: string, cr: ChangeRequest, merge: { csrf: string; headSha: string | null; base: string }): Html {
+  if (!f || (!f.parent && f.children.length === 0)) return html``;
+  const n = cr.number;
+  // The stack below this one merges bottom-up, this one last, bound to the head shown here.
+  const mergeStack = f.parent && f.parent.status === 'open' && cr.status === 'open' && merge.headSha
+    ? html`<form method="post" action="${merge.base}/merge" data-fetch class="merge-stack"><input type="hidden" name="_csrf" value="${merge.csrf}"><input type="hidden" name="expected_head_sha" value="${merge.headSha}"><input type="hidden" name="stack" value="1">
+<button type="submit">Merge the stack up to #${n}</button></form>`
+    : '';
+  const link = (m: FamilyMember) => html`<a href="/projects/${projectId}/change-requests/${m.number}">#${m.number}</a> ${m.title} ${statusBadge(m.status)} <code>${m.head_ref}</code>`;
+  return html`<section aria-labelledby="stack-h" data-stack><h2 id="stack-h">Stack</h2>
+${f.parent ? html`<p data-stack-parent>Stacked on ${link(f.parent)}: merging this one merges it into <code>${f.parent.head_ref}</code>.</p>` : ''}
+${f.note ? html`<p class="warn" data-stack-note>${f.note}</p>` : ''}
+${f.children.length ? html`<p>Stacked on this one:</p><ul data-stack-children>${f.children.map((c) => html`<li>${link(c)}</li>`)}</ul>` : ''}
+${mergeStack}<p class="muted">The whole chain: <code>svc cr stack ${n}</code>; merge it bottom-up with <code>svc cr merge ${n} --stack</code>.</p></section>`;
+}
+
 /** Who acted, by name: a person, or their agent in a session (linked), for them. */
 function actorOf(e: CrEvent, projectId: string): Html {
   const person = e.actor_name ?? (e.actor === 'system' ? 'svc' : `user ${e.actor.slice(0, 8)}`);
@@ -101,29 +120,33 @@ ${e.type === 'ChangeRequestRefreshed' ? html` <code>${shortSha((e.data as { head
  * preview from that one read, side by side.
  */
 async function show(deps: ApiDeps, req: Request, res: Response) {
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const q = AsOf.parse(req.query);
   const n = String(req.params.n);
   const project = await projectOf(deps, req, res);
   const base = `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(n)}`;
   const settle = <T>(p: Promise<T>) => p.catch((e: unknown) => e as Error);
-  const cr = await crs.getCr(crDeps, project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : {});
-  const [events, diff, preview, usage, review] = await Promise.all([
-    crs.historyOfCr(crDeps, cr),
-    q.as_of ? Promise.resolve(null) : settle(crs.diffOfCr(crDeps, project, cr)),
-    q.as_of ? Promise.resolve(null) : settle(crs.previewOfCr(crDeps, project, cr)),
-    // The origin session's model usage (one statement, only for a CR an agent opened).
-    cr.origin_session_id ? sessionUsage(deps.db, cr.origin_session_id).catch(() => undefined) : Promise.resolve(undefined),
+  // Now: read with its stack's family in the one read of the CR (then refreshed); as of a time: folded.
+  const now = q.as_of ? null : await crs.findWithFamily(project.project_id, n);
+  const family = now?.family ?? null;
+  const cr = await crs.get(project, n, callerOf(res).user_id, q.as_of ? { asOf: new Date(q.as_of) } : { found: now!.cr });
+  const [events, diff, preview, review] = await Promise.all([
+    crs.historyOf(cr),
+    q.as_of ? Promise.resolve(null) : settle(crs.diffOf(project, cr)),
+    q.as_of ? Promise.resolve(null) : settle(crs.previewOf(project, cr)),
     loadReview(deps, project, cr, callerOf(res).user_id, q.as_of ? new Date(q.as_of) : undefined),
   ]);
-  const checks = q.as_of ? null : await checksOf(deps, project, cr, events);
+  // What it cost: its checks' time from the history just read, its session's calls and sandbox time in one statement (none for a person's branch).
+  const [checks, cost] = q.as_of
+    ? [null, null]
+    : await Promise.all([checksOf(deps, project, cr, events), crs.costFrom(project, cr, events).catch(() => null)]);
   const csrf = csrfOf(res);
   const crumbs = crumbsOf(project, { href: base, label: `#${cr.number}` });
   const header = html`<div data-live="cr-head"><h1><span class="title">${cr.title}</span> <span class="muted">#${cr.number}</span></h1>
 <p>${statusBadge(cr.status)} <code>${cr.head_ref}</code> → <code>${cr.base_ref}</code> · opened ${timeAgo(cr.created_at)}
 · head <code>${shortSha(cr.head_commit_sha)}</code> · base <code>${shortSha(cr.base_commit_sha)}</code>
 ${cr.origin_session_id ? html` · session <a href="/projects/${project.project_id}/sessions/${cr.origin_session_id}">${cr.origin_session_id.slice(0, 8)}</a>` : ''}</p>
-${usage && usage.requests > 0 ? html`<p class="muted" data-usage>The session's model usage: ${usage.input_tokens.toLocaleString('en-US')} input · ${usage.output_tokens.toLocaleString('en-US')} output tokens (${usage.requests} model call${usage.requests === 1 ? '' : 's'}${usage.by_model.length ? html`: ${usage.by_model.map((m) => m.model).join(', ')}` : ''})</p>` : ''}</div>`;
+${cost ? costLine(cost) : ''}</div>`;
   const description = html`<div class="description">${cr.description ? html`<pre class="text">${cr.description}</pre>` : html`<p class="muted">No description provided.</p>`}</div>`;
 
   if (q.as_of) {
@@ -151,6 +174,7 @@ ${header}
 <label>Description <textarea name="description" rows="6">${cr.description}</textarea></label>
 <button type="submit">Save</button></form></details>
 ${description}
+${stackSection(family, project.project_id, cr, { csrf, headSha, base })}
 ${reviewErrorOf(req.query)}${reviewSection(cr, review, diffOk ? diff : null, csrf, base)}
 <section aria-labelledby="merge-h" data-live="cr-merge"><h2 id="merge-h">Merge</h2>${previewBlock(cr, p, previewError)}${actions(cr, headSha, p, csrf, base)}</section>
 ${checksSection(checks, cr, headSha, csrf, base)}
@@ -163,7 +187,7 @@ ${diffOk ? html`<p class="muted">${diff.base_sha.slice(0, 7)}…${diff.head_sha.
 
 export function crPageRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const crBase = (req: Request) => `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(String(req.params.n))}`;
   const n = (req: Request) => String(req.params.n);
 
@@ -177,7 +201,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
       ...(b.title !== undefined ? { title: b.title } : {}),
       ...(b.description !== undefined ? { description: b.description.replace(/\r\n/g, '\n') } : {}),
     });
-    await crs.editCr(crDeps, project, n(req), callerOf(res).user_id, edit);
+    await crs.edit(project, n(req), callerOf(res).user_id, edit);
     respond(req, res, crBase(req), 'edited');
   });
 
@@ -185,7 +209,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
     const b = MergeBody.parse(req.body ?? {});
     const project = await projectOf(deps, req, res);
     try {
-      const body = MergeChangeRequestBody.parse({ expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}) });
+      const body = MergeChangeRequestBody.parse({ expected_head_sha: b.expected_head_sha, ...(b.message ? { message: b.message } : {}), ...(b.stack ? { stack: true } : {}) });
       await mergeAs(deps, project, n(req), callerOf(res).user_id, body);
     } catch (e) {
       // A form post without JS comes back to the page with the reason; fetch gets the API's body.
@@ -200,8 +224,8 @@ export function crPageRoutes(deps: ApiDeps): Router {
   for (const action of ['close', 'reopen'] as const) {
     r.post(`/projects/:projectId/change-requests/:n/${action}`, requireCsrf, async (req, res) => {
       const project = await projectOf(deps, req, res);
-      const act = action === 'close' ? crs.closeCr : crs.reopenCr;
-      await act(crDeps, project, n(req), callerOf(res).user_id);
+      const act = action === 'close' ? crs.close : crs.reopen;
+      await act(project, n(req), callerOf(res).user_id);
       respond(req, res, crBase(req), action === 'close' ? 'closed' : 'reopened');
     });
   }

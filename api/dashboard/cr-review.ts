@@ -4,13 +4,11 @@ import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { isDomainError } from '../../domain/errors.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { Principal } from '../../services/tokens/service.js';
-import { listComments, postComment, setResolved, type CommentRow } from '../../services/review/comments.js';
-import { markReviewed, reviewPageOf, type ReviewState } from '../../services/review/reviewed.js';
-import { sendToAgent } from '../../services/review/send-to-agent.js';
+import type { CommentRow } from '../../services/review/comments.js';
+import type { ReviewState } from '../../services/review/reviewed.js';
 import { CreateCommentBody } from '../../contracts/review.js';
 import type { LimitedDiff } from '../../services/change-requests/diff-limits.js';
 import type { ApiDeps } from '../deps.js';
-import { reviewDepsOf } from '../routes/review.js';
 import { callerOf, projectOf, requireCsrf } from './context.js';
 import { renderDiff, type LineAnnotator } from './diff-view.js';
 import { html, raw, shortSha, timeAgo, type Html } from './html.js';
@@ -31,9 +29,9 @@ export interface ReviewView {
 const personOf = (userId: string): Principal => ({ token_id: '', user_id: userId, email: '', user_name: '', project_id: null, grade: 'person', sandbox_id: null, session_id: null });
 
 export async function loadReview(deps: ApiDeps, project: ProjectRecord, cr: ChangeRequest, userId: string, asOf?: Date): Promise<ReviewView> {
-  const rd = reviewDepsOf(deps);
-  if (asOf) return { comments: await listComments(rd, project, cr, { asOf }), review: null };
-  return reviewPageOf(rd, project, cr, userId);
+  const review = deps.services.review;
+  if (asOf) return { comments: await review.comments(project, cr, { asOf }), review: null };
+  return review.page(project, cr, userId);
 }
 
 const iso = (v: unknown) => new Date(v as string).toISOString();
@@ -115,7 +113,7 @@ const ResolveForm = z.object({ _csrf: z.string().optional(), resolved: z.enum(['
 
 export function crReviewRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const rd = reviewDepsOf(deps);
+  const review = deps.services.review;
   const crBase = (req: Request) => `/projects/${encodeURIComponent(String(req.params.projectId))}/change-requests/${encodeURIComponent(String(req.params.n))}`;
   const n = (req: Request) => String(req.params.n);
   const me = (res: Response) => personOf(callerOf(res).user_id);
@@ -140,7 +138,7 @@ export function crReviewRoutes(deps: ApiDeps): Router {
         body: b.body.replace(/\r\n/g, '\n'),
         ...(onLine ? { path: b.path, line: Number(b.line), side: b.side ?? 'RIGHT', ...(b.commit_sha ? { commit_sha: b.commit_sha } : {}) } : {}),
       });
-      await postComment(rd, project, n(req), me(res), input);
+      await review.comment(project, n(req), me(res), input);
     } catch (e) {
       if (refusalBack(req, res, e)) return;
       throw e;
@@ -151,14 +149,14 @@ export function crReviewRoutes(deps: ApiDeps): Router {
   r.post('/projects/:projectId/change-requests/:n/comments/:commentId/resolve', requireCsrf, async (req, res) => {
     const b = ResolveForm.parse(req.body ?? {});
     const project = await projectOf(deps, req, res);
-    await setResolved(rd, project, n(req), me(res), String(req.params.commentId), b.resolved === 'true');
+    await review.resolve(project, n(req), me(res), String(req.params.commentId), b.resolved === 'true');
     respond(req, res, crBase(req), b.resolved === 'true' ? 'resolved' : 'unresolved');
   });
 
   r.post('/projects/:projectId/change-requests/:n/send-to-agent', requireCsrf, async (req, res) => {
     const project = await projectOf(deps, req, res);
     try {
-      await sendToAgent(rd, project, n(req), me(res));
+      await review.sendToAgent(project, n(req), me(res));
     } catch (e) {
       if (refusalBack(req, res, e)) return;
       throw e;
@@ -168,7 +166,7 @@ export function crReviewRoutes(deps: ApiDeps): Router {
 
   r.post('/projects/:projectId/change-requests/:n/reviewed', requireCsrf, async (req, res) => {
     const project = await projectOf(deps, req, res);
-    await markReviewed(rd, project, n(req), me(res));
+    await review.markReviewed(project, n(req), me(res));
     respond(req, res, crBase(req), 'reviewed');
   });
   return r;

@@ -1,11 +1,9 @@
 import { Router, type ErrorRequestHandler } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
-import { sessionStoreOf } from './store.js';
 import type { ApiDeps } from '../deps.js';
 import { bodyOf, limitText, statusOf, zodIssues } from '../errors.js';
 import { BODY_LIMIT, CREDENTIAL_BODY_LIMIT, readBody } from '../body.js';
-import { authGuardOf } from '../auth.js';
 import { assetRoutes } from './assets.js';
 import { cliLoginRoutes } from './cli-login.js';
 import { loadSession, locals, requireSession } from './context.js';
@@ -33,10 +31,10 @@ import { appsSource } from '../../services/apps/origin.js';
  * cookie sessions, CSRF on every state change. The API under /v1 never sees the cookie.
  */
 export function dashboardRoutes(deps: ApiDeps): Router {
-  const getStore = sessionStoreOf(deps);
+  const getStore = deps.services.previews.dashboardSessions;
 
-  const frameSrc = previewFrameSource(deps.config);
-  const appsSrc = appsSource(deps.config);
+  const frameSrc = previewFrameSource(deps.settings);
+  const appsSrc = appsSource(deps.settings);
   const r = Router();
   r.use(assetRoutes());
   r.use((req, res, next) => {
@@ -56,9 +54,9 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(loadSession(getStore));
   // The form is read once the cookie named a session (the password form before any: 16 KiB).
   r.use(readBody((req, res) => (locals(res).session ? BODY_LIMIT : req.method === 'POST' && req.path === '/login' ? CREDENTIAL_BODY_LIMIT : null), { forms: true }));
-  r.use(signInRoutes(deps.db, authGuardOf(deps.config).keyOf));
+  r.use(signInRoutes(deps));
   r.use(requireSession);
-  r.use(cliLoginRoutes(deps.db));
+  r.use(cliLoginRoutes(deps));
   r.use(projectPages(deps));
   r.use(liveRoutes(deps));
   r.use(tokensPage(deps));

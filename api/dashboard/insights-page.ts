@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { InsightRow } from '../../contracts/insights.js';
-import { projectInsights, type InsightsReport } from '../../services/insights/service.js';
+import type { InsightsReport } from '../../services/insights/service.js';
 import { formatDuration, formatKey, formatMoney, formatRate } from '../../lib/insight-format.js';
 import type { ApiDeps } from '../deps.js';
 import { callerOf, csrfOf, projectOf, userOf } from './context.js';
@@ -42,8 +42,9 @@ export function insightsPage(deps: ApiDeps): Router {
   r.get('/projects/:projectId/insights', async (req, res) => {
     const q = PageQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
-    const now = new Date();
-    const ask = (group_by?: 'week' | 'model' | 'agent') => projectInsights(deps.db, callerOf(res), project.project_id, { ...q, ...(group_by ? { group_by } : {}) }, now);
+    // One instant for the three reads, so they answer the same window.
+    const asOf = q.as_of ?? new Date().toISOString();
+    const ask = (group_by?: 'week' | 'model' | 'agent') => deps.services.insights.project(callerOf(res), project.project_id, { ...q, as_of: asOf, ...(group_by ? { group_by } : {}) });
     const [weeks, models, agents] = [await ask('week'), await ask('model'), await ask('agent')];
     res.type('html').set('Cache-Control', 'no-store').send(page({
       title: `Insights · ${project.name}`, user: userOf(res), csrf: csrfOf(res),

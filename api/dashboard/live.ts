@@ -1,6 +1,5 @@
 import { Router, type Request } from 'express';
 import { WebSocket } from 'ws';
-import { lastProjectPosition } from '../../services/dashboard/live.js';
 import type { ApiDeps } from '../deps.js';
 import { locals, projectOf } from './context.js';
 
@@ -28,7 +27,7 @@ export function liveRoutes(deps: ApiDeps): Router {
     const resume = req.headers['last-event-id'];
     let after = typeof resume === 'string' && /^\d{1,15}$/.test(resume) ? resume : undefined;
     if (!after) {
-      after = String(await lastProjectPosition(deps.db, project.project_id));
+      after = String(await deps.services.dashboard.lastProjectPosition(project.project_id));
     }
     const wsUrl = `${ownBase(req)}/projects/${project.project_id}/events?after=${after}`;
     const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${locals(res).session!.apiToken}` } });

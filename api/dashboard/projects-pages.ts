@@ -1,10 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { ProjectRecord } from '../../domain/project.js';
-import { listProjectsForUser } from '../../services/projects/service.js';
-import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { crDepsOf } from '../routes/change-requests.js';
 import { callerOf, csrfOf, projectOf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
@@ -17,12 +14,11 @@ const PAGE = 30;
 
 export function projectPages(deps: ApiDeps): Router {
   const r = Router();
-  const crDeps = crDepsOf(deps);
 
   r.get('/', (_req, res) => res.redirect(303, '/projects'));
 
   r.get('/projects', async (_req, res) => {
-    const projects = await listProjectsForUser(deps.db, callerOf(res).user_id, PAGE, null);
+    const projects = await deps.services.projects.listForUser(callerOf(res).user_id, PAGE, null);
     res.type('html').send(page({
       title: 'Projects', user: userOf(res), csrf: csrfOf(res), crumbs: [{ href: '/projects', label: 'Projects' }],
       body: html`<h1>Projects</h1>
@@ -37,7 +33,7 @@ ${projects.length === 0 ? html`<p class="muted">No projects yet. Create one with
   r.get('/projects/:projectId', async (req, res) => {
     const q = ListQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
-    const crs = (await listCrPage(crDeps, project, q.status, { perPage: PAGE }, callerOf(res).user_id)).change_requests;
+    const crs = (await deps.services.changeRequests.list(project, q.status, { perPage: PAGE }, callerOf(res).user_id)).change_requests;
     const base = `/projects/${project.project_id}`;
     res.type('html').send(page({
       title: project.name, user: userOf(res), csrf: csrfOf(res), crumbs: crumbsOf(project),

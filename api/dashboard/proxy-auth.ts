@@ -3,7 +3,6 @@ import { timingSafeEqual } from 'node:crypto';
 import type { ApiDeps } from '../deps.js';
 import { ownOrigin, readCookie } from './context.js';
 import { SESSION_COOKIE } from '../../services/dashboard/sessions.js';
-import { sessionStoreOf } from './store.js';
 import { vouchFor } from '../auth.js';
 
 /**
@@ -28,7 +27,7 @@ export function sameOrigin(req: Request): boolean {
  * dashboard's own pages (`sameOrigin`).
  */
 export function dashboardProxyAuth(deps: ApiDeps): RequestHandler {
-  const store = sessionStoreOf(deps);
+  const store = deps.services.previews.dashboardSessions;
   return (req, _res, next) => {
     if (!/^\/agent(\/|$)/.test(req.path) || req.headers.authorization !== undefined || typeof req.query.access_token === 'string') return next();
     const cookie = readCookie(req, SESSION_COOKIE);

@@ -1,9 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { ProjectRecord } from '../../domain/project.js';
-import { deleteSecret, putSecret, type SecretsListing } from '../../services/secrets/service.js';
+import type { SecretsListing } from '../../services/secrets/service.js';
 import type { ApiDeps } from '../deps.js';
-import { secretsDepsOf, secretsListing } from '../routes/manifest.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo } from './html.js';
 import { page } from './layout.js';
@@ -33,7 +32,7 @@ export function secretsPage(deps: ApiDeps): Router {
     o: { status?: number; notice?: { kind: 'ok' | 'error'; text: string } | null; name?: string } = {},
   ) => {
     const project = await projectOf(deps, req, res);
-    const listing = await secretsListing(deps, project);
+    const listing = await deps.services.manifest.secrets(project);
     const q = PageQuery.parse(req.query);
     // A name to prefill (the "Set" link of a missing one): a secret name or nothing.
     const prefill = o.name ?? (q.name && NAME.test(q.name) ? q.name : '');
@@ -56,7 +55,7 @@ export function secretsPage(deps: ApiDeps): Router {
     const { name, value } = parsed.data;
     try {
       const project = await projectOf(deps, req, res);
-      await putSecret(secretsDepsOf(deps), project.project_id, callerOf(res).user_id, name, value);
+      await deps.services.manifest.putSecret(project.project_id, callerOf(res).user_id, name, value);
     } catch (e) {
       const refused = apiRefusal(e);
       if (!refused) throw e;
@@ -71,7 +70,7 @@ export function secretsPage(deps: ApiDeps): Router {
     const name = String(req.params.name);
     try {
       const project = await projectOf(deps, req, res);
-      await deleteSecret(secretsDepsOf(deps), project.project_id, callerOf(res).user_id, name);
+      await deps.services.manifest.deleteSecret(project.project_id, callerOf(res).user_id, name);
     } catch (e) {
       const refused = apiRefusal(e);
       if (!refused) throw e;

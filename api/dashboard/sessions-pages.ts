@@ -1,18 +1,13 @@
 import { UNISOLATED_PROVIDERS } from '../../domain/sandbox.js';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
-import * as sessions from '../../services/sessions/service.js';
+import type { SessionServices } from '../../services/api-services/sessions.js';
 import type { SessionView } from '../../services/sessions/view.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
-import { refreshSession } from '../../services/sessions/refresh.js';
-import { listCrPage } from '../../services/change-requests/service.js';
 import type { ApiDeps } from '../deps.js';
-import { crDepsOf } from '../routes/change-requests.js';
-import { sessionDepsOf } from '../routes/sessions.js';
-import { savedSummary } from '../../services/sessions/saved-state.js';
+import { sessionsOf } from '../routes/sessions.js';
 import { CreateSessionBody, PromptSessionBody } from '../../contracts/sessions.js';
-import { assertPromptable } from '../../services/sessions/prompt-guard.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { chatState, sessionCrs, usageFacts } from './session-chat.js';
 import { html, timeAgo } from './html.js';
@@ -42,7 +37,7 @@ const sessionRow = (pid: string, s: SessionView, crs: ChangeRequest[]) => html`<
 
 export function sessionPages(deps: ApiDeps): Router {
   const r = Router();
-  const crDeps = crDepsOf(deps);
+  const changeRequests = deps.services.changeRequests;
   const sid = (req: Request) => String(req.params.sessionId);
   const pid = (req: Request) => String(req.params.projectId);
   const back = (req: Request) => `/projects/${encodeURIComponent(pid(req))}/sessions/${encodeURIComponent(sid(req))}`;
@@ -52,9 +47,9 @@ export function sessionPages(deps: ApiDeps): Router {
     // A server without a session service still shows the page, saying so.
     const [list, crs] = await Promise.all([
       Promise.resolve()
-        .then(() => sessions.listSessions(sessionDepsOf(deps), project.project_id, null))
+        .then(() => sessionsOf(deps).list(project.project_id, null))
         .catch((e: unknown) => e as Error),
-      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests).catch(() => [] as ChangeRequest[]),
+      changeRequests.list(project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests).catch(() => [] as ChangeRequest[]),
     ]);
     const crsOf = (s: SessionView) => crs.filter((c) => c.origin_session_id === s.session_id || c.head_ref === s.branch);
     const base = `/projects/${project.project_id}/sessions`;
@@ -75,7 +70,7 @@ export function sessionPages(deps: ApiDeps): Router {
     const text = typeof req.body?.text === 'string' && req.body.text.trim() ? String(req.body.text).slice(0, 65_536) : undefined;
     const project = await projectOf(deps, req, res);
     const body = CreateSessionBody.parse(text ? { prompt: text } : {});
-    const s = await sessions.createSession(sessionDepsOf(deps), {
+    const s = await sessionsOf(deps).create({
       project, userId: callerOf(res).user_id, agent: body.agent, model: body.model, baseRef: body.base_ref, prompt: body.prompt,
     });
     respond(req, res, `/projects/${encodeURIComponent(pid(req))}/sessions/${s.session_id}`, 'created', { session: s });
@@ -85,8 +80,8 @@ export function sessionPages(deps: ApiDeps): Router {
     const q = PageQuery.parse(req.query);
     const project = await projectOf(deps, req, res);
     const [s, crs] = await Promise.all([
-      sessions.sessionDetail(sessionDepsOf(deps), project.project_id, sid(req)).then(async (v) => ({ ...v, saved: await savedSummary(sessionDepsOf(deps), v.session_id) })),
-      listCrPage(crDeps, project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
+      sessionsOf(deps).detail(project.project_id, sid(req)).then(async (v) => ({ ...v, saved: await deps.services.sandboxes.savedSummary(v.session_id) })),
+      changeRequests.list(project, 'all', { perPage: 100 }, callerOf(res).user_id).then((p) => p.change_requests),
     ]);
     const base = `/projects/${project.project_id}/sessions/${s.session_id}`;
     const apiBase = `/v1/projects/${project.project_id}/sessions/${s.session_id}`;
@@ -127,28 +122,28 @@ ${s.status === 'running' ? html`<p><a href="${base}/preview/${port}" target="_bl
   });
 
   /** A session action: the project as the signed-in user may see it, then the session in it (else 404). */
-  const action = (name: string, call: (s: sessions.SessionDeps, projectId: string, id: string, actor: string, req: Request, project: ProjectRecord) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
+  const action = (name: string, call: (s: SessionServices, projectId: string, id: string, actor: string, req: Request, project: ProjectRecord) => Promise<unknown>, notice: string, to?: (req: Request) => string) =>
     r.post(`/projects/:projectId/sessions/:sessionId/${name}`, requireCsrf, async (req: Request, res: Response) => {
       const project = await projectOf(deps, req, res);
-      const out = await call(sessionDepsOf(deps), project.project_id, sid(req), callerOf(res).user_id, req, project);
+      const out = await call(sessionsOf(deps), project.project_id, sid(req), callerOf(res).user_id, req, project);
       // A prompt answers with the agent's conversation it went to (the chat pane continues it).
       const conversation = (out as { session_id?: unknown } | undefined)?.session_id;
       respond(req, res, to ? to(req) : back(req), notice, typeof conversation === 'string' ? { session_id: conversation } : {});
     });
-  const found = async (s: sessions.SessionDeps, projectId: string, id: string) => (await sessions.findSession(s, projectId, id)).session_id;
-  action('stop', async (s, p, id, actor) => sessions.stopSession(s, p, await found(s, p, id), actor), 'stopped');
-  action('restart', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor), 'restarted');
-  action('restart-fresh', async (s, p, id, actor) => sessions.restartSession(s, p, await found(s, p, id), actor, { fresh: true }), 'restarted');
-  action('refresh', (s, p, id) => refreshSession(s, p, id), 'refreshed');
-  action('remove', async (s, p, id, actor) => sessions.removeSession(s, p, await found(s, p, id), actor), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
+  const found = async (s: SessionServices, projectId: string, id: string) => (await s.find(projectId, id)).session_id;
+  action('stop', async (s, p, id, actor) => s.stop(p, await found(s, p, id), actor), 'stopped');
+  action('restart', async (s, p, id, actor) => s.restart(p, await found(s, p, id), actor), 'restarted');
+  action('restart-fresh', async (s, p, id, actor) => s.restart(p, await found(s, p, id), actor, { fresh: true }), 'restarted');
+  action('refresh', (s, p, id) => s.refresh(p, id), 'refreshed');
+  action('remove', async (s, p, id, actor) => s.remove(p, await found(s, p, id), actor), 'removed', (req) => `/projects/${encodeURIComponent(pid(req))}/sessions`);
   // As `POST …/prompt`: refused at once (409 no_model) when no model can answer; the
   // page's script passes the conversation it shows (`session_id`), so a prompt continues it.
   action('prompt', async (s, p, id, _actor, req, project) => {
     const b = Prompt.parse(req.body ?? {});
     const body = PromptSessionBody.parse({ text: b.text, ...(b.session_id ? { session_id: b.session_id } : {}) });
-    const found = await sessions.findSession(s, p, id);
-    await assertPromptable(s, project, found.session_id);
-    return sessions.controlCall(s, p, found.session_id, '/svc/prompt', body);
+    const found = await s.find(p, id);
+    await s.assertPromptable(project, found.session_id);
+    return s.control(p, found.session_id, '/svc/prompt', body);
   }, 'prompted');
   return r;
 }

@@ -2,11 +2,9 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Router, type Request, type Response } from 'express';
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors.js';
-import type { Db } from '../../infra/db/db.js';
+import type { ApiDeps } from '../deps.js';
 import { verifyPassword } from '../../services/dashboard/passwords.js';
 import { SESSION_COOKIE, SESSION_TTL_MS } from '../../services/dashboard/sessions.js';
-import { authenticate } from '../../services/tokens/service.js';
-import { clearSignInFailures, recordSignInFailure, signInWait, userByEmail } from '../../services/dashboard/sign-in.js';
 import { checkOrigin, clearCookie, locals, readCookie, requireCsrf, setCookie } from './context.js';
 import { html } from './html.js';
 import { page } from './layout.js';
@@ -60,9 +58,11 @@ function signInPage(res: Response, req: Request, o: { next: string; email?: stri
   );
 }
 
-/** `clientKeyOf`: the principal key the failures are kept under (AuthGuard.keyOf). */
-export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Router {
+/** Failures are kept under the caller's principal key (AuthGuard.keyOf). */
+export function signInRoutes(deps: Pick<ApiDeps, 'services' | 'guard'>): Router {
   const r = Router();
+  const d = deps.services.dashboard;
+  const clientKeyOf = (req: Request) => deps.guard.keyOf(req);
 
   r.get('/login', (req, res) => {
     if (locals(res).session) return res.redirect(303, safeNext(req.query.next));
@@ -81,7 +81,7 @@ export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Rou
     }
     const client = clientKeyOf(req);
     const email = (body.email ?? '').trim().toLowerCase();
-    const wait = await signInWait(db, email, client);
+    const wait = await d.signInWait(email, client);
     if (wait > 0) {
       res.set('Retry-After', String(wait));
       return signInPage(res, req, { next, email, status: 429, error: 'Too many failed sign-ins. Wait a few minutes and try again.' });
@@ -89,18 +89,18 @@ export function signInRoutes(db: Db, clientKeyOf: (req: Request) => string): Rou
 
     let userId: string | undefined;
     if (body.token !== undefined && body.token.trim()) {
-      const p = await authenticate(db, body.token.trim());
+      const p = await deps.services.auth.authenticate(body.token.trim());
       if (p && !p.project_id) userId = p.user_id;
     } else if (email && body.password) {
-      const user = await userByEmail(db, email);
+      const user = await d.userByEmail(email);
       if (await verifyPassword(body.password, user?.password_hash)) userId = user!.user_id;
     }
     if (!userId) {
-      await recordSignInFailure(db, email, client);
+      await d.recordSignInFailure(email, client);
       const what = body.token !== undefined ? 'That is not a valid user token.' : 'Wrong email or password.';
       return signInPage(res, req, { next, email, status: 401, error: what });
     }
-    if (email) await clearSignInFailures(db, email, client);
+    if (email) await d.clearSignInFailures(email, client);
     const { cookie } = await locals(res).store.create(userId);
     setCookie(req, res, SESSION_COOKIE, cookie, Math.floor(SESSION_TTL_MS / 1000));
     clearCookie(req, res, PRE_COOKIE);

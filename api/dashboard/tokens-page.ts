@@ -1,7 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { notFound } from '../../domain/errors.js';
-import { listTokens, mintToken, revokeToken } from '../../services/tokens/service.js';
 import type { ApiDeps } from '../deps.js';
 import { CreateTokenBody } from '../../contracts/accounts.js';
 import { callerOf, csrfOf, requireCsrf, userOf } from './context.js';
@@ -33,7 +32,7 @@ export function tokensPage(deps: ApiDeps): Router {
   const r = Router();
 
   const render = async (req: Parameters<Parameters<Router['get']>[1]>[0], res: Parameters<Parameters<Router['get']>[1]>[1], created?: { token: string; name: string }) => {
-    const tokens = (await listTokens(deps.db, callerOf(res).user_id)).map((t) => ({
+    const tokens = (await deps.services.projects.listTokens(callerOf(res).user_id)).map((t) => ({
       ...t, created_at: t.created_at.toISOString(), expires_at: t.expires_at?.toISOString() ?? null, last_used_at: t.last_used_at?.toISOString() ?? null,
     }));
     const csrf = csrfOf(res);
@@ -71,7 +70,7 @@ ${[...bySession.entries()].map(([key, list]) => html`<details class="session-tok
     // The API's own rules for a new token (name, 1 to 3650 days).
     const body = CreateTokenBody.parse({ name: b.name, ...(b.expires_in_days ? { expires_in_days: Number(b.expires_in_days) } : {}) });
     const expiresAt = body.expires_in_days ? new Date(Date.now() + body.expires_in_days * 86_400_000) : null;
-    const minted = await mintToken(deps.db, { userId: callerOf(res).user_id, name: body.name ?? '', expiresAt });
+    const minted = await deps.services.projects.mintToken({ userId: callerOf(res).user_id, name: body.name ?? '', expiresAt });
     // The value is shown once, in this response, and never put in a URL.
     await render(req, res, minted);
   });
@@ -79,7 +78,7 @@ ${[...bySession.entries()].map(([key, list]) => html`<details class="session-tok
   r.post('/tokens/:tokenId/revoke', requireCsrf, async (req, res) => {
     const id = String(req.params.tokenId);
     // Anyone else's token, or an unknown one: 404, as the API answers.
-    const done = UUID.test(id) && (await revokeToken(deps.db, callerOf(res).user_id, id.toLowerCase()));
+    const done = UUID.test(id) && (await deps.services.projects.revokeToken(callerOf(res).user_id, id.toLowerCase()));
     if (!done) throw notFound('Token');
     respond(req, res, '/tokens', 'revoked');
   });

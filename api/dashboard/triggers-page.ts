@@ -1,9 +1,8 @@
 import { Router, type Request, type Response } from 'express';
 import type { ProjectRecord } from '../../domain/project.js';
-import { listTriggers, proposeEnabled } from '../../services/triggers/service.js';
 import type { ApiDeps } from '../deps.js';
 import { serializeCr } from '../routes/change-requests.js';
-import { fireNow, triggerDepsOf } from '../routes/triggers.js';
+import { fireNow } from '../routes/triggers.js';
 import { callerOf, csrfOf, projectOf, requireCsrf, userOf } from './context.js';
 import { html, timeAgo, type Html } from './html.js';
 import { page } from './layout.js';
@@ -23,13 +22,12 @@ type Result = { status: number; notice?: { kind: 'ok' | 'error'; text: string };
 
 export function triggersPage(deps: ApiDeps): Router {
   const r = Router();
-  const tdeps = triggerDepsOf(deps);
   const pid = (req: Request) => String(req.params.projectId);
   const enc = encodeURIComponent;
 
   const render = async (req: Request, res: Response, o: Result = { status: 200 }) => {
     const project = await projectOf(deps, req, res);
-    const list = { triggers: (await listTriggers(deps.db, project.project_id)).map(serializeTrigger) };
+    const list = { triggers: (await deps.services.triggers.list(project.project_id)).map(serializeTrigger) };
     res.status(o.status).type('html').set('Cache-Control', 'no-store').send(page({
       title: `Triggers · ${project.name}`, user: userOf(res), csrf: csrfOf(res),
       crumbs: crumbsOf(project, { href: `/projects/${project.project_id}/triggers`, label: 'Triggers' }),
@@ -49,8 +47,8 @@ export function triggersPage(deps: ApiDeps): Router {
         const project = await projectOf(deps, req, res);
         const actor = callerOf(res).user_id;
         out = verb === 'fire'
-          ? { session: await fireNow(tdeps, project, slug, actor) }
-          : { change_request: serializeCr(await proposeEnabled(tdeps, project, slug, verb === 'enable', actor)) };
+          ? { session: await fireNow(deps, project, slug, actor) }
+          : { change_request: serializeCr(await deps.services.triggers.proposeEnabled(project, slug, verb === 'enable', actor)) };
       } catch (e) {
         const refused = apiRefusal(e);
         if (!refused) throw e;

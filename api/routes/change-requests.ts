@@ -1,7 +1,7 @@
 import { Router, type Request } from 'express';
 import { crNumberOf, type ChangeRequest } from '../../domain/change-request/index.js';
-import { loadedCrOf } from '../../services/projects/access.js';
-import type { ChangeRequest as ChangeRequestJson } from '../../contracts/change-requests.js';
+import type { ChangeRequest as ChangeRequestJson, CrStack } from '../../contracts/change-requests.js';
+import type { StackEntry } from '../../services/change-requests/stack.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { setNextLink } from '../pagination.js';
@@ -14,9 +14,7 @@ import {
   ListChangeRequestsQuery,
   MergeChangeRequestBody,
 } from '../../contracts/change-requests.js';
-import * as crs from '../../services/change-requests/service.js';
-import { requestMerge, type MergeRequest } from '../../services/change-requests/request-merge.js';
-import type { CrDeps } from '../../services/change-requests/service.js';
+import type { MergeRequest } from '../../services/change-requests/request-merge.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 import { assertMay, isAgent, openInputFor } from '../../services/tokens/agent-policy.js';
@@ -49,32 +47,17 @@ export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
   };
 }
 
-/** The change-request service's dependencies, from the API's (also the dashboard's CR pages). */
-export function crDepsOf(deps: ApiDeps): CrDeps {
+/** A CR's stack as the wire has it (`GET …/stack`, the CLI's `svc cr stack`). */
+export function serializeStack(cr: ChangeRequest, stack: StackEntry[]): CrStack {
   return {
-    db: deps.db,
-    commands: deps.crCommands,
-    repos: deps.repos,
-    logger: deps.logger,
-    refreshTimeoutMs: deps.config.SVC_REFRESH_TIMEOUT_MS,
-    diffTimeoutMs: deps.config.SVC_DIFF_TIMEOUT_MS,
-    lockWaitMs: deps.config.SVC_MERGE_LOCK_WAIT_MS,
-    diffLimits: {
-      maxFileBytes: deps.config.SVC_DIFF_MAX_FILE_BYTES,
-      maxFileLines: deps.config.SVC_DIFF_MAX_FILE_LINES,
-      maxTotalBytes: deps.config.SVC_DIFF_MAX_TOTAL_BYTES,
-      maxTotalLines: deps.config.SVC_DIFF_MAX_TOTAL_LINES,
-      maxFiles: deps.config.SVC_DIFF_MAX_FILES,
-    },
+    cr_id: cr.cr_id,
+    stack: stack.map((e) => ({ change_request: serializeCr(e.cr), parent_cr_id: e.cr.parent_cr_id, child_cr_ids: e.children, note: e.note })),
   };
 }
 
 /** A person's merge (the route and the dashboard's Merge button): counted in the merge metrics. */
-export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string, actor: string, body: MergeRequest): Promise<ChangeRequest> {
-  const merged = await requestMerge(
-    { ...crDepsOf(deps), queue: deps.queue, onConflict: () => deps.metrics.merges.inc({ outcome: 'conflict' }) },
-    project, ref, actor, body,
-  );
+export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string, actor: string, body: MergeRequest & { stack?: boolean | undefined }): Promise<ChangeRequest> {
+  const merged = await deps.services.changeRequests.merge(project, ref, actor, body, () => deps.metrics.merges.inc({ outcome: 'conflict' }));
   deps.metrics.merges.inc({ outcome: 'merged' });
   return merged;
 }
@@ -82,23 +65,23 @@ export async function mergeAs(deps: ApiDeps, project: ProjectRecord, ref: string
 /** `/v1/projects/:projectId/change-requests`: every route needs write access to the project. */
 export function changeRequestRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = crDepsOf(deps);
+  const crs = deps.services.changeRequests;
   const ctx = async (req: Request) => {
     const p = principalOf(req);
     // `via`: an agent acts for its session's creator; the history names both.
-    return { project: await resolveProject(deps.db, req), actor: p.user_id, via: isAgent(p) ? p.session_id : null };
+    return { project: await resolveProject(deps, req), actor: p.user_id, via: isAgent(p) ? p.session_id : null };
   };
   const crRef = (req: Request) => String(req.params.crId ?? '');
   /** An agent changes only the CRs of its own session (services/tokens/agent-policy.ts). */
   const mayChange = async (req: Request, project: ProjectRecord) => {
     const p = principalOf(req);
-    if (isAgent(p)) assertMay(p, { kind: 'cr.change', cr: await crs.findCr(deps.db, project.project_id, crRef(req)) });
+    if (isAgent(p)) assertMay(p, { kind: 'cr.change', cr: await crs.find(project.project_id, crRef(req)) });
   };
 
   r.get('/', async (req, res) => {
     const { project, actor } = await ctx(req);
     const q = ListChangeRequestsQuery.parse(req.query);
-    const page = await crs.listCrPage(crDeps, project, q.status, { perPage: q.per_page, cursor: q.cursor }, actor);
+    const page = await crs.list(project, q.status, { perPage: q.per_page, cursor: q.cursor }, actor);
     setNextLink(req, res, page.next_cursor);
     res.json({ change_requests: page.change_requests.map(serializeCr), next_cursor: page.next_cursor });
   });
@@ -106,7 +89,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
   r.post('/', async (req, res) => {
     const { project, actor, via } = await ctx(req);
     const body = openInputFor(principalOf(req), CreateChangeRequestBody.parse(req.body ?? {}));
-    const cr = await crs.openCr(crDeps, project, actor, body, via);
+    const cr = await crs.open(project, actor, body, via);
     res.status(201).json({ change_request: serializeCr(cr) });
   });
 
@@ -114,32 +97,39 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
     const { project, actor } = await ctx(req);
     const q = GetChangeRequestQuery.parse(req.query);
     // Read with the token and the project (api/auth.ts) when the path asked for it by number.
-    const found = q.as_of ? undefined : loadedCrOf(req.loadedProject, project, crNumberOf(crRef(req)));
-    const cr = await crs.getCr(crDeps, project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : found !== undefined ? { found } : {});
+    const found = q.as_of ? undefined : crs.loaded(req.loadedProject, project, crNumberOf(crRef(req)));
+    const cr = await crs.get(project, crRef(req), actor, q.as_of ? { asOf: new Date(q.as_of) } : found !== undefined ? { found } : {});
     res.json({ change_request: serializeCr(cr) });
   });
 
   r.patch('/:crId', async (req, res) => {
     const { project, actor, via } = await ctx(req);
     const body = EditChangeRequestBody.parse(req.body ?? {});
+    if (body.base_ref !== undefined) assertMay(principalOf(req), { kind: 'cr.retarget' }); // people only
     await mayChange(req, project);
-    const cr = await crs.editCr(crDeps, project, crRef(req), actor, body, via);
+    const cr = await crs.edit(project, crRef(req), actor, body, via);
     res.json({ change_request: serializeCr(cr) });
+  });
+
+  r.get('/:crId/stack', async (req, res) => {
+    const { project } = await ctx(req);
+    const { cr, stack } = await crs.stack(project, crRef(req));
+    res.json(serializeStack(cr, stack));
   });
 
   r.get('/:crId/diff', async (req, res) => {
     const { project } = await ctx(req);
-    res.json(await crs.diffCr(crDeps, project, crRef(req)));
+    res.json(await crs.diff(project, crRef(req)));
   });
 
   r.get('/:crId/merge-preview', async (req, res) => {
     const { project } = await ctx(req);
-    res.json(await crs.previewCr(crDeps, project, crRef(req)));
+    res.json(await crs.preview(project, crRef(req)));
   });
 
   r.get('/:crId/events', async (req, res) => {
     const { project } = await ctx(req);
-    res.json({ events: await crs.crHistory(crDeps, project, crRef(req)) });
+    res.json({ events: await crs.history(project, crRef(req)) });
   });
 
   r.post('/:crId/merge', (req, res) =>
@@ -161,14 +151,14 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
     const { project, actor, via } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
     await mayChange(req, project);
-    res.json({ change_request: serializeCr(await crs.closeCr(crDeps, project, crRef(req), actor, via)) });
+    res.json({ change_request: serializeCr(await crs.close(project, crRef(req), actor, via)) });
   });
 
   r.post('/:crId/reopen', async (req, res) => {
     const { project, actor, via } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
     await mayChange(req, project);
-    res.json({ change_request: serializeCr(await crs.reopenCr(crDeps, project, crRef(req), actor, via)) });
+    res.json({ change_request: serializeCr(await crs.reopen(project, crRef(req), actor, via)) });
   });
 
   return r;

@@ -4,31 +4,14 @@ import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { CrChecksQuery, PostStatusBody } from '../../contracts/checks.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { deleteCheckLog, LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
-import { requestAutoMerge } from '../../services/checks/auto-merge.js';
-import { checksInForce } from '../../services/checks/config.js';
-import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../../services/checks/deps.js';
-import { postStatus } from '../../services/checks/statuses.js';
-import { crChecksView, serializeAutoMerge, serializeStatus } from '../../services/checks/view.js';
+import { LOG_HEADERS } from '../../services/checks/log-store.js';
+import { serializeAutoMerge, serializeStatus } from '../../services/checks/view.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
-import { crDepsOf } from './change-requests.js';
-
-/** The checks service from the API's deps: runs and merge-when-green evaluations go to the workers. */
-export function checksDepsOf(deps: ApiDeps): ChecksDeps {
-  const queue = deps.queue;
-  return {
-    ...crDepsOf(deps),
-    box: deps.secrets,
-    dataDir: deps.config.dataDir,
-    enqueueRun: async (job) => void (await queue?.enqueue(CHECK_RUN, job, { retryLimit: 0 })),
-    evaluateLater: queue ? async (project_id, cr_id) => void (await queue.enqueue(CHECK_EVALUATE, { project_id, cr_id })) : undefined,
-  };
-}
 
 /** `POST .../merge {"when":"checks_pass"}` (the CR route hands it here): 202 with the request. */
 export async function mergeWhenGreen(deps: ApiDeps, req: Request, project: ProjectRecord, ref: string, body: { expected_head_sha?: string | undefined }) {
   assertMay(principalOf(req), { kind: 'cr.merge' }); // people only
-  const auto = await requestAutoMerge(checksDepsOf(deps), project, ref, principalOf(req).user_id, body);
+  const auto = await deps.services.checks.autoMerge(project, ref, principalOf(req).user_id, body);
   return { auto_merge: serializeAutoMerge(auto) };
 }
 
@@ -38,21 +21,21 @@ export function checkRoutes(deps: ApiDeps): Router {
   const crRef = (req: Request) => String(req.params.crId ?? '');
 
   r.get('/', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     const q = CrChecksQuery.parse(req.query);
-    res.json(await crChecksView(checksDepsOf(deps), project, crRef(req), q.as_of ? { asOf: new Date(q.as_of) } : {}));
+    res.json(await deps.services.checks.view(project, crRef(req), q.as_of ? { asOf: new Date(q.as_of) } : {}));
   });
 
   // The output of a program the CR's code controls: text only, never sniffed into HTML.
   r.get('/:runId/log', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
-    const body = await readCheckLog(deps.db, project, crRef(req), String(req.params.runId ?? ''));
+    const project = await resolveProject(deps, req);
+    const body = await deps.services.checks.readLog(project, crRef(req), String(req.params.runId ?? ''));
     res.set(LOG_HEADERS).send(body);
   });
 
   r.delete('/:runId/log', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
-    await deleteCheckLog(deps.db, project, crRef(req), String(req.params.runId ?? ''));
+    const project = await resolveProject(deps, req);
+    await deps.services.checks.deleteLog(project, crRef(req), String(req.params.runId ?? ''));
     res.status(204).end();
   });
 
@@ -63,10 +46,10 @@ export function checkRoutes(deps: ApiDeps): Router {
 export function statusRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.post('/:sha', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     const body = PostStatusBody.parse(req.body ?? {});
-    const row = await postStatus(checksDepsOf(deps), project, String(req.params.sha ?? ''), principalOf(req).user_id, body);
-    const required = (await checksInForce(deps.db, project.project_id)).review.required_statuses.includes(row.context);
+    const row = await deps.services.checks.postStatus(project, String(req.params.sha ?? ''), principalOf(req).user_id, body);
+    const required = (await deps.services.checks.inForce(project.project_id)).review.required_statuses.includes(row.context);
     res.status(201).json({ status: serializeStatus(row, required) });
   });
   return r;

@@ -1,13 +1,10 @@
 import { Router } from 'express';
 import { DomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { authGuardOf, unauthorized } from '../auth.js';
+import { unauthorized } from '../auth.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { projectById } from '../../services/projects/service.js';
-import { authenticateSandboxKey, mintCloneCredential, sandboxProvider } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
-import { repoUrlOf } from '../../services/sessions/sandbox-env.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 
 export const CLONE_CREDENTIAL_MINUTES = 15;
 
@@ -45,21 +42,21 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
     const m = /^Bearer ([^\s]+)$/i.exec(String(header ?? '').trim());
     // Guesses count against the caller's bucket, as on every other credential check.
     const sandbox =
-      header === undefined ? null : await authGuardOf(deps.config).attempt(req, () => (m ? authenticateSandboxKey(deps.db, m[1]!) : Promise.resolve(null)));
+      header === undefined ? null : await deps.guard.attempt(req, () => (m ? deps.services.auth.sandboxKey(m[1]!) : Promise.resolve(null)));
     if (!sandbox) throw unauthorized();
-    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await sandboxProvider(deps.db, sandbox.sandbox_id) });
+    checkGateway(req, { sandbox_id: sandbox.sandbox_id, provider: await deps.services.auth.sandboxProvider(sandbox.sandbox_id) });
     // The key names its project: `:projectId` must be that project (uuid or slug; slugs are
     // unique per account only, so never looked up server-wide). Another project's key learns
     // nothing about this one.
     const ref = String((req.params as Record<string, string>).projectId ?? '');
-    const project = await projectById(deps.db, sandbox.project_id);
+    const project = await deps.services.projects.byId(sandbox.project_id);
     if (!project || (ref.toLowerCase() !== project.project_id && ref !== project.slug)) throw unauthorized();
     const expires = new Date(Date.now() + CLONE_CREDENTIAL_MINUTES * 60_000);
-    const repoUrl = repoUrlOf(sessionDepsOf(deps), project);
+    const repoUrl = sessionsOf(deps).repoUrlOf(project);
     res.set('Cache-Control', 'no-store');
     // A token of this server goes only to a repository this server serves (or a local
     // path, which never sends it anywhere): never to a third-party host.
-    if (!servedHere(project, repoUrl, sessionDepsOf(deps).apiUrl())) {
+    if (!servedHere(project, repoUrl, sessionsOf(deps).apiUrl())) {
       throw new DomainError(
         'not_found',
         'No credential',
@@ -69,7 +66,7 @@ export function cloneCredentialRoutes(deps: ApiDeps): Router {
       );
     }
     // Recorded against the sandbox: stopping, restarting or removing the session revokes it at once.
-    const minted = await mintCloneCredential(deps.db, sandbox.sandbox_id, expires);
+    const minted = await deps.services.sandboxes.mintCloneCredential(sandbox.sandbox_id, expires);
     if (!minted) throw unauthorized();
     res.json({ username: 'x-access-token', password: minted.token, expires_at: expires.toISOString(), repo_url: repoUrl });
   });

@@ -2,8 +2,6 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { CompareQuery } from '../../contracts/change-requests.js';
-import * as crs from '../../services/change-requests/service.js';
-import { crDepsOf } from './change-requests.js';
 
 /**
  * `/v1/projects/:projectId/compare?base=&head=`: two live branches compared before a CR is
@@ -12,11 +10,10 @@ import { crDepsOf } from './change-requests.js';
  */
 export function compareRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const crDeps = crDepsOf(deps);
   r.get('/', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     const q = CompareQuery.parse(req.query);
-    res.json(await crs.compareBranches(crDeps, project, q.head, q.base));
+    res.json(await deps.services.changeRequests.compare(project, q.head, q.base));
   });
   return r;
 }

@@ -4,13 +4,12 @@ import type { Duplex } from 'node:stream';
 import { Router, type Express, type RequestHandler } from 'express';
 import { WebSocket, WebSocketServer } from 'ws';
 import { validationError } from '../../domain/errors.js';
-import type { Db } from '../../infra/db/db.js';
+import type { FeedReads } from '../../services/api-services/server.js';
 import type { Logger } from '../../lib/logger.js';
-import { checkpointOf, type Checkpoint, type StoredEvent } from '../../infra/event-store.js';
+import type { Checkpoint, StoredEvent } from '../../infra/event-store.js';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { principalOf } from '../auth.js';
-import { deadTokens } from '../../services/tokens/service.js';
 import { EventsFeedQuery } from '../../contracts/events.js';
 import { createFeedHub, type FeedHub, type FeedSink } from '../feed-hub.js';
 
@@ -33,7 +32,8 @@ export interface EventsFeed {
 }
 
 export interface EventsFeedOptions {
-  db: Db;
+  /** The event log's reads (services/api-services/server.ts `feedReads`). */
+  reads: FeedReads;
   logger: Logger;
   hub?: FeedHub;
   /** Bytes queued for one client before the feed waits for it to read. */
@@ -66,10 +66,10 @@ export const feedMessage = (e: StoredEvent) =>
     recorded_at: new Date(e.recorded_at).toISOString(),
   });
 
-async function startingPoint(db: Db, after: string | undefined, projectId: string): Promise<Checkpoint> {
+async function startingPoint(reads: FeedReads, after: string | undefined, projectId: string): Promise<Checkpoint> {
   // Only a position of this project's own events: another project's checkpoint is refused
   // like an unknown one (it would tell which positions other tenants hold).
-  const cp = await checkpointOf(db, after === undefined ? 0 : Number(after), projectId);
+  const cp = await reads.checkpointOf(after === undefined ? 0 : Number(after), projectId);
   if (!cp) {
     throw validationError(`No event of this project at global position ${after}; resume from a position the feed delivered.`, [
       { path: 'after', message: 'unknown global position' },
@@ -99,8 +99,8 @@ function rejectRaw(socket: Duplex, status: number, body: { error: string; messag
 }
 
 export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
-  const { db, logger } = opts;
-  const hub = opts.hub ?? createFeedHub({ db, logger });
+  const { reads, logger } = opts;
+  const hub = opts.hub ?? createFeedHub({ reads, logger });
   const highWater = opts.highWaterBytes ?? 1024 * 1024;
   const stallMs = opts.stallMs ?? 30_000;
   const pingMs = opts.pingMs ?? 30_000;
@@ -125,7 +125,7 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
     checking = true;
     try {
       const ids = [...new Set(tokenOf.values())];
-      const dead = await deadTokens(db, ids);
+      const dead = await reads.deadTokens(ids);
       if (dead.size === 0) return;
       for (const [ws, id] of tokenOf) {
         if (!dead.has(id)) continue;
@@ -207,9 +207,9 @@ export function createEventsFeed(opts: EventsFeedOptions): EventsFeed {
     routes(deps) {
       const r = Router({ mergeParams: true });
       r.get('/', async (req, res) => {
-        const project = await resolveProject(deps.db, req);
+        const project = await resolveProject(deps, req);
         const q = EventsFeedQuery.parse(req.query);
-        const from = await startingPoint(deps.db, q.after, project.project_id);
+        const from = await startingPoint(reads, q.after, project.project_id);
         const tokenId = principalOf(req).token_id;
         const up = pending.get(req);
         if (!up) {

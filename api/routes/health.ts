@@ -14,13 +14,13 @@ export function healthRoutes(deps: ApiDeps): Router {
   r.get('/readyz', async (_req, res) => {
     const checks: Record<string, string> = {};
     try {
-      await deps.db.one({ text: 'SELECT 1 AS ok', values: [] });
+      await deps.services.health.databaseReady();
       checks.database = 'ok';
     } catch {
       checks.database = 'unreachable';
     }
     try {
-      await deps.queue.ping();
+      await deps.services.health.queueReady();
       checks.queue = 'ok';
     } catch {
       checks.queue = 'unreachable';
@@ -28,6 +28,6 @@ export function healthRoutes(deps: ApiDeps): Router {
     const ready = Object.values(checks).every((v) => v === 'ok');
     res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not ready', checks });
   });
-  r.get('/metrics', publicMetricsHandler(deps.metrics, deps.config.SVC_METRICS_TOKEN));
+  r.get('/metrics', publicMetricsHandler(deps.metrics, deps.settings.SVC_METRICS_TOKEN));
   return r;
 }

@@ -2,7 +2,7 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { InsightsQuery, type Insights } from '../../contracts/insights.js';
-import { accountInsights, projectInsights, type InsightsReport } from '../../services/insights/service.js';
+import type { InsightsReport } from '../../services/insights/service.js';
 
 /** The wire JSON of an insights report (the one place it is built). */
 export function serializeInsights(r: InsightsReport): Insights {
@@ -23,7 +23,7 @@ export function projectInsightsRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.get('/', async (req, res) => {
     const q = InsightsQuery.parse(req.query);
-    res.json(serializeInsights(await projectInsights(deps.db, principalOf(req), String((req.params as Record<string, string>).projectId ?? ''), q, new Date(), req.loadedProject)));
+    res.json(serializeInsights(await deps.services.insights.project(principalOf(req), String((req.params as Record<string, string>).projectId ?? ''), q, req.loadedProject)));
   });
   return r;
 }
@@ -33,7 +33,7 @@ export function accountInsightsRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.get('/', async (req, res) => {
     const q = InsightsQuery.parse(req.query);
-    res.json(serializeInsights(await accountInsights(deps.db, principalOf(req), String((req.params as Record<string, string>).accountId ?? ''), q, new Date())));
+    res.json(serializeInsights(await deps.services.insights.account(principalOf(req), String((req.params as Record<string, string>).accountId ?? ''), q)));
   });
   return r;
 }

@@ -4,8 +4,7 @@ import type { ApiDeps } from '../deps.js';
 import { openAiError, openAiErrorHandler } from '../errors.js';
 import * as gateway from '../../services/llm/gateway.js';
 import * as ledger from '../../services/llm/ledger.js';
-import { gatewayModels } from '../../services/sessions/model-choice.js';
-import { sandboxProvider } from '../../services/sessions/credentials.js';
+import type { ApiServices } from '../../services/api-services/index.js';
 import { checkGateway } from '../gateway.js';
 
 /**
@@ -23,18 +22,18 @@ export const GATEWAY_BODIES_IN_FLIGHT = 64 * 1024 * 1024;
  */
 export function llmGatewayRoutes(deps: ApiDeps): Router {
   const r = Router();
-  const g: gateway.GatewayDeps = { config: deps.config, db: deps.db, logger: deps.logger.child({ component: 'llm-gateway' }) };
+  const g = deps.services.llm;
 
   // A sandbox's model key only through that sandbox's own gateway socket (api/gateway.ts).
   const authorize = async (req: Request): Promise<gateway.LlmPrincipal> => {
-    const p = await gateway.authorizeCall(g, req.headers.authorization);
-    checkGateway(req, { sandbox_id: p.sandbox_id, provider: await sandboxProvider(deps.db, p.sandbox_id) });
+    const p = await g.authorize(req.headers.authorization);
+    checkGateway(req, { sandbox_id: p.sandbox_id, provider: await deps.services.auth.sandboxProvider(p.sandbox_id) });
     return p;
   };
 
   r.get('/models', async (req, res) => {
     await authorize(req);
-    res.json({ object: 'list', data: gatewayModels(deps.config).map((id) => ({ id, object: 'model', created: 0, owned_by: 'svc' })) });
+    res.json({ object: 'list', data: g.models().map((id) => ({ id, object: 'model', created: 0, owned_by: 'svc' })) });
   });
 
   // The key first, from the header; the body (up to GATEWAY_BODY_LIMIT) only after it.
@@ -52,14 +51,13 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
       res.status(400).json(openAiError(400, 'The body must be a JSON object.', 'invalid_request'));
       return;
     }
-    const model = gateway.assertModelAllowed(deps.config, (body as { model?: unknown }).model);
-    gateway.upstreamUrl(deps.config);
+    const model = g.assertCallable((body as { model?: unknown }).model);
     const abort = new AbortController();
     res.on('close', () => {
       if (!res.writableFinished) abort.abort();
     });
     // Reserved before anything goes upstream, settled however the call ends (services/llm/ledger.ts).
-    const reservation = await ledger.reserve(g, p, body as Record<string, unknown>, { signal: abort.signal }).catch((err: unknown) => {
+    const reservation = await g.reserve(p, body as Record<string, unknown>, { signal: abort.signal }).catch((err: unknown) => {
       if (abort.signal.aborted) return null; // the caller left while waiting: nothing reserved, nobody to answer
       throw err;
     });
@@ -82,7 +80,7 @@ export function llmGatewayRoutes(deps: ApiDeps): Router {
  * ends, so a caller reading its usage next sees this call.
  */
 async function relay(
-  g: gateway.GatewayDeps,
+  g: ApiServices['llm'],
   p: gateway.LlmPrincipal,
   model: string,
   reservation: ledger.Reservation,
@@ -94,7 +92,7 @@ async function relay(
   const call: Call = { end: { kind: 'refused' }, status: 0, finish: () => undefined };
   try {
     const leftBefore = signal.aborted; // then nothing is sent: charged nothing
-    const up = await gateway.callUpstream(g, body, req.headers.accept, signal).catch((err: unknown) => {
+    const up = await g.callUpstream(body, req.headers.accept, signal).catch((err: unknown) => {
       // The caller left with the request upstream: a stream stops with it (the prompt may have
       // been read); a non-streamed answer is generated anyway.
       if (signal.aborted && !leftBefore) call.end = body.stream === true ? { kind: 'unreported', outputChars: 0 } : { kind: 'abandoned' };
@@ -105,9 +103,9 @@ async function relay(
   } catch (err) {
     if (!signal.aborted) throw err;
   } finally {
-    await ledger.settle(g.db, reservation, call.end).catch((err: Error) => g.logger.error({ err: err.message }, 'model call not settled'));
+    await g.settle(reservation, call.end).catch((err: Error) => g.logger.error({ err: err.message }, 'model call not settled'));
     if (call.end.kind !== 'refused') {
-      await gateway.recordUsage(g, p, model, ledger.usageOfCall(reservation, call.end), call.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
+      await g.recordUsage(p, model, ledger.usageOfCall(reservation, call.end), call.status).catch((err: Error) => g.logger.error({ err: err.message }, 'usage not recorded'));
     }
   }
   call.finish();
@@ -120,7 +118,7 @@ interface Call {
   finish: () => void;
 }
 
-async function answer(g: gateway.GatewayDeps, p: gateway.LlmPrincipal, model: string, up: globalThis.Response, res: Response, call: Call): Promise<void> {
+async function answer(g: Pick<ApiServices['llm'], 'logger'>, p: gateway.LlmPrincipal, model: string, up: globalThis.Response, res: Response, call: Call): Promise<void> {
   const type = up.headers.get('content-type') ?? 'application/json';
   if (!up.ok) {
     const text = await up.text().catch(() => '');

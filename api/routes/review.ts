@@ -2,19 +2,12 @@ import { Router, type Request } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import { EmptyBody } from '../../contracts/common.js';
 import { CreateCommentBody, ListCommentsQuery, ResolveCommentBody, type Comment, type ReviewState as ReviewStateJson } from '../../contracts/review.js';
 import { isDomainError } from '../../domain/errors.js';
-import type { ProjectRecord } from '../../domain/project.js';
 import type { CommentRow } from '../../services/review/comments.js';
-import { findCr, getCr } from '../../services/change-requests/service.js';
-import { listComments, postComment, setResolved } from '../../services/review/comments.js';
-import { getReviewState, markReviewed, type ReviewState } from '../../services/review/reviewed.js';
-import { DEFAULT_MAX_AGENT_ROUNDS, sendToAgent, type ReviewDeps } from '../../services/review/send-to-agent.js';
-import { getManifest } from '../../services/manifest/sync.js';
-import { crDepsOf } from './change-requests.js';
-import { manifestDepsOf } from './manifest.js';
-import { checkFeedback } from '../../services/checks/feedback.js';
+import type { ReviewState } from '../../services/review/reviewed.js';
 
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
@@ -40,66 +33,52 @@ export function serializeComment(c: CommentRow): Comment {
 
 export const serializeReview = (r: ReviewState): ReviewStateJson['review'] => ({ ...r });
 
-/** The review service's dependencies, from the API's (also the dashboard's CR page). */
-export function reviewDepsOf(deps: ApiDeps): ReviewDeps {
-  return {
-    ...crDepsOf(deps),
-    sessions: deps.sessions,
-    // Failing checks on the current head go with the comments (services/checks/feedback.ts).
-    feedbackSources: [checkFeedback],
-    async maxAgentRounds(project: ProjectRecord) {
-      const view = await getManifest(manifestDepsOf(deps), project).catch(() => null);
-      const n = (view?.manifest as { review?: { max_agent_rounds?: unknown } } | null | undefined)?.review?.max_agent_rounds;
-      return typeof n === 'number' && Number.isInteger(n) && n >= 0 ? n : DEFAULT_MAX_AGENT_ROUNDS;
-    },
-  };
-}
-
 /** `/v1/projects/:projectId/change-requests/:crId/{comments,review,reviewed,send-to-agent}`. */
 export function reviewRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
-  const rd = reviewDepsOf(deps);
-  const ctx = async (req: Request) => ({ project: await resolveProject(deps.db, req), who: principalOf(req), ref: String(req.params.crId ?? '') });
+  const review = deps.services.review;
+  const crs = deps.services.changeRequests;
+  const ctx = async (req: Request) => ({ project: await resolveProject(deps, req), who: principalOf(req), ref: String(req.params.crId ?? '') });
 
   r.get('/:crId/comments', async (req, res) => {
     const { project, ref } = await ctx(req);
     const q = ListCommentsQuery.parse(req.query);
     const asOf = q.as_of ? new Date(q.as_of) : undefined;
-    const cr = asOf ? await getCr(rd, project, ref, principalOf(req).user_id, { asOf }) : await findCr(deps.db, project.project_id, ref);
-    res.json({ comments: (await listComments(rd, project, cr, asOf ? { asOf } : {})).map(serializeComment) });
+    const cr = asOf ? await crs.get(project, ref, principalOf(req).user_id, { asOf }) : await crs.find(project.project_id, ref);
+    res.json({ comments: (await review.comments(project, cr, asOf ? { asOf } : {})).map(serializeComment) });
   });
 
   r.post('/:crId/comments', async (req, res) => {
     const { project, who, ref } = await ctx(req);
     const body = CreateCommentBody.parse(req.body ?? {});
-    res.status(201).json({ comment: serializeComment(await postComment(rd, project, ref, who, body)) });
+    res.status(201).json({ comment: serializeComment(await review.comment(project, ref, who, body)) });
   });
 
   r.patch('/:crId/comments/:commentId', async (req, res) => {
     const { project, who, ref } = await ctx(req);
     const body = ResolveCommentBody.parse(req.body ?? {});
-    res.json({ comment: serializeComment(await setResolved(rd, project, ref, who, String(req.params.commentId), body.resolved)) });
+    res.json({ comment: serializeComment(await review.resolve(project, ref, who, String(req.params.commentId), body.resolved)) });
   });
 
   r.get('/:crId/review', async (req, res) => {
     const { project, who, ref } = await ctx(req);
-    res.json({ review: serializeReview(await getReviewState(rd, project, ref, who)) });
+    res.json({ review: serializeReview(await review.state(project, ref, who)) });
   });
 
   r.post('/:crId/reviewed', async (req, res) => {
     const { project, who, ref } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
-    res.json({ review: serializeReview(await markReviewed(rd, project, ref, who)) });
+    res.json({ review: serializeReview(await review.markReviewed(project, ref, who)) });
   });
 
   r.post('/:crId/send-to-agent', async (req, res) => {
     const { project, who, ref } = await ctx(req);
     EmptyBody.parse(req.body ?? {});
     try {
-      const { prompt: _p, ...sent } = await sendToAgent(rd, project, ref, who);
+      const { prompt: _p, ...sent } = await review.sendToAgent(project, ref, who);
       res.status(202).json(sent);
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });

@@ -3,21 +3,20 @@ import type { Duplex } from 'node:stream';
 import { Router, type NextFunction, type Request, type Response } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
 import type { ApiDeps } from '../deps.js';
-import { authGuardOf, requireAuth } from '../auth.js';
+import { requireAuth } from '../auth.js';
 import { bodyOf, statusOf } from '../errors.js';
 import { apiOriginResponseHeaders, isSvcHeader, NOT_FORWARDED } from '../proxy-headers.js';
 import { resolveProject } from '../project-access.js';
-import { authenticate, type Principal } from '../../services/tokens/service.js';
-import { liveTarget, touchSession, type LiveTarget } from '../../services/sessions/service.js';
+import type { Principal } from '../../services/tokens/service.js';
+import type { LiveTarget } from '../../services/sessions/service.js';
 import { freshContext } from '../../services/sessions/user-context.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 import { proxiedSocketsOf } from '../proxy-sockets.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
 
 /** Agents do not drive sessions, their own included: the proxy is a person's way in. */
 const PROXY_ACTION = { kind: 'other', what: 'use the session proxy' } as const;
 import { relayUpgrade, sandboxHost, sandboxRequest } from '../../lib/sandbox-dial.js';
-import { credentialSandbox } from '../../services/sessions/credentials.js';
 import { checkGateway } from '../gateway.js';
 
 /**
@@ -64,15 +63,15 @@ export function sessionProxyRoutes(deps: ApiDeps): Router {
     if (req.headers.authorization === undefined && typeof t === 'string') req.headers.authorization = `Bearer ${t}`;
     next();
   });
-  r.use(['/agent', '/preview/:port'], requireAuth(deps.db, authGuardOf(deps.config)));
+  r.use(['/agent', '/preview/:port'], requireAuth(deps.services.auth, deps.guard));
   const handler = (kind: 'agent' | 'preview') => async (req: Request, res: Response, next: NextFunction) => {
     try {
       assertMay(req.principal!, PROXY_ACTION);
       const port = kind === 'preview' ? previewPort(String(req.params.port)) : undefined;
-      const project = await resolveProject(deps.db, req);
-      const s = sessionDepsOf(deps);
-      const target = await liveTarget(s, project.project_id, String(req.params.sessionId ?? ''));
-      void touchSession(s, target.session.session_id);
+      const project = await resolveProject(deps, req);
+      const s = sessionsOf(deps);
+      const target = await s.liveTarget(project.project_id, String(req.params.sessionId ?? ''));
+      void s.touch(target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', req.url);
       const up = proxyHttp(req, res, target, path, freshContext(target.key, req.principal!.user_id, port), kind);
       // A stream (SSE) ends with its token and its session, as a socket does.
@@ -148,16 +147,16 @@ export function sessionUpgradeHandler(deps: ApiDeps, fallback: (req: http.Incomi
       // The query's token only for the agent: the preview proxy takes a header only (see above).
       const header = req.headers.authorization ?? (m[4] === undefined && q.get('access_token') ? `Bearer ${q.get('access_token')}` : undefined);
       const bearer = typeof header === 'string' ? /^Bearer ([^\s]+)$/i.exec(header.trim())?.[1] : undefined;
-      const principal: Principal | null = bearer ? await authGuardOf(deps.config).attempt(req, () => authenticate(deps.db, bearer)) : null;
+      const principal: Principal | null = bearer ? await deps.guard.attempt(req, () => deps.services.auth.authenticate(bearer)) : null;
       if (!principal) return refuse(socket, 401, { error: 'Unauthorized', message: 'A valid token is required.' });
       assertMay(principal, PROXY_ACTION);
-      checkGateway(req, await credentialSandbox(deps.db, principal)); // no sandbox credential on the public listener
+      checkGateway(req, await deps.services.auth.credentialSandbox(principal)); // no sandbox credential on the public listener
       const port = m[4] !== undefined ? previewPort(decodeURIComponent(m[4])) : undefined;
       const fake = { params: { projectId: decodeURIComponent(m[1]!) }, principal } as unknown as Request;
-      const project = await resolveProject(deps.db, fake);
-      const s = sessionDepsOf(deps);
-      const target = await liveTarget(s, project.project_id, decodeURIComponent(m[2]!));
-      void touchSession(s, target.session.session_id);
+      const project = await resolveProject(deps, fake);
+      const s = sessionsOf(deps);
+      const target = await s.liveTarget(project.project_id, decodeURIComponent(m[2]!));
+      void s.touch(target.session.session_id);
       const path = upstreamPath(port !== undefined ? `/proxy/${port}` : '', `${m[5] ?? '/'}${m[6] ?? ''}`);
       const headers = forwardHeaders(req.headers, target.url, freshContext(target.key, principal.user_id, port));
       const up = relayUpgrade(target.url, req, path, headers, socket, head);

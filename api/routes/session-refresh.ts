@@ -2,8 +2,7 @@ import { Router } from 'express';
 import type { ApiDeps } from '../deps.js';
 import { resolveProject } from '../project-access.js';
 import { EmptyBody } from '../../contracts/common.js';
-import { refreshSession } from '../../services/sessions/refresh.js';
-import { sessionDepsOf } from './sessions.js';
+import { sessionsOf } from './sessions.js';
 
 /**
  * `POST /v1/projects/:projectId/sessions/:sessionId/refresh`: the daemon's `/svc/refresh`
@@ -12,9 +11,9 @@ import { sessionDepsOf } from './sessions.js';
 export function sessionRefreshRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.post('/', async (req, res) => {
-    const project = await resolveProject(deps.db, req);
+    const project = await resolveProject(deps, req);
     EmptyBody.parse(req.body ?? {});
-    const session = await refreshSession(sessionDepsOf(deps), project.project_id, String((req.params as Record<string, string>).sessionId ?? ''));
+    const session = await sessionsOf(deps).refresh(project.project_id, String((req.params as Record<string, string>).sessionId ?? ''));
     res.status(202).json({ session });
   });
   return r;

@@ -1,42 +1,42 @@
 import { Router, type Request } from 'express';
 import { DomainError, isDomainError } from '../../domain/errors.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import type { ApiDeps } from '../deps.js';
 import { principalOf } from '../auth.js';
 import { resolveProject } from '../project-access.js';
 import { AbortSessionBody, CreateSessionBody, RestartSessionBody, ListSessionsQuery, PromptSessionBody } from '../../contracts/sessions.js';
-import * as sessions from '../../services/sessions/service.js';
-import type { SessionDeps } from '../../services/sessions/deps.js';
-import { assertPromptable } from '../../services/sessions/prompt-guard.js';
+import type { SessionServices } from '../../services/api-services/sessions.js';
 
 export const sessionsUnavailable = () =>
   new DomainError('unavailable', 'Sessions unavailable', 'This server runs no session service.');
 
-export function sessionDepsOf(deps: ApiDeps): SessionDeps {
-  if (!deps.sessions) throw sessionsUnavailable();
-  return deps.sessions;
+/** The session service, as the wiring built it once (absent: 503). */
+export function sessionsOf(deps: Pick<ApiDeps, 'services'>): SessionServices {
+  if (!deps.services.sessions) throw sessionsUnavailable();
+  return deps.services.sessions;
 }
 
 /** `/v1/projects/:projectId/sessions` (contracts.md "Sessions"): write access to the project. */
 export function sessionRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   const ctx = async (req: Request) => ({
-    project: await resolveProject(deps.db, req),
+    project: await resolveProject(deps, req),
     actor: principalOf(req).user_id,
-    s: sessionDepsOf(deps),
+    s: sessionsOf(deps),
     id: String(req.params.sessionId ?? ''),
   });
 
   r.get('/', async (req, res) => {
     const { project, s } = await ctx(req);
     const q = ListSessionsQuery.parse(req.query);
-    res.json({ sessions: await sessions.listSessions(s, project.project_id, q.status === 'all' ? null : q.status) });
+    res.json({ sessions: await s.list(project.project_id, q.status === 'all' ? null : q.status) });
   });
 
   r.post('/', async (req, res) => {
     const { project, actor, s } = await ctx(req);
     const body = CreateSessionBody.parse(req.body ?? {});
     try {
-      const session = await sessions.createSession(s, {
+      const session = await s.create({
         project,
         userId: actor,
         agent: body.agent,
@@ -47,59 +47,59 @@ export function sessionRoutes(deps: ApiDeps): Router {
       });
       res.status(201).json({ session });
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });
 
   r.get('/:sessionId', async (req, res) => {
     const { project, s, id } = await ctx(req);
-    res.json({ session: await sessions.sessionDetail(s, project.project_id, id) });
+    res.json({ session: await s.detail(project.project_id, id) });
   });
 
   r.get('/:sessionId/events', async (req, res) => {
     const { project, s, id } = await ctx(req);
-    res.json({ events: await sessions.sessionHistory(s, project.project_id, id) });
+    res.json({ events: await s.history(project.project_id, id) });
   });
 
   r.post('/:sessionId/stop', async (req, res) => {
     const { project, actor, s, id } = await ctx(req);
     AbortSessionBody.parse(req.body ?? {});
-    const found = await sessions.findSession(s, project.project_id, id);
-    res.json({ session: await sessions.stopSession(s, project.project_id, found.session_id, actor) });
+    const found = await s.find(project.project_id, id);
+    res.json({ session: await s.stop(project.project_id, found.session_id, actor) });
   });
 
   r.post('/:sessionId/restart', async (req, res) => {
     const { project, actor, s, id } = await ctx(req);
     const body = RestartSessionBody.parse(req.body ?? {});
-    const found = await sessions.findSession(s, project.project_id, id);
+    const found = await s.find(project.project_id, id);
     try {
-      res.json({ session: await sessions.restartSession(s, project.project_id, found.session_id, actor, { fresh: body.fresh === true }) });
+      res.json({ session: await s.restart(project.project_id, found.session_id, actor, { fresh: body.fresh === true }) });
     } catch (err) {
-      if (isDomainError(err) && err.code === 'rate_limited') res.set('Retry-After', '30');
+      if (isDomainError(err) && err.code === 'rate_limited' && !isBudgetRefusal(err)) res.set('Retry-After', '30'); // a spent budget waits for a person, not for time
       throw err;
     }
   });
 
   r.delete('/:sessionId', async (req, res) => {
     const { project, actor, s, id } = await ctx(req);
-    const found = await sessions.findSession(s, project.project_id, id);
-    await sessions.removeSession(s, project.project_id, found.session_id, actor);
+    const found = await s.find(project.project_id, id);
+    await s.remove(project.project_id, found.session_id, actor);
     res.status(204).end();
   });
 
   r.post('/:sessionId/prompt', async (req, res) => {
     const { project, s, id } = await ctx(req);
     const body = PromptSessionBody.parse(req.body ?? {});
-    await assertPromptable(s, project, id);
-    const out = await sessions.controlCall(s, project.project_id, id, '/svc/prompt', { text: body.text, ...(body.session_id ? { session_id: body.session_id } : {}) });
+    await s.assertPromptable(project, id);
+    const out = await s.control(project.project_id, id, '/svc/prompt', { text: body.text, ...(body.session_id ? { session_id: body.session_id } : {}) });
     res.status(202).json(out ?? {});
   });
 
   r.post('/:sessionId/abort', async (req, res) => {
     const { project, s, id } = await ctx(req);
     AbortSessionBody.parse(req.body ?? {});
-    const out = await sessions.controlCall(s, project.project_id, id, '/svc/abort', {});
+    const out = await s.control(project.project_id, id, '/svc/abort', {});
     res.json(out ?? {});
   });
 

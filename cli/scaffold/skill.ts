@@ -35,6 +35,31 @@ changes.
 \`svc cr merge <n>\`. Do not run \`svc cr merge\`, do not push to the default branch, do not
 ask for the rules to be bent.
 
+## Stacking: big work as a chain of reviewable CRs
+
+When a change is too big to review in one piece (a refactor, then the feature on it, then
+its docs), split it into a **stack**: each CR based on the one before it, each small
+enough to read on its own.
+
+1. The first step is your session branch, as always: commit, \`git push origin HEAD\`,
+   \`svc cr open --title "<step 1>"\` (based on the default branch).
+2. Each next step gets a **stack branch** named \`$SVC_BRANCH_NAME-<n>\` (n from 1 to 20,
+   a dash, not a slash): \`git checkout -b "$SVC_BRANCH_NAME-1"\`, commit, then
+   \`git push origin HEAD\` and open its CR **with \`--base\`** set to the branch below it:
+   \`svc cr open --head "$SVC_BRANCH_NAME-1" --base "$SVC_BRANCH_NAME" --title "<step 2>"\`,
+   then \`--head "$SVC_BRANCH_NAME-2" --base "$SVC_BRANCH_NAME-1"\`, and so on. Without
+   \`--base\` a CR is based on the default branch and its diff would repeat the steps
+   below it.
+3. Only your own branches: the server refuses any other stack branch name, and a CR
+   from a stack branch must be based on your session branch or another of your stack
+   branches. Stack branches, like your session branch, are never rewritten: new commits
+   on top only.
+4. \`svc cr stack <n>\` shows the chain. The person merges the stack (bottom-up) or one CR
+   at a time; when a CR below merges, the server moves the next one onto the default
+   branch by itself. You never change a CR's base: a person does.
+
+Stack only when the steps make sense on their own; one coherent change is one CR.
+
 ## What the rule covers
 
 Every committed file goes through a CR: code, tests, docs, **new skills, agents,
@@ -74,8 +99,8 @@ When \`svc cr show <n>\` reports conflicts (or a merge fails with "Merge failed"
 
 ## Tools
 
-- \`svc cr open --title ...\` opens a CR; \`svc cr ls\`, \`svc cr show <n>\`, \`svc cr diff <n>\`
-  inspect them.
+- \`svc cr open --title ...\` opens a CR (\`--head\`/\`--base\` for a stacked one); \`svc cr ls\`,
+  \`svc cr show <n>\`, \`svc cr diff <n>\`, \`svc cr stack <n>\` inspect them.
 - \`scripts/open-cr.sh "<title>" ["<description>"]\` (next to this file) pushes the current
   branch and opens its CR in one step.
 - If \`git push\` prints \`the default branch moves only through change requests\`, you

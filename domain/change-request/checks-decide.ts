@@ -99,11 +99,15 @@ export interface MergeResult {
 /** Past its timeout and this grace, a running run whose worker died errors. */
 const LOST_GRACE_MS = 300_000;
 
-/** Checks in force with no run on the CR's recorded pair (none unless it is open and has both SHAs). */
+/**
+ * Checks in force with no live or finished run on the CR's recorded pair (none unless it
+ * is open and has both SHAs). A run cancelled on this pair does not count: the pair moved
+ * away and came back (a base retargeted and retargeted back), and its checks run again.
+ */
 export function missingChecks<T extends CheckInForce>(s: NonNullable<CrChecks>, checks: T[], pair: { base: string | null; head: string | null }): T[] {
   const { base, head } = pair;
   return s.cr.status === 'open' && base && head && s.cr.base_commit_sha === base && s.cr.head_commit_sha === head
-    ? checks.filter((c) => !runsOfPair(s.checks, base, head).some((r) => r.name === c.name))
+    ? checks.filter((c) => !runsOfPair(s.checks, base, head).some((r) => r.name === c.name && r.status !== 'cancelled'))
     : [];
 }
 

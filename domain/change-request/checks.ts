@@ -82,6 +82,13 @@ export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { r
       case 'ChangeRequestClosed':
         if (auto?.status === 'pending') auto = { ...auto, status: 'cancelled', finished_at: e.data.closed_at, reason: 'closed' };
         break;
+      case 'ChangeRequestRetargeted':
+        // A person's new base is not what merge-when-green was asked for: it ends with the
+        // retarget (one event, so no pending merge is ever redirected). The server's
+        // retarget of a merged parent's children keeps it: the stack lands where it was
+        // going, once the checks pass on the new pair.
+        if (auto?.status === 'pending' && e.data.by !== 'system') auto = { ...auto, status: 'cancelled', finished_at: e.data.retargeted_at, reason: 'base_changed' };
+        break;
       default:
         break;
     }

@@ -1,5 +1,6 @@
 import type { ReviewCommand } from './review.js';
 import type { ChangeRequest } from './state.js';
+import type { StackNode } from './stack.js';
 
 /**
  * Commands carry everything `decide` needs, so it stays pure: the clock (`now`), the
@@ -21,6 +22,19 @@ export interface OpenChangeRequest {
     | 'cr_id' | 'account_id' | 'project_id' | 'number' | 'title' | 'description' | 'base_ref' | 'head_ref'
     | 'head_commit_sha' | 'base_commit_sha' | 'origin_session_id' | 'metadata'
   >;
+  /** The project's open CRs, read in the open's transaction: the stack parent is decided on them. */
+  stack?: StackNode[];
+  meta: CommandMeta;
+}
+
+/**
+ * A new base for an open CR: a person's (`by` their id; ambiguity or a cycle is a 400) or
+ * the server's after the parent merged (`by: 'system'`: a parent that cannot be told is
+ * none). `base_commit_sha`: the new base's tip, read by the caller.
+ */
+export interface RetargetChangeRequest {
+  type: 'RetargetChangeRequest';
+  data: { base_ref: string; base_commit_sha: string | null; by: 'system' | string; stack: StackNode[] };
   meta: CommandMeta;
 }
 
@@ -64,6 +78,7 @@ export type ChangeRequestCommand =
   | MergeChangeRequest
   | CloseChangeRequest
   | ReopenChangeRequest
+  | RetargetChangeRequest
   | ReviewCommand;
 
 /** An event's metadata from its command's: who, and the agent session they acted through. */

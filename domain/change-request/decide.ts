@@ -3,6 +3,7 @@ import type { ChangeRequestCommand } from './commands.js';
 import type { ChangeRequestEvent } from './events.js';
 import type { ChangeRequest, CrState } from './state.js';
 import { decideReview, isReviewCommand } from './review.js';
+import { assertParentOf, parentOf } from './stack.js';
 
 /**
  * The spec's CR state table as a function: given the current state and a command, the
@@ -17,11 +18,13 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
       if (state !== null) throw new DomainError('conflict', 'Conflict', 'This change request already exists.');
       const d = command.data;
       assertCanOpen(d);
+      const parent = command.stack ? assertParentOf(d, command.stack) : null;
       return [
         {
           type: 'ChangeRequestOpened',
           data: { ...d, title: d.title.trim(), created_by: actor, created_at: at },
         },
+        ...(parent ? [{ type: 'ChangeRequestStacked' as const, data: { parent_cr_id: parent, stacked_at: at } }] : []),
       ];
     }
     case 'RefreshChangeRequest': {
@@ -68,6 +71,24 @@ export function decide(command: ChangeRequestCommand, state: CrState): ChangeReq
         );
       }
       return [{ type: 'ChangeRequestReopened', data: { reopened_by: actor, reopened_at: at } }];
+    }
+    case 'RetargetChangeRequest': {
+      const cr = existing(state);
+      if (cr.status !== 'open') {
+        throw new DomainError('conflict', 'Conflict', `Cannot retarget change request #${cr.number}: it is ${cr.status}; only an open change request changes its base.`, { status: cr.status });
+      }
+      const { base_ref, base_commit_sha, by, stack } = command.data;
+      assertCanOpen({ title: cr.title, head_ref: cr.head_ref, base_ref });
+      const target = { cr_id: cr.cr_id, head_ref: cr.head_ref, base_ref };
+      let parent: string | null;
+      if (by === 'system') {
+        const out = parentOf(target, stack);
+        parent = 'parent' in out ? out.parent : null;
+      } else {
+        parent = assertParentOf(target, stack);
+      }
+      if (base_ref === cr.base_ref && parent === cr.parent_cr_id) return [];
+      return [{ type: 'ChangeRequestRetargeted', data: { from: cr.base_ref, to: base_ref, by, parent_cr_id: parent, base_commit_sha, retargeted_at: at } }];
     }
     default: {
       const unhandled: never = command;

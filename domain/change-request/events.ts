@@ -52,6 +52,23 @@ export const ChangeRequestMerged = z.object({
 });
 
 export const ChangeRequestClosed = z.object({ closed_by: uuid, closed_at: time });
+
+/** Opened on the head branch of exactly one other open CR: that CR is its parent (domain/change-request/stack.ts). */
+export const ChangeRequestStacked = z.object({ parent_cr_id: uuid, stacked_at: time });
+
+/**
+ * The CR's base changed: by a person (`PATCH base_ref`, their id), or by the server
+ * (`"system"`) when its parent merged and it moved onto the parent's base. It carries the
+ * new base's tip (the pair the checks then run on) and the parent the new base gives.
+ */
+export const ChangeRequestRetargeted = z.object({
+  from: z.string().min(1),
+  to: z.string().min(1),
+  by: z.union([z.literal('system'), uuid]),
+  parent_cr_id: uuid.nullable(),
+  base_commit_sha: sha.nullable(),
+  retargeted_at: time,
+});
 export const ChangeRequestReopened = z.object({ reopened_by: uuid, reopened_at: time });
 
 export const changeRequestEventSchemas = {
@@ -61,6 +78,8 @@ export const changeRequestEventSchemas = {
   ChangeRequestMerged,
   ChangeRequestClosed,
   ChangeRequestReopened,
+  ChangeRequestStacked,
+  ChangeRequestRetargeted,
   // Review comments, marks and rounds sent to the agent (review.ts): they leave the CR row as it is.
   ...reviewEventSchemas,
   ...checkEventSchemas,

@@ -15,6 +15,7 @@ export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
       closed_at: null,
       closed_by: null,
       updated_at: d.created_at,
+      parent_cr_id: null,
     };
   }
   if (state === null) return null; // events before Opened cannot exist; ignore defensively
@@ -49,6 +50,16 @@ export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
       return { ...state, status: 'closed', closed_at: event.data.closed_at, closed_by: event.data.closed_by, updated_at: event.data.closed_at };
     case 'ChangeRequestReopened':
       return { ...state, status: 'open', closed_at: null, closed_by: null, updated_at: event.data.reopened_at };
+    case 'ChangeRequestStacked':
+      return { ...state, parent_cr_id: event.data.parent_cr_id };
+    case 'ChangeRequestRetargeted':
+      return {
+        ...state,
+        base_ref: event.data.to,
+        base_commit_sha: event.data.base_commit_sha,
+        parent_cr_id: event.data.parent_cr_id,
+        updated_at: event.data.retargeted_at,
+      };
     case 'CheckQueued':
     case 'CheckStarted':
     case 'CheckPassed':

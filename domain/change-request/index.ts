@@ -11,3 +11,4 @@ export * from './checks.js';
 export * from './reference.js';
 export * from './decider.js';
 export * from './checks-decide.js';
+export * from './stack.js';

@@ -23,6 +23,12 @@ export interface ChangeRequest {
   metadata: Record<string, unknown>;
   created_at: string;
   updated_at: string;
+  /**
+   * The open CR it was stacked on (its base is that CR's head), recorded at open or when
+   * a person retargets it; not one of the spec's fields, so never in the CR's own JSON
+   * (the stack has its own route).
+   */
+  parent_cr_id: string | null;
 }
 
 /** Before the Opened event the stream has no state. */

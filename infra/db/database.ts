@@ -65,10 +65,10 @@ async function connectionsClosed(url: string, logger: Logger, timeoutMs = 3_000)
   try {
     await admin.connect();
     const q = clusterQueries.otherClientBackends();
-    for (const deadline = Date.now() + timeoutMs; ; ) {
+    for (const deadline = performance.now() + timeoutMs; ; ) {
       const { n } = (await admin.query<{ n: number }>(q.text, q.values)).rows[0]!;
       if (n === 0) return;
-      if (Date.now() > deadline) return logger.warn({ connections: n }, 'stopping the embedded database with clients still connected');
+      if (performance.now() > deadline) return logger.warn({ connections: n }, 'stopping the embedded database with clients still connected');
       await new Promise((r) => setTimeout(r, 10));
     }
   } catch (err) {

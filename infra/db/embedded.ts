@@ -71,9 +71,9 @@ function postgresUserIds(): { uid: number; gid: number } | null {
 }
 
 async function waitReady(url: string, child: ChildProcess | null, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let lastErr: unknown;
-  while (Date.now() < deadline) {
+  while (performance.now() < deadline) {
     if (child && child.exitCode !== null) throw new Error(`postgres exited with code ${child.exitCode} during start-up`);
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
     client.on('error', () => {}); // a connection lost here is retried, never a process error

@@ -2,6 +2,7 @@ import pg from 'pg';
 import type { Logger } from '../../lib/logger.js';
 import { advisoryLockQueries as q } from '../../sql/queries/advisory-locks.js';
 import type { Db } from './db.js';
+import { withAdvisoryLock } from './advisory-lock.js';
 
 /**
  * Leader election for periodic jobs, on a Postgres advisory lock named `key`; two ways:
@@ -23,19 +24,7 @@ export function perPassLock(db: Db, key: string): LeaderLock {
   return {
     leading: false,
     async run(fn) {
-      const client = await db.connect();
-      try {
-        const got = await client.query<{ ok: boolean }>(q.tryLock(key).text, q.tryLock(key).values);
-        if (got.rows[0]?.ok !== true) return false;
-        try {
-          await fn();
-        } finally {
-          await client.query(q.unlock(key).text, q.unlock(key).values).catch(() => undefined);
-        }
-        return true;
-      } finally {
-        client.release();
-      }
+      return (await withAdvisoryLock(db, key, fn)).locked;
     },
     async release() {},
   };

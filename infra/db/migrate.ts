@@ -1,8 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { inTransaction, type Db } from './db.js';
+import type { Db } from './db.js';
+import { withAdvisoryLock } from './advisory-lock.js';
 import { migrationsDir } from '../../lib/paths.js';
-import { migrationQueries as q } from '../../sql/queries/migrations.js';
+import { MIGRATION_LOCK, migrationQueries as q } from '../../sql/queries/migrations.js';
 import type { Logger } from '../../lib/logger.js';
 
 export interface Migration {
@@ -37,21 +38,17 @@ export async function loadMigrations(dir = migrationsDir): Promise<Migration[]> 
  */
 export async function migrate(db: Db, opts: { logger?: Logger; dir?: string } = {}): Promise<number[]> {
   const migrations = await loadMigrations(opts.dir);
-  const client = await db.connect();
   const applied: number[] = [];
-  let failure: unknown;
-  let broken = false;
-  try {
-    await client.query(q.lock().text, q.lock().values);
-    try {
-      await client.query(q.createTable().text);
-      const done = new Set(
-        (await client.query<{ version: number }>(q.applied().text)).rows.map((r) => Number(r.version)),
-      );
+  await withAdvisoryLock(
+    db,
+    MIGRATION_LOCK,
+    async (one) => {
+      await one.run(q.createTable());
+      const done = new Set((await one.rows<{ version: number }>(q.applied())).map((r) => Number(r.version)));
       for (const m of migrations) {
         if (done.has(m.version)) continue;
         try {
-          await inTransaction(client, async (tx) => {
+          await one.transaction(async (tx) => {
             await tx.run({ text: m.sql, values: [] });
             await tx.run(q.record(m.version, m.name));
           });
@@ -61,20 +58,8 @@ export async function migrate(db: Db, opts: { logger?: Logger; dir?: string } = 
         applied.push(m.version);
         opts.logger?.info({ version: m.version, name: m.name }, 'applied migration');
       }
-    } catch (err) {
-      failure = err;
-      throw err;
-    } finally {
-      // The unlock must not hide the real error: if the migration failed, report that one
-      // (the connection is dropped below, which releases the lock anyway).
-      await client.query(q.unlock().text, q.unlock().values).catch((unlockErr: unknown) => {
-        broken = true;
-        if (failure === undefined) throw unlockErr;
-        opts.logger?.warn({ err: (unlockErr as Error).message }, 'could not release the migration lock after a failure');
-      });
-    }
-  } finally {
-    client.release(broken);
-  }
+    },
+    { wait: true },
+  );
   return applied;
 }

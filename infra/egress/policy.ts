@@ -55,12 +55,12 @@ function dnsResolve(timeoutMs: number): (host: string) => Promise<string[]> {
 const canonical = (ip: string) => (net.isIPv6(ip) ? ip.toLowerCase().split('%')[0]!.replace(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/, '$1') : ip);
 
 function interfaceAddresses(): () => ReadonlySet<string> {
-  let at = 0;
+  let at = -Infinity;
   let cached: ReadonlySet<string> = new Set();
   return () => {
-    if (Date.now() - at > 30_000) {
+    if (performance.now() - at > 30_000) {
       cached = new Set(Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => canonical(i.address))));
-      at = Date.now();
+      at = performance.now();
     }
     return cached;
   };

@@ -2,6 +2,7 @@ import type { Executor } from '../db/db.js';
 import { append, ConcurrencyError, streamVersion, type StoredEvent } from '../event-store.js';
 import { eventQueries } from '../../sql/queries/events.js';
 import type { Decided, Decider, EventStore, Projection, RowSource, StreamRef, Write } from './port.js';
+import { exponential, jittered } from '../../lib/backoff.js';
 
 /**
  * The one write path: load, decide, append at the version decided on, project in the same
@@ -193,7 +194,7 @@ async function retried<T>(attempts: number, fn: () => Promise<T>): Promise<T> {
 }
 
 /** Full jitter: a random wait up to min(50 ms, 1 ms * 2^attempt). */
-const backoff = (attempt: number) => new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 2 ** attempt)));
+const backoff = (attempt: number) => new Promise((r) => setTimeout(r, jittered(exponential(1, attempt, 50) / 2, 1)));
 
 /**
  * Many streams at once on rows the caller already read (a list page's refreshes): each

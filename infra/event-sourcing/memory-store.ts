@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor } from '../db/db.js';
 import type { StoredEvent } from '../event-store.js';
 import { streamKey, type EventStore, type RowSource, type StreamRef, type Write } from './port.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * The event store in memory, behind the same port as PostgreSQL's: for unit tests of
@@ -19,7 +20,7 @@ export class MemoryEventStore implements EventStore {
   /** Appends made (tests count them). */
   appends = 0;
 
-  constructor(private readonly now: () => Date = () => new Date()) {}
+  constructor(private readonly now: () => Date = systemClock.now) {}
 
   async read(stream: StreamRef): Promise<StoredEvent[]> {
     return [...(this.streams.get(stream.id) ?? [])];

@@ -13,8 +13,9 @@ import type { Identity } from './port.js';
  *
  * It answers only where it is certain to agree with git, and returns null everywhere else
  * (the caller runs commit-tree): SHA-1 object ids, a repository whose config sets no
- * object format, shared permissions or include, and an identity git would store as given
- * (no characters it trims or refuses).
+ * object format, shared permissions, include or fsync, and an identity git would store as
+ * given (no characters it trims or refuses). test/git/git-equivalence.int.spec.ts holds it
+ * to git's own bytes and to git's own flushes (fsync), traced.
  */
 /** git's identity line (`Name <email> <epoch> +0000`), as commit objects and reflogs carry it. */
 export const identLine = (who: Identity, epochSeconds: number): string => `${who.name} <${who.email}> ${epochSeconds} +0000`;
@@ -38,10 +39,15 @@ const SHA1 = /^[0-9a-f]{40}$/;
 const SAFE_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9 ._-]{0,98}[A-Za-z0-9])?$/;
 const SAFE_EMAIL = /^[A-Za-z0-9][A-Za-z0-9._+-]{0,100}@[A-Za-z0-9.-]{1,100}$/;
 
-/** No setting that changes how git would write the object: objectformat / sharedrepository / include. */
+/**
+ * No setting that changes how git would write the object: objectformat / sharedrepository
+ * / include, nor any fsync setting (core.fsync, core.fsyncMethod, core.fsyncObjectFiles:
+ * where git would flush the object to disk, git writes it; by default git 2.36+ does not
+ * flush loose objects, and neither does this).
+ */
 function plainConfig(repoDir: string): boolean {
   const text = repoConfigText(repoDir);
-  return text !== null && !/objectformat|sharedrepository|include|compatobjectformat/.test(text);
+  return text !== null && !/objectformat|sharedrepository|include|compatobjectformat|fsync/.test(text);
 }
 
 /** git's loose object: zlib of `<type> <size>\0<body>`, named by the SHA-1 of that; read-only. */

@@ -4,6 +4,7 @@ import { mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { classify, previewFor } from './engine-ort.js';
 import { ngErrno, type NgRepository, type NodeGit } from './nodegit-types.js';
 import { diffResult } from './diff-result.js';
+import { systemClock } from '../../lib/clock.js';
 
 /** nodegit, or why it could not be loaded (not installed, failed to build, ABI mismatch...). */
 export async function tryLoadNodeGit(): Promise<{ nodegit: NodeGit; reason?: undefined } | { nodegit: null; reason: string }> {
@@ -154,7 +155,7 @@ export class Libgit2Engine implements GitEngine {
     if (m.conflicts.length) throw mergeFailed(m.conflicts);
     const repo = await this.repo(repoPath);
     const tree = await m.index.writeTreeTo(repo);
-    const when = Math.floor((req.date ?? new Date()).getTime() / 1000);
+    const when = Math.floor((req.date ?? systemClock.now()).getTime() / 1000);
     const sig = this.g.Signature.create(req.author.name, req.author.email, when, 0);
     const message = req.message.endsWith('\n') ? req.message : `${req.message}\n`;
     const parents = [await repo.getCommit(base), await repo.getCommit(head)];

@@ -6,6 +6,7 @@ import { mergeFailed, refMoved, unrelatedHistories } from './errors.js';
 import { diffResult } from './diff-result.js';
 import { writeMergeCommit } from './commit-object.js';
 import { step } from '../../lib/step-trace.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * The default engine: git's own merge-ort through plumbing (merge-tree --write-tree,
@@ -126,7 +127,7 @@ export class OrtEngine implements GitEngine {
         step('git: merge-tree');
         if (!t.clean) throw mergeFailed(t.conflicts);
         const message = req.message.endsWith('\n') ? req.message : `${req.message}\n`;
-        const epochSeconds = Math.floor((req.date ?? new Date()).getTime() / 1000);
+        const epochSeconds = Math.floor((req.date ?? systemClock.now()).getTime() / 1000);
         // The commit-tree object, written here when that is certain to be the same bytes.
         const written = writeMergeCommit(repoPath, { tree: t.tree, parents: [base, head], author: req.author, epochSeconds, message });
         const sha =
@@ -318,7 +319,7 @@ export function parseCombinedDiff(baseSha: string, headSha: string, mb: string |
 }
 
 export function identityEnv(req: MergeCommitRequest): Record<string, string> {
-  const when = `@${Math.floor((req.date ?? new Date()).getTime() / 1000)} +0000`;
+  const when = `@${Math.floor((req.date ?? systemClock.now()).getTime() / 1000)} +0000`;
   return {
     GIT_AUTHOR_NAME: req.author.name,
     GIT_AUTHOR_EMAIL: req.author.email,

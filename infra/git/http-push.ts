@@ -156,7 +156,7 @@ class Client {
   ) {
     const tls = base.protocol === 'https:';
     this.agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 1 }) : new http.Agent({ keepAlive: true, maxSockets: 1 });
-    this.deadline = Date.now() + req.timeoutMs;
+    this.deadline = performance.now() + req.timeoutMs;
     const addrs = req.addresses;
     this.lookup =
       addrs.length === 0
@@ -202,7 +202,7 @@ class Client {
         res.on('aborted', () => reject(new Error('answer cut off')));
         res.on('error', reject);
       });
-      const left = this.deadline - Date.now();
+      const left = this.deadline - performance.now();
       const timer = setTimeout(() => r.destroy(new Error('timed out')), Math.max(left, 0));
       r.on('close', () => clearTimeout(timer));
       r.on('error', reject);

@@ -29,7 +29,7 @@ export interface MaintenanceResult {
 }
 
 export async function maintainRepository(gitDir: string, kind: MaintenanceKind, opts: { graceDays?: number; timeoutMs?: number } = {}): Promise<MaintenanceResult> {
-  const started = Date.now();
+  const started = performance.now();
   const run = (args: string[]) => runGit(args, { cwd: gitDir, timeoutMs: opts.timeoutMs ?? 30 * 60_000 });
   await run(['pack-refs', '--all', '--prune']);
   if (kind === 'light') {
@@ -38,7 +38,7 @@ export async function maintainRepository(gitDir: string, kind: MaintenanceKind, 
     const grace = `${Math.max(0, Math.floor(opts.graceDays ?? 14))}.days.ago`;
     await run(['repack', '-d', '-q', '--cruft', `--cruft-expiration=${grace}`, '--no-write-bitmap-index']);
   }
-  return { kind, ms: Date.now() - started };
+  return { kind, ms: performance.now() - started };
 }
 
 /**
@@ -93,7 +93,7 @@ export class RepoMaintainer {
   private readonly running = new Map<string, Promise<MaintenanceResult | null>>();
   private readonly last = new Map<string, { light: number; full: number }>();
   private ticking: Promise<void> | null = null;
-  private readonly started = Date.now();
+  private readonly started = performance.now();
 
   constructor(private readonly o: RepoMaintainerOptions) {}
 
@@ -103,7 +103,7 @@ export class RepoMaintainer {
     if (inflight) return inflight;
     const p = maintainRepository(gitDir, kind, this.o.graceDays !== undefined ? { graceDays: this.o.graceDays } : {})
       .then((r) => {
-        const now = Date.now();
+        const now = performance.now();
         const seen = this.last.get(gitDir) ?? { light: this.started, full: this.started };
         this.last.set(gitDir, { light: now, full: kind === 'full' ? now : seen.full });
         this.o.logger?.info({ repo: path.basename(gitDir), kind, ms: r.ms }, 'repository maintained');
@@ -123,7 +123,7 @@ export class RepoMaintainer {
     this.ticking ??= (async () => {
       for (const dir of await this.o.repositories()) {
         const seen = this.last.get(dir) ?? { light: this.started, full: this.started };
-        const now = Date.now();
+        const now = performance.now();
         if (now - seen.full >= (this.o.fullEveryMs ?? 24 * 3_600_000)) await this.maintain(dir, 'full');
         else if (now - seen.light >= (this.o.lightEveryMs ?? 6 * 3_600_000) || (await needsMaintenance(dir, this.o.limits))) await this.maintain(dir, 'light');
       }

@@ -2,6 +2,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import { assertSha } from '../../domain/refs.js';
 import { runGit } from '../../lib/git-run.js';
 import type { MirrorState } from './mirror.js';
+import { jittered } from '../../lib/backoff.js';
 
 /**
  * Which commits a remote's mirror holds, and getting the ones it lacks. Commits are
@@ -52,7 +53,7 @@ export class MirrorCommits {
         // Another process (a second worker, the API) may be fetching into the same mirror
         // and holding its ref locks: look again after a moment, then fetch once more.
         if (round === 1 || !isDomainError(err) || err.code !== 'unavailable') throw err;
-        await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
+        await new Promise((r) => setTimeout(r, jittered(125, 0.6)));
       }
     }
     if (!(await this.present(shas))) throw missing();

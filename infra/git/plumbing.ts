@@ -7,6 +7,7 @@ import { isRepoPath } from '../../domain/repo-path.js';
 import type { CommitFileRequest } from './port.js';
 import { assertBranchName, assertSha } from '../../domain/refs.js';
 import { runGit } from '../../lib/git-run.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * Reading a file at a commit, writing a one-file commit and exporting a tree, on a bare
@@ -33,7 +34,7 @@ export async function readFileAt(repoPath: string, sha: string, file: string): P
   return out.subarray(nl + 1, nl + 1 + size);
 }
 
-export async function writeFileCommit(repoPath: string, req: CommitFileRequest, date = new Date()): Promise<string> {
+export async function writeFileCommit(repoPath: string, req: CommitFileRequest, date = systemClock.now()): Promise<string> {
   const from = assertSha(req.fromSha, 'fromSha');
   const file = assertRepoPath(req.path);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'svc-index-'));

@@ -11,10 +11,13 @@
  *  - `refs/svc/*` is the server's own namespace: nobody pushes there;
  *  - the default branch is never created, updated or deleted by a push, except by the
  *    very first push into an empty repository (by a person);
- *  - a session branch (a uuid name) is never deleted or moved to a commit that does not
- *    contain its current tip: no rewriting history;
+ *  - a session branch (a uuid name) and a stack branch (`<uuid>-<n>`, 1..20,
+ *    domain/stack-branches.ts) are never deleted or moved to a commit that does not
+ *    contain their current tip: no rewriting history;
  *  - an agent (SVC_PUSHER=agent, an agent-grade credential) pushes only its own session
- *    branch (SVC_PUSHER_BRANCH): create or fast-forward, nothing else, no tags.
+ *    branch (SVC_PUSHER_BRANCH) and its own stack branches: create or fast-forward,
+ *    nothing else, no tags; another session's stack branch name is refused like its
+ *    session branch.
  * For people, tags and other branches are not the service's business.
  */
 import { spawnSync } from 'node:child_process';
@@ -25,14 +28,17 @@ import { fileURLToPath } from 'node:url';
 import { redact } from '../../lib/git-run.js';
 import { relayAuth, relayLocationFromEnv } from './relay.js';
 import type { RepoLocation } from './port.js';
+import { isOwnBranch, isProtectedSessionBranch, parseStackBranch } from '../../domain/stack-branches.js';
 
 export const CR_ONLY_MESSAGE =
   'the default branch moves only through change requests: push a branch and open one with `svc cr open`';
 export const NO_REWRITE_MESSAGE = 'no rewriting history: a session branch accepts only fast-forward pushes and is never deleted';
 export const AGENT_BRANCH_MESSAGE = 'agent credentials push only their own session branch';
+export const AGENT_STACK_BRANCH_MESSAGE = 'agent credentials push only their own session branch and its stack branches <session branch>-<n> (n from 1 to 20)';
 export const SVC_NAMESPACE_MESSAGE = 'refs/svc/ belongs to the server: nobody pushes there';
 
 const SESSION_BRANCH = /^refs\/heads\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const branchOf = (ref: string): string | null => (ref.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : null);
 const OID = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 const isZero = (oid: string) => /^0+$/.test(oid);
 
@@ -58,12 +64,17 @@ export function checkPush(updates: RefUpdate[], defaultBranch: string, facts: Re
   for (const u of updates) {
     if (u.ref.startsWith('refs/svc/')) {
       refusals.push(`${u.ref}: ${SVC_NAMESPACE_MESSAGE}`);
-    } else if (pusher.kind === 'agent' && u.ref !== `refs/heads/${pusher.branch}`) {
-      refusals.push(`${u.ref}: ${u.ref === defaultRef ? CR_ONLY_MESSAGE : `${AGENT_BRANCH_MESSAGE} (refs/heads/${pusher.branch})`}`);
+    } else if (pusher.kind === 'agent' && !isOwnBranch(pusher.branch, branchOf(u.ref) ?? '')) {
+      const message = u.ref === defaultRef
+        ? CR_ONLY_MESSAGE
+        : parseStackBranch(branchOf(u.ref) ?? '')
+          ? `${AGENT_STACK_BRANCH_MESSAGE} (refs/heads/${pusher.branch}-<n>)`
+          : `${AGENT_BRANCH_MESSAGE} (refs/heads/${pusher.branch})`;
+      refusals.push(`${u.ref}: ${message}`);
     } else if (u.ref === defaultRef) {
       const firstPush = isZero(u.old) && !isZero(u.next) && facts.empty();
       if (!firstPush) refusals.push(`${u.ref}: ${CR_ONLY_MESSAGE}`);
-    } else if (SESSION_BRANCH.test(u.ref) && !isZero(u.old)) {
+    } else if (isProtectedSessionBranch(branchOf(u.ref) ?? '') && !isZero(u.old)) {
       if (isZero(u.next)) refusals.push(`${u.ref}: ${NO_REWRITE_MESSAGE} (deletion refused)`);
       else if (!facts.isAncestor(u.old, u.next)) refusals.push(`${u.ref}: ${NO_REWRITE_MESSAGE} (non-fast-forward refused)`);
     }

@@ -5,6 +5,7 @@ import { identLine } from './commit-object.js';
 import { SYSTEM_IDENTITY, type Identity } from './port.js';
 import { assertBranchName, assertSha } from '../../domain/refs.js';
 import type { LocalRefReader } from './local-refs.js';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * `git update-ref refs/heads/<branch> <next> <expectedOld>` without a git process, on a
@@ -17,8 +18,11 @@ import type { LocalRefReader } from './local-refs.js';
  * - `moved`: the ref now holds `next`;
  * - `stale`: it did not hold `expectedOld` (nothing written);
  * - `null`: not certain to behave as git would here (the ref store is not the plain files
- *   backend, the lock is taken, the ref is symbolic or only packed in a directory that
- *   does not exist): the caller runs `git update-ref`.
+ *   backend, the config asks for fsync or shared permissions, the lock is taken, the ref is
+ *   symbolic or only packed in a directory that does not exist): the caller runs
+ *   `git update-ref`.
+ * test/git/git-equivalence.int.spec.ts holds it to the ref and reflog bytes git writes and
+ * to git's flushes (fsync), traced.
  * A `reference-transaction` hook makes no difference: no git the server runs runs hooks
  * (lib/git-run.ts), so `update-ref` would not run it either.
  */
@@ -37,6 +41,9 @@ export function casBranch(
   assertSha(next, 'next');
   assertSha(expectedOld, 'expected_old');
   if (!reader) return null;
+  // Where git would flush the ref (core.fsync and friends) or widen its permissions
+  // (core.sharedRepository), git writes it; git's defaults do neither.
+  if (/fsync|sharedrepository/.test(repoConfigText(gitDir) ?? '')) return null;
   const ref = path.join(gitDir, 'refs', 'heads', ...branch.split('/'));
   const lockPath = `${ref}.lock`;
   let fd: number;
@@ -57,7 +64,7 @@ export function casBranch(
     if (keepsReflog(gitDir, branch)) {
       const log = path.join(gitDir, 'logs', 'refs', 'heads', ...branch.split('/'));
       mkdirSync(path.dirname(log), { recursive: true });
-      const who = identLine(reflog.identity ?? SYSTEM_IDENTITY, reflog.epochSeconds ?? Math.floor(Date.now() / 1000));
+      const who = identLine(reflog.identity ?? SYSTEM_IDENTITY, reflog.epochSeconds ?? Math.floor(epochMsOf() / 1000));
       appendFileSync(log, `${expectedOld} ${next} ${who}\t${reflog.message.replace(/\s+/g, ' ').trim()}\n`);
     }
     renameSync(lockPath, ref);

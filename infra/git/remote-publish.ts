@@ -107,7 +107,7 @@ export class RemotePublisher {
     // base itself says whether the update happened.
     const live = (await this.transport.lsRemoteHeads([baseRef])).get(baseRef) ?? null;
     if (live === next) return 'pushed';
-    this.presumeTipsAfter = Date.now() + 10 * 60_000;
+    this.presumeTipsAfter = performance.now() + 10 * 60_000;
     this.o.log?.warn({ base_ref: baseRef }, 'atomic push gave no outcome and did not publish; merging the long way for a while');
     return 'unsure';
   }
@@ -152,7 +152,7 @@ export class RemotePublisher {
     leases: Array<{ ref: string; expected: string | null }>,
     haves: string[],
   ): Promise<Exclude<HttpPushOutcome, { kind: 'fallback' }> | null> {
-    if (!this.o.nodePush || Date.now() < this.nodePushAfter || !nodePushApplies(this.transport.url)) return null;
+    if (!this.o.nodePush || performance.now() < this.nodePushAfter || !nodePushApplies(this.transport.url)) return null;
     await this.o.mirror.ensureCreated();
     const t = this.o.policy ? await checkRepoUrl(this.transport.url, this.o.policy, { hasCredentials: this.o.hasCredentials }) : null;
     step('git: push: policy');
@@ -167,7 +167,7 @@ export class RemotePublisher {
       haves,
     });
     if (outcome.kind !== 'fallback') return outcome;
-    this.nodePushAfter = Date.now() + 10 * 60_000;
+    this.nodePushAfter = performance.now() + 10 * 60_000;
     this.o.log?.info({ why: outcome.why }, 'pushing with git: the Node push cannot here');
     return null;
   }

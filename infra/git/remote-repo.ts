@@ -121,7 +121,7 @@ class RemoteProjectRepo implements ProjectRepo {
     const baseRef = assertBranchName(req.base_ref, 'base_ref');
     const headRef = assertBranchName(req.head_ref, 'head_ref');
     if (req.expected_head_sha !== undefined) assertSha(req.expected_head_sha, 'expected_head_sha');
-    if (Date.now() >= this.publisher.presumeTipsAfter) {
+    if (performance.now() >= this.publisher.presumeTipsAfter) {
       const merged = await this.mergeOnMirrorTips(baseRef, headRef, req, hooks);
       if (merged) return merged;
     }

@@ -61,7 +61,7 @@ export class RemoteTransport {
 
   /** Every branch of the remote into the mirror, pruning the ones gone. */
   async fetchAll(): Promise<void> {
-    const started = Date.now();
+    const started = performance.now();
     await this.network([
       'fetch',
       '--quiet',
@@ -74,7 +74,7 @@ export class RemoteTransport {
       this.url,
       '+refs/heads/*:refs/heads/*',
     ]);
-    this.o.log?.debug({ ms: Date.now() - started }, 'mirror fetched');
+    this.o.log?.debug({ ms: performance.now() - started }, 'mirror fetched');
   }
 
   async network(args: string[]): Promise<Buffer> {

@@ -44,7 +44,8 @@
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
 import { spawnChild } from '../../lib/spawn.js';
-import { closeSync, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
+import { childrenOf, procStat, runsSince } from '../../lib/proc.js';
+import { closeSync, existsSync, lstatSync, openSync, readFileSync, readlinkSync, realpathSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { SandboxError, type SandboxGatewayHost, type SandboxHandle, type SandboxLiveness, type SandboxProvider, type SandboxSpec } from './port.js';
@@ -52,6 +53,7 @@ import { appRoot as defaultAppRoot, labelsMatch, pollUntil, sandboxLabels, sandb
 import { createSandboxCgroup, enterArgs, removeSandboxCgroup, type SandboxCgroup } from './cgroup.js';
 import { cappedResources, limitedLaunch, type SandboxCaps } from './limits.js';
 import { egressProxyEnv, prepareSocketDirs, routeThroughGateway, SANDBOX_DAEMON_DIR, SANDBOX_GATEWAY_DIR, socketEnv } from './gateway-dirs.js';
+import { systemClock } from '../../lib/clock.js';
 
 export interface BwrapProviderOptions {
   /** Host directory holding one subdirectory per sandbox. Created if missing. */
@@ -98,45 +100,11 @@ interface Meta {
   createdAt: string;
 }
 
-/** `pid (comm) state ppid ... starttime(22) ...` from /proc/<pid>/stat. */
-export function procStat(pid: number): { state: string; ppid: number; startTime: string } | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // comm may hold spaces and parentheses: fields start after the last ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // fields[0] is field 3 (state); starttime is field 22 -> fields[19].
-  return { state: fields[0] ?? '?', ppid: Number(fields[1]), startTime: fields[19] ?? '' };
-}
-
-/** Host pids whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  let entries: string[] = [];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return out;
-  }
-  for (const e of entries) {
-    if (!/^\d+$/.test(e)) continue;
-    if (procStat(Number(e))?.ppid === pid) out.push(Number(e));
-  }
-  return out;
-}
-
 function parseRef(ref: string): { pid: number; startTime: string } | undefined {
   const m = /^(\d+):(\d+)$/.exec(ref);
   return m ? { pid: Number(m[1]), startTime: m[2]! } : undefined;
 }
 
-function alive(pid: number, startTime: string): boolean {
-  const st = procStat(pid);
-  return !!st && st.startTime === startTime && st.state !== 'Z' && st.state !== 'X';
-}
 
 /**
  * Whether bubblewrap can create the namespaces this provider needs on this host (it may
@@ -305,7 +273,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
   }
 
   async function killSandbox(pid: number, startTime: string): Promise<void> {
-    if (!alive(pid, startTime)) return;
+    if (!runsSince(pid, startTime)) return;
     // Graceful: SIGTERM to svc-entrypoint (the reaper's child); it forwards to the daemon,
     // which stops the runtime's process group; when it exits the reaper exits too. Polled,
     // because right after create the reaper may not have forked the entrypoint yet.
@@ -313,7 +281,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     // (before it execs the entrypoint) is lost.
     let polls = 0;
     const gone = await pollUntil(() => {
-      if (!alive(pid, startTime)) return true;
+      if (!runsSince(pid, startTime)) return true;
       if (polls++ % 10 !== 0) return false;
       for (const c of childrenOf(pid)) {
         try {
@@ -331,7 +299,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     } catch {
       /* gone */
     }
-    if (!(await pollUntil(() => !alive(pid, startTime), 5_000))) {
+    if (!(await pollUntil(() => !runsSince(pid, startTime), 5_000))) {
       throw new SandboxError('unavailable', `bwrap sandbox process ${pid} survived SIGKILL`);
     }
   }
@@ -347,7 +315,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       const dir = path.join(root, name);
       // Idempotent: a retried create (worker crash after starting it) finds the running one.
       const existing = await readMeta(dir);
-      if (existing && alive(existing.pid, existing.startTime)) return handleOf(existing);
+      if (existing && runsSince(existing.pid, existing.startTime)) return handleOf(existing);
       if (existing || existsSync(dir)) await rm(dir, { recursive: true, force: true });
       await mkdir(root, { recursive: true });
       await prepareDir(dir);
@@ -472,7 +440,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
         outer: child.pid && outerStat ? { pid: child.pid, startTime: outerStat.startTime } : undefined,
         url: sockets.daemonUrl,
         labels: sandboxLabels(spec),
-        createdAt: new Date().toISOString(),
+        createdAt: systemClock.now().toISOString(),
       };
       const tmp = path.join(dir, 'sandbox.json.tmp');
       await writeFile(tmp, JSON.stringify(meta, null, 2), { mode: 0o600 });
@@ -483,7 +451,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
     async inspect(handle: SandboxHandle): Promise<SandboxLiveness> {
       const ref = parseRef(handle.ref);
       if (!ref) return 'unknown';
-      return alive(ref.pid, ref.startTime) ? 'running' : 'exited';
+      return runsSince(ref.pid, ref.startTime) ? 'running' : 'exited';
     },
 
     async destroy(handle: SandboxHandle): Promise<void> {
@@ -493,7 +461,7 @@ export function createBwrapProvider(opts: BwrapProviderOptions): SandboxProvider
       if (ref) await killSandbox(ref.pid, ref.startTime);
       // The outer bwrap exits with its child; one that did not (seen once under heavy
       // load: the namespace's init gone, bwrap still waiting) is killed, never left behind.
-      if (meta?.outer && alive(meta.outer.pid, meta.outer.startTime)) {
+      if (meta?.outer && runsSince(meta.outer.pid, meta.outer.startTime)) {
         try {
           process.kill(meta.outer.pid, 'SIGKILL');
         } catch {

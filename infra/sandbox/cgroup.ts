@@ -1,6 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readdir, readFile, rmdir, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { epochMsOf } from '../../lib/clock.js';
+import { readSelfCgroups } from '../../lib/proc.js';
 
 /**
  * A cgroup of its own for one sandbox (bwrap), below the server's own cgroup, holding
@@ -34,12 +36,8 @@ const ROOT = '/sys/fs/cgroup';
 
 function ownPaths(): Map<string, string> {
   const out = new Map<string, string>();
-  let text = '';
-  try {
-    text = readFileSync('/proc/self/cgroup', 'utf8');
-  } catch {
-    return out;
-  }
+  const text = readSelfCgroups();
+  if (text === null) return out;
   for (const line of text.trim().split('\n')) {
     const [, controllers, p] = line.split(':');
     if (controllers === undefined || p === undefined) continue;
@@ -123,7 +121,7 @@ export async function createSandboxCgroup(name: string, limits: CgroupLimits): P
  */
 async function sweepStale(layout: Layout): Promise<void> {
   const bases = layout.kind === 'v2' ? [layout.base] : [...new Set(Object.values(layout.bases))];
-  const cutoff = Date.now() - 60_000;
+  const cutoff = epochMsOf() - 60_000;
   for (const base of bases) {
     for (const name of await readdir(base).catch(() => [] as string[])) {
       if (!name.startsWith('svc-sandbox-')) continue;

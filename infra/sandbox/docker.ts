@@ -284,6 +284,16 @@ export function createDockerProvider(opts: DockerProviderOptions = {}): SandboxP
       }
     },
 
+    async cpuSeconds(handle: SandboxHandle): Promise<number | null> {
+      try {
+        const stats = await docker.getContainer(handle.ref || containerName(handle.sandboxId)).stats({ stream: false, 'one-shot': true }); // one reading: the total is cumulative, no second sample needed
+        const ns = stats?.cpu_stats?.cpu_usage?.total_usage;
+        return typeof ns === 'number' && Number.isFinite(ns) && ns > 0 ? ns / 1e9 : null;
+      } catch {
+        return null; // gone, or the engine cannot say: no CPU time rather than a failed stop
+      }
+    },
+
     async destroy(handle: SandboxHandle): Promise<void> {
       const c = docker.getContainer(handle.ref || containerName(handle.sandboxId));
       try {

@@ -8,7 +8,7 @@
  *               and a cgroup of its own (memory, pids, cpu) where one can be made, else nice 19
  *   process     RLIMIT_NOFILE/RLIMIT_NPROC and nice 19 (it isolates nothing else)
  */
-import { readHardLimit } from '../../lib/fd-budget.js';
+import { readHardLimit } from '../../lib/proc.js';
 import type { SandboxSpec } from './port.js';
 import { which } from './provider-util.js';
 

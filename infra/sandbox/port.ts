@@ -69,6 +69,11 @@ export interface SandboxProvider {
   create(spec: SandboxSpec): Promise<SandboxHandle>;
   /** Whether a sandbox created earlier (perhaps by another server process) still runs. */
   inspect(handle: SandboxHandle): Promise<SandboxLiveness>;
+  /**
+   * CPU time its processes have used so far, in seconds, where the provider reports it
+   * (docker); null when it cannot say (gone, not reported). Read before `destroy`.
+   */
+  cpuSeconds?(handle: SandboxHandle): Promise<number | null>;
   /** Stops it and frees everything it held (workspace, container, pod). Idempotent. */
   destroy(handle: SandboxHandle): Promise<void>;
   /** Every sandbox of this provider that carries `labels` (re-attach / orphan sweep at start). */

@@ -4,6 +4,7 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import { chmod, mkdir, readdir, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { freePort } from '../../lib/net.js';
+import { carriesEnv, pidsCarryingEnv } from '../../lib/proc.js';
 import { projectRoot } from '../../lib/paths.js';
 import type { Logger } from '../../lib/logger.js';
 import { prepareSocketDirs, routeThroughGateway, socketEnv } from './gateway-dirs.js';
@@ -62,8 +63,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       return false;
     }
     // The pid may have been reused: it must still be this sandbox's entrypoint.
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => null);
-    return env === null ? true : env.includes(`SVC_SANDBOX_ID=${sandboxId}\0`);
+    return (await carriesEnv(pid, `SVC_SANDBOX_ID=${sandboxId}`)) !== false;
   };
 
   return {
@@ -73,6 +73,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
       await rm(dir, { recursive: true, force: true });
       const bin = path.join(dir, 'bin');
       await mkdir(path.join(dir, 'home'), { recursive: true });
+      // A temp dir of its own: what the sandbox leaves there goes with it at destroy.
+      await mkdir(path.join(dir, 'tmp'), { recursive: true });
       await mkdir(bin, { recursive: true });
       for (const [name, script] of [['svc', 'cli/main.js'], ['svc-agent', 'agentd/svc-agent.js']] as const) {
         const file = path.join(bin, name);
@@ -95,6 +97,7 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
         PATH: `${bin}:${path.dirname(process.execPath)}:${process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin'}`,
         LANG: process.env.LANG ?? 'C.UTF-8',
         HOME: path.join(dir, 'home'),
+        TMPDIR: path.join(dir, 'tmp'),
         BASH_ENV: path.join(dir, 'profile.sh'),
         // A sandbox never updates its own tools; the image (here: node_modules) decides.
         OPENCODE_DISABLE_AUTOUPDATE: '1',
@@ -157,8 +160,8 @@ export function createProcessProvider(opts: ProcessProviderOptions): SandboxProv
           }
         };
         signal('SIGTERM');
-        const deadline = Date.now() + 5000;
-        while (Date.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
+        const deadline = performance.now() + 5000;
+        while (performance.now() < deadline && (await alive(pid, handle.sandboxId))) await new Promise((r) => setTimeout(r, 25));
         signal('SIGKILL');
       }
       // Whatever the sandbox started in groups of its own (the runtime, its tools) goes too.
@@ -189,13 +192,9 @@ interface ProcessMeta extends SandboxHandle {
 
 /** SIGKILL for every process that carries this sandbox's id in its environment (Linux). */
 async function killTagged(sandboxId: string): Promise<void> {
-  const tag = `SVC_SANDBOX_ID=${sandboxId}\0`;
-  for (const pid of await readdir('/proc').catch(() => [] as string[])) {
-    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
-    const env = await readFile(`/proc/${pid}/environ`, 'utf8').catch(() => '');
-    if (!env.includes(tag)) continue;
+  for (const pid of await pidsCarryingEnv(`SVC_SANDBOX_ID=${sandboxId}`)) {
     try {
-      process.kill(Number(pid), 'SIGKILL');
+      process.kill(pid, 'SIGKILL');
     } catch {
       /* gone */
     }

@@ -63,10 +63,10 @@ export const delay = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Polls `fn` every `everyMs` until it returns true or `timeoutMs` passes; answers the last result. */
 export async function pollUntil(fn: () => Promise<boolean> | boolean, timeoutMs: number, everyMs = 50): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   for (;;) {
     if (await fn()) return true;
-    if (Date.now() >= deadline) return false;
+    if (performance.now() >= deadline) return false;
     await delay(everyMs);
   }
 }

@@ -1,5 +1,5 @@
 import { startChannelDispatcher } from '../../workers/channel-dispatcher.js';
-import { outboundPolicy } from '../../infra/net/url-policy.js';
+import { outboundPolicy } from '../../infra/net/outbound-policy.js';
 import type { Core, Running } from './core.js';
 
 /** Chat channels: the notifications subscriber runs with the workers (SVC_CHANNELS_DISPATCH). */

@@ -1,4 +1,5 @@
-import { createFdBudget, defaultFdReserve, readNofileLimit, type FdBudget } from '../../lib/fd-budget.js';
+import { createFdBudget, defaultFdReserve, type FdBudget } from '../../lib/fd-budget.js';
+import { readNofileLimit } from '../../lib/proc.js';
 
 /**
  * What one sandbox may hold of the server through the sockets the server opens for it

@@ -16,6 +16,9 @@ import type { SpawnSession } from '../../services/triggers/service.js';
 import type { Core } from './core.js';
 import type { GatewayHub } from './gateway.js';
 import { portProblemMessage } from '../../lib/net.js';
+import { apiServices } from '../../services/api-services/index.js';
+import { authGuardOf } from '../../api/auth.js';
+import { settingsOf } from '../../api/deps.js';
 
 export interface HttpWiring {
   port: number;
@@ -36,12 +39,14 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   let feed: ReturnType<typeof createEventsFeed> | undefined;
   const { sessions, spawnSession } = opts;
   const metrics = createMetrics(core.workerMetrics ? [core.workerMetrics.registry] : []);
-  const apiDeps = { config, db, logger, metrics, secrets, repos, crCommands, queue, sessions, spawnSession,
-    // Running sandboxes get secret changes through their daemon's POST /svc/env.
-    onSecretsChanged: (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
-      void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed')) };
+  // Running sandboxes get secret changes through their daemon's POST /svc/env.
+  const onSecretsChanged = (projectId: string, change: { set: string[]; unset: string[]; revision: number }) =>
+    void pushSecretsToSandboxes(sessions, projectId, change).catch((err: Error) => logger.warn({ err: err.message }, 'secrets push failed'));
+  // The API's services, built once: routes call them and never see the database.
+  const services = apiServices({ config, db, logger, secrets, repos, crCommands, queue, sessions, spawnSession, onSecretsChanged });
+  const apiDeps = { services, guard: authGuardOf(config), settings: settingsOf(config), logger, metrics };
   if (roles.api) {
-    feed = createEventsFeed({ db, logger });
+    feed = createEventsFeed({ reads: services.feed, logger });
     const app = createApp(apiDeps, { feed });
     server = http.createServer(app);
     // Sandboxes reach the same API through their gateway sockets, with their identity attached.
@@ -51,7 +56,7 @@ export async function listenHttp(core: Core, opts: { sessions: SessionDeps; spaw
   } else {
     const health = express();
     health.disable('x-powered-by');
-    health.use(healthRoutes({ config, db, logger, metrics, secrets, repos, crCommands, queue }));
+    health.use(healthRoutes(apiDeps));
     server = http.createServer(health);
     // A worker-only process starts sandboxes and holds their gateway sockets: they reach
     // the API there, in-process (clone credentials, smart HTTP, the model gateway), while

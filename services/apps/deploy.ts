@@ -10,12 +10,13 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { freePort } from '../../lib/net.js';
 import { appQueries, type AppRow } from '../../sql/queries/apps.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
 import { stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';
 import { isSocketUrl } from '../../lib/sandbox-dial.js';
 import type { AppJob } from './sync.js';
+import { redactLog, sandboxLogTail, tailOf } from '../sessions/failure-log.js';
 
 export interface AppDeps {
   db: Db;
@@ -33,6 +34,9 @@ export interface AppDeps {
   /** False: deploys are refused (recorded as failed), SVC_APPS=0. */
   enabled?: boolean;
 }
+
+/** How much of a failed version's log its error keeps. */
+const APP_LOG_TAIL = 1500;
 
 const log = (deps: AppDeps, projectId: string, type: string, data: Record<string, unknown>) =>
   deps.db.transaction((tx) => appendLog(tx, 'apps', projectId, [{ type, data }], SYSTEM_ACTOR));
@@ -64,11 +68,14 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
   const root = path.join(deps.dataDir, 'apps', job.project_id, job.name);
   const dir = path.join(root, deployId);
   let handle: SandboxHandle | undefined;
+  // Values the app's log may print that must not reach its error (the project's secrets).
+  let secretValues: string[] = [];
   try {
     await mkdir(dir, { recursive: true });
     await deps.repos.for(project).exportTree(job.commit_sha, dir);
     const port = await freePort();
     const secrets = await sandboxSecrets(deps.db, deps.box, job.project_id);
+    secretValues = Object.values(secrets.env);
     // PATH, HOME and the like come from the provider; never the server's own environment.
     const env: Record<string, string> = {
       ...secrets.env,
@@ -117,8 +124,14 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     if (app.sandbox?.sandboxId !== h.sandboxId) await stopPrevious(deps, app);
     deps.logger.info({ project_id: job.project_id, app: job.name, url, commit: job.commit_sha }, 'app live');
   } catch (err) {
-    const message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
-    if (handle && deps.provider) await deps.owned.stop(deps.provider, handle).catch(() => {});
+    let message = (err instanceof Error ? err.message : String(err)).slice(0, 1000);
+    if (handle && deps.provider) {
+      // Why it died is in what it printed: its log's tail goes with the error, read before
+      // the sandbox (and its directory) is destroyed.
+      const tail = tailOf(redactLog(await sandboxLogTail({ config: { dataDir: deps.dataDir } }, handle.provider, handle.sandboxId).catch(() => ''), secretValues), APP_LOG_TAIL);
+      if (tail) message = `${message}; its log ends:\n${tail}`;
+      await deps.owned.stop(deps.provider, handle).catch(() => {});
+    }
     await rm(dir, { recursive: true, force: true }).catch(() => {});
     await deps.db.transaction(async (tx) => {
       await tx.run(appQueries.setStatus(job.project_id, job.name, app.sandbox || app.pid ? 'live' : 'failed', message));

@@ -39,9 +39,9 @@ export function stopLegacyPid(pid: number): void {
 
 /** Waits until `url` + `path` answers below 500, the sandbox is gone, or the time is up. */
 export async function waitHealthy(url: string, path: string, gone: () => Promise<boolean>, timeoutMs: number): Promise<string | null> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let last = 'no answer';
-  while (Date.now() < deadline) {
+  while (performance.now() < deadline) {
     if (await gone()) return 'the app exited before it became healthy';
     try {
       const res = await sandboxFetch(url, path, { signal: AbortSignal.timeout(2000), redirect: 'manual' });

@@ -2,7 +2,7 @@ import type { Executor } from '../../infra/db/db.js';
 import { appHash } from '../../domain/manifest/parse.js';
 import type { AppSpec } from '../../domain/manifest/schema.js';
 import { appQueries } from '../../sql/queries/apps.js';
-import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
 
 /** The queue that runs `AppJob`s (`workers/manifest.ts`). */
 export const APP_DEPLOY = 'app.deploy';

@@ -59,3 +59,22 @@ export async function openInTx(tx: Executor, projectId: string, crId: string, co
   });
   return { cr: r.state!, events: r.events };
 }
+
+/**
+ * A command on an existing CR inside the caller's transaction (which read the facts the
+ * decision needs under a lock: the project's open CRs for a retarget), decided on its row.
+ */
+export async function commandInTx(
+  tx: Executor,
+  projectId: string,
+  crId: string,
+  command: (cr: ChangeRequest) => ChangeRequestCommand | null,
+): Promise<Handled> {
+  const r = await handle(crStream(projectId, crId), changeRequestDecider, crProjection, {
+    store: pgStoreIn(tx),
+    load: 'row',
+    command: (s) => command(s!),
+    missing: () => notFound('Change request'),
+  });
+  return { cr: r.state!, events: r.events };
+}

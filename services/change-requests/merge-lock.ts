@@ -1,8 +1,9 @@
-import { singleConnection, type Db } from '../../infra/db/db.js';
+import type { Db } from '../../infra/db/db.js';
+import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 import { retryLater } from '../../domain/errors.js';
 import { failpointAsync } from '../../lib/failpoints.js';
 import { step as traceStep } from '../../lib/step-trace.js';
-import { mergeAttemptQueries as attempts } from '../../sql/queries/merge-attempts.js';
+import { exponential, jittered } from '../../lib/backoff.js';
 
 /**
  * Runs `fn` holding the lock that serialises everything that changes a CR's fate against
@@ -22,29 +23,17 @@ export async function withMergeLock<T>(
 ): Promise<T> {
   const key = `merge:${projectId}:${baseRef}`;
   const budget = deps.lockWaitMs ?? 10_000;
-  const deadline = Date.now() + budget;
+  const deadline = performance.now() + budget;
   for (let i = 0; ; i++) {
-    const conn = await deps.db.connect();
-    let broken = false;
-    let locked = false;
+    let held = false;
     try {
-      const db = singleConnection(conn, deps.db);
-      locked = (await db.one<{ locked: boolean }>(attempts.tryLock(key)))?.locked === true;
-      if (locked) {
-        try {
-          return await fn(db);
-        } finally {
-          await db.run(attempts.unlock(key)).catch(() => {
-            broken = true; // never hand a connection that may still hold the lock back to the pool
-          });
-          traceStep('unlock');
-        }
-      }
+      const r = await withAdvisoryLock(deps.db, key, (db) => ((held = true), fn(db)));
+      if (r.locked) return r.value;
     } finally {
-      conn.release(broken);
+      if (held) traceStep('unlock');
     }
     await failpointAsync('merge-lock.busy'); // tests: another holder has the lock, this caller waits
-    const left = deadline - Date.now();
+    const left = deadline - performance.now();
     if (left <= 0) {
       throw retryLater(
         'unavailable',
@@ -53,7 +42,6 @@ export async function withMergeLock<T>(
         2,
       );
     }
-    const step = Math.min(250, 10 * 2 ** Math.min(i, 5));
-    await new Promise((r) => setTimeout(r, Math.min(left, step / 2 + Math.random() * step)));
+    await new Promise((r) => setTimeout(r, Math.min(left, jittered(exponential(10, i, 250), 0.5))));
   }
 }

@@ -9,6 +9,8 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { handleCommand } from './handle.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { findCr, type CrDeps } from './service.js';
+import { settleQuietly } from './stack.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * The push's outcome is unknown: the merge record is kept and the job must be retried
@@ -132,7 +134,9 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
     });
     return done;
   });
-  // Every way out of the lock but a throw is a merged CR.
+  // Every way out of the lock but a throw is a merged CR. Its stack follows before the
+  // answer (the next CR of a stack merge bases on what this one merged into).
+  await settleQuietly(deps, project, cr);
   afterMerge(deps, project, cr);
   return cr;
 }
@@ -172,7 +176,7 @@ async function recordMerged(
   const { cr } = await handleCommand(deps, project.project_id, crId, () => ({
     type: 'MergeChangeRequest',
     data,
-    meta: { actor, now: deps.now ? deps.now() : new Date() },
+    meta: { actor, now: nowOf(deps) },
   }));
   step('append + project');
   await deps.db.run(attempts.remove(crId));

@@ -13,6 +13,7 @@ import {
   streamIdOf,
   type ChangeRequest,
   type CrStatus,
+  type StackNode,
 } from '../../domain/change-request/index.js';
 import { crQueries } from '../../sql/queries/change-requests.js';
 import { projectQueries } from '../../sql/queries/projects.js';
@@ -28,6 +29,7 @@ import { crNumberOf } from '../../domain/change-request/reference.js';
 import { DEFAULT_DIFF_LIMITS, limitDiff, type DiffLimits, type LimitedDiff } from './diff-limits.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import { nowOf } from '../../lib/clock.js';
 
 export interface CrDeps {
   db: Db;
@@ -179,7 +181,7 @@ async function applyManyTips(
   return new Map(done.flatMap((d) => (d ? [[d.state!.cr_id, toRow(d.state!, d.version)] as const] : [])));
 }
 
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 
 export interface OpenInput {
   title: string;
@@ -244,6 +246,8 @@ export async function openCr(
   return deps.db.transaction(async (tx) => {
     const known = input.session_id ? await tx.one(projectQueries.sessionInProject(project.project_id, input.session_id)) : undefined;
     const { number } = (await tx.one<{ number: number }>(crQueries.nextNumber(project.project_id)))!;
+    await tx.run(crQueries.lockStacks(project.project_id));
+    const stack = await tx.rows<StackNode>(crQueries.stackNodes(project.project_id));
     const data = {
       ...fields,
       number,
@@ -251,7 +255,7 @@ export async function openCr(
       base_commit_sha: tips.base,
       origin_session_id: known ? input.session_id! : null,
     };
-return (await openInTx(tx, project.project_id, crId, { type: 'OpenChangeRequest', data, meta: { actor, now: now(deps), session_id: via } })).cr;
+    return (await openInTx(tx, project.project_id, crId, { type: 'OpenChangeRequest', data, stack, meta: { actor, now: now(deps), session_id: via } })).cr;
   });
 }
 

@@ -6,14 +6,15 @@ import { eventQueries } from '../../sql/queries/events.js';
 import { channelQueries as q, type ChannelRow } from '../../sql/queries/channels.js';
 import { CHANNEL_EVENT_TYPES, formatEvent } from './messages.js';
 import { checkWebhookUrl } from './service.js';
-import { postPinned, type OutboundPolicy } from '../../infra/net/url-policy.js';
+import { postPinned, type OutboundPolicy } from '../../infra/net/outbound-policy.js';
+import { exponential } from '../../lib/backoff.js';
 
 /**
  * The channels subscriber: an asynchronous reader of the event log that posts CR
- * opened/merged/closed and session running/failed to each channel's webhook. Commands
- * never wait for it. Delivery is at-least-once: a channel's checkpoint moves past an event
- * only once the webhook accepted it, and every delivery is recorded by event id, so a
- * re-read after a crash does not post it twice. A failing webhook is retried with
+ * opened/merged/closed, session running/failed and budget crossings (80%, 100%) to each
+ * channel's webhook. Commands never wait for it. Delivery is at-least-once: a channel's
+ * checkpoint moves past an event only once the webhook accepted it, and every delivery is
+ * recorded by event id, so a re-read after a crash does not post it twice. A failing webhook is retried with
  * exponential backoff (capped) and holds back only its own channel, in order.
  *
  * This is one pass and the state passes share; its loop, and the election of the one
@@ -56,7 +57,7 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
   let lastSeen = '';
   let caughtUp = false;
   let stopped = false;
-  let lastPrune = 0;
+  let lastPrune = -Infinity;
 
   /**
    * Every delivery checks the URL again (a name that resolves to a local address now is
@@ -76,7 +77,7 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
   /** Delivers one channel's pending events in order; stops at the first failure. */
   const pump = async (c: ChannelRow): Promise<void> => {
     const retry = retries.get(c.channel_id);
-    if (retry && Date.now() < retry.nextAt) return;
+    if (retry && performance.now() < retry.nextAt) return;
     let at: Checkpoint = { txid: c.checkpoint_txid, position: Number(c.checkpoint_position) };
     let url: string | undefined;
     for (;;) {
@@ -101,8 +102,8 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
         } catch (err) {
           if (skipped) await db.run(q.advance(c.channel_id, skipped.txid, skipped.position));
           const failures = (retry?.failures ?? 0) + 1;
-          const delay = Math.min(maxBackoff, baseBackoff * 2 ** (failures - 1));
-          retries.set(c.channel_id, { failures, nextAt: Date.now() + delay });
+          const delay = exponential(baseBackoff, failures - 1, maxBackoff);
+          retries.set(c.channel_id, { failures, nextAt: performance.now() + delay });
           const reason = (err as Error).name === 'TimeoutError' ? `no answer in ${timeoutMs} ms` : (err as Error).message;
           await db.run(q.failed(c.channel_id, reason));
           logger.warn({ channel_id: c.channel_id, event_id: e.event_id, failures, retry_in_ms: delay, err: reason }, 'channels: delivery failed; will retry');
@@ -122,7 +123,7 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
     // Nothing appended, no horizon move, no retry due: no reads at all.
     const row = await db.one<{ position: number; horizon: string }>(eventQueries.latestPosition());
     const latest = `${row?.position ?? 0}/${row?.horizon ?? ''}`;
-    const retryDue = [...retries.values()].some((r) => Date.now() >= r.nextAt);
+    const retryDue = [...retries.values()].some((r) => performance.now() >= r.nextAt);
     if (latest === lastSeen && caughtUp && !retryDue) return;
     lastSeen = latest;
     const channels = await db.rows<ChannelRow>(q.all());
@@ -137,8 +138,8 @@ export function createChannelDispatch(opts: ChannelDispatcherOptions): ChannelDi
     }
     // A channel added since the last pass starts at "now", so no event is missed by skipping a quiet pass.
     caughtUp = retries.size === 0;
-    if (Date.now() - lastPrune > 3600_000) {
-      lastPrune = Date.now();
+    if (performance.now() - lastPrune > 3600_000) {
+      lastPrune = performance.now();
       await db.run(q.pruneDeliveries(7)).catch(() => {});
     }
   };

@@ -9,6 +9,7 @@ export const CHANNEL_EVENT_TYPES = new Set([
   'ChangeRequestClosed',
   'SessionRunning',
   'SessionFailed',
+  'BudgetThresholdCrossed',
 ]);
 
 export interface ChannelMessage {
@@ -37,6 +38,7 @@ export async function formatEvent(db: Executor, e: StoredEvent, publicUrl: strin
     if (e.type === 'ChangeRequestMerged') return { text: `${link} merged into ${esc(cr.base_ref ?? '')} in ${esc(where)}: ${title}` };
     return { text: `${link} closed in ${esc(where)}: ${title}` };
   }
+  if (e.type === 'BudgetThresholdCrossed') return budgetNotice(e.data as BudgetCrossing, esc);
   const id = sessionIdOf(e);
   const label = `Session ${id}`;
   const link = base ? `<${base}/projects/${e.project_id}/sessions/${id}|${label}>` : label;
@@ -44,4 +46,26 @@ export async function formatEvent(db: Executor, e: StoredEvent, publicUrl: strin
   const err = (e.data as { error?: { message?: string } | string })?.error;
   const why = typeof err === 'string' ? err : err?.message;
   return { text: `${link} failed in ${esc(where)}${why ? `: ${esc(why)}` : ''}` };
+}
+
+interface BudgetCrossing {
+  scope: 'project' | 'account';
+  name?: string;
+  threshold: number;
+  unit: 'tokens' | 'money';
+  period: 'day' | 'month';
+  limit: number;
+  spent: number;
+  currency: string | null;
+}
+
+/** A budget a person set passed 80% (one notice) or 100% (work stops until it is raised or the period ends). */
+function budgetNotice(d: BudgetCrossing, esc: (s: string) => string): ChannelMessage {
+  const amount = (n: number) => (d.unit === 'money' ? `${n} ${d.currency ?? ''}`.trim() : `${n} tokens`);
+  const whose = `The ${d.scope} ${esc(d.name ?? '')}`.trim();
+  const budget = `${amount(d.limit)} per UTC ${d.period}`;
+  if (d.threshold >= 100) {
+    return { text: `${whose} has spent its model budget (${budget}): model calls, new sessions and trigger fires are refused until a person raises it (svc budget set) or the ${d.period} ends.` };
+  }
+  return { text: `${whose} has used ${d.threshold}% of its model budget: ${amount(d.spent)} of ${budget}.` };
 }

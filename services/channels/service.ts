@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { notFound } from '../../domain/errors.js';
-import { checkHttpUrl, type CheckedHttpTarget, type OutboundPolicy } from '../../infra/net/url-policy.js';
+import { checkHttpUrl, type CheckedHttpTarget, type OutboundPolicy } from '../../infra/net/outbound-policy.js';
 import type { Db } from '../../infra/db/db.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import type { Channel, ChannelKind } from '../../contracts/channels.js';
@@ -32,7 +32,7 @@ export function serializeChannel(c: ChannelRow): ChannelJson {
 }
 
 /**
- * The outbound URL policy (infra/net/url-policy.ts) for a webhook: https only (http when the
+ * The outbound URL policy (infra/net/outbound-policy.ts) for a webhook: https only (http when the
  * operator allows it: tests, a receiver on the same host), no credentials, no local or
  * blocked host. `atDelivery`: the name must resolve, and the caller connects to the
  * address checked here; when storing, a name that does not resolve yet is accepted.

@@ -7,6 +7,7 @@ import { checksInForce, requiresSomething } from './config.js';
 import type { ChecksDeps } from './deps.js';
 import { syncChecks } from './schedule.js';
 import { appendCheckEvents, readCrChecks } from './stream.js';
+import { nowOf } from '../../lib/clock.js';
 
 export const noRequiredChecks = (): DomainError =>
   new DomainError(
@@ -43,7 +44,7 @@ export async function requestAutoMerge(
   await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => {
     const a = s.checks.auto_merge;
     if (a?.status === 'pending' && a.head_sha === head && a.requested_by === actor) return [];
-    return [{ type: 'ChangeRequestAutoMergeRequested', data: { requested_by: actor, head_sha: head, requested_at: (deps.now ? deps.now() : new Date()).toISOString() } }];
+    return [{ type: 'ChangeRequestAutoMergeRequested', data: { requested_by: actor, head_sha: head, requested_at: nowOf(deps).toISOString() } }];
   });
   // Queue what is missing and merge if all is green already; a failure here leaves the
   // request pending for the refresher.

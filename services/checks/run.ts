@@ -11,6 +11,7 @@ import type { CheckRunJob, ChecksDeps } from './deps.js';
 import { boundedMaskedLog, maskSecrets } from './log.js';
 import { CHECKS_ACTOR, evaluateAutoMerge } from './schedule.js';
 import { appendCheckEvents, readCrChecks, type CheckEvent } from './stream.js';
+import { nowOf } from '../../lib/clock.js';
 
 export const DEFAULT_LOG_MAX_BYTES = 1024 * 1024;
 const OUT = '.svc-check.log';
@@ -114,16 +115,16 @@ function terminal(run_id: string, o: Outcome, at: string): CheckEvent {
 
 /** Until the command's exit status appears, the sandbox dies without one, the timeout, or a cancellation. */
 async function waitForEnd(deps: ChecksDeps, job: CheckRunJob, handle: SandboxHandle, ws: string, timeoutMs: number): Promise<Outcome> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   const poll = deps.pollMs ?? 200;
-  let lastCancelCheck = 0;
+  let lastCancelCheck = -Infinity;
   let exitedSeen = 0;
   for (;;) {
     const code = await readExit(ws);
     if (code !== null) return { kind: 'exit', code };
-    if (Date.now() > deadline) return { kind: 'timeout' };
-    if (Date.now() - lastCancelCheck > 1000) {
-      lastCancelCheck = Date.now();
+    if (performance.now() > deadline) return { kind: 'timeout' };
+    if (performance.now() - lastCancelCheck > 1000) {
+      lastCancelCheck = performance.now();
       const r = (await readCrChecks(deps, job.cr_id)).checks.runs.find((x) => x.run_id === job.run_id);
       if (r?.status !== 'running') return { kind: 'cancelled' };
       if ((await deps.provider!.inspect(handle).catch(() => 'unknown')) === 'exited') {
@@ -142,4 +143,4 @@ async function readExit(ws: string): Promise<number | null> {
   return Number.isInteger(n) ? n : null;
 }
 
-const now = (deps: ChecksDeps) => (deps.now ? deps.now() : new Date()).toISOString();
+const now = (deps: ChecksDeps) => nowOf(deps).toISOString();

@@ -5,17 +5,18 @@ import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { runMerge } from '../change-requests/merge.js';
-import { SYSTEM_ACTOR } from '../manifest/log.js';
+import { SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { checksInForce, type ChecksInForce } from './config.js';
 import type { ChecksDeps } from './deps.js';
 import { appendCheckEvents, readCrChecks } from './stream.js';
+import { nowOf, epochMsOf } from '../../lib/clock.js';
 
 /** Who records what the server decides by itself (the checks refresher, a run's end): the log's system actor. */
 export const CHECKS_ACTOR = SYSTEM_ACTOR;
 
 const REQUEUE_AFTER_MS = 120_000;
 
-const iso = (deps: ChecksDeps) => (deps.now ? deps.now() : new Date()).toISOString();
+const iso = (deps: ChecksDeps) => nowOf(deps).toISOString();
 
 /**
  * Brings a CR's checks in line with its recorded pair (base_sha, head_sha), as the
@@ -44,14 +45,14 @@ export async function syncChecks(deps: ChecksDeps, project: ProjectRecord, crId:
   }
   const queued: string[] = [];
   const { state } = await appendCheckEvents(deps, project.project_id, crId, CHECKS_ACTOR, (s) => {
-    const out = decideChecks(s, { checks: config.checks, merge, at: iso(deps), nowMs: Date.now(), newRunId: randomUUID });
+    const out = decideChecks(s, { checks: config.checks, merge, at: iso(deps), nowMs: epochMsOf(deps), newRunId: randomUUID });
     queued.length = 0;
     for (const e of out) if (e.type === 'CheckQueued' && e.data.merge_sha) queued.push(e.data.run_id);
     return out;
   });
   // A run queued long ago whose job was lost (a crash between the append and the enqueue)
   // is queued again; a second job for a run that started is a no-op (runCheck).
-  const stale = Date.now() - REQUEUE_AFTER_MS;
+  const stale = epochMsOf(deps) - REQUEUE_AFTER_MS;
   for (const r of state.checks.runs) if (r.status === 'queued' && Date.parse(r.queued_at) < stale) queued.push(r.run_id);
   for (const run_id of queued) await deps.enqueueRun({ project_id: project.project_id, cr_id: crId, run_id });
   // Only a pending request has anything to evaluate (the refresher calls this for every open CR).

@@ -13,6 +13,7 @@ import {
 } from '../../domain/change-request/index.js';
 import { crChecksProjection, crStream } from '../../projections/change-requests.js';
 import type { CrDeps } from '../change-requests/service.js';
+import { nowOf } from '../../lib/clock.js';
 
 export type { CheckEvent };
 
@@ -55,7 +56,7 @@ export async function appendCheckEvents(
     command: (s, version) => {
       decidedOn = { ...s!, version };
       const events = decideEvents(decidedOn);
-      return events.length ? { type: 'RecordCheckEvents', events, meta: { actor, now: deps.now ? deps.now() : new Date() } } : null;
+      return events.length ? { type: 'RecordCheckEvents', events, meta: { actor, now: nowOf(deps) } } : null;
     },
   });
   const appended = r.events.map((e) => parseChangeRequestEvent(e) as CheckEvent);

@@ -3,6 +3,7 @@ import { DomainError, retryLater, validationError } from '../../domain/errors.js
 import type { Db, Executor } from '../../infra/db/db.js';
 import { mintToken, type MintedToken } from '../tokens/service.js';
 import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * `svc login` through the browser, bound to the terminal that started it (gh's device flow
@@ -74,7 +75,7 @@ export async function startCliLogin(
   }
   const state = randomBytes(24).toString('base64url');
   const code = Array.from({ length: 8 }, () => ALPHABET[randomInt(ALPHABET.length)]).join('');
-  const expiresAt = new Date(Date.now() + LOGIN_TTL_MS);
+  const expiresAt = new Date(epochMsOf() + LOGIN_TTL_MS);
   await db.run(
     dashboardQueries.insertCliLogin({
       state,

@@ -3,6 +3,7 @@ import type { Db } from '../../infra/db/db.js';
 import type { SecretBox } from '../../infra/secret-box.js';
 import { mintToken } from '../tokens/service.js';
 import { dashboardQueries } from '../../sql/queries/dashboard.js';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * Dashboard sessions: a server-side row per signed-in browser (revocable), and a cookie
@@ -59,7 +60,7 @@ export function sessionStore(db: Db, key: Buffer, box: SecretBox): SessionStore 
       const sessionId = randomUUID();
       const secret = randomBytes(32).toString('base64url');
       const csrf = randomBytes(24).toString('base64url');
-      const expiresAt = new Date(Date.now() + SESSION_TTL_MS);
+      const expiresAt = new Date(epochMsOf() + SESSION_TTL_MS);
       await db.transaction(async (tx) => {
         const token = await mintToken(tx, { userId, name: 'dashboard sign-in', expiresAt });
         await tx.run(

@@ -1,5 +1,6 @@
 import { notFound, validationError } from '../../domain/errors.js';
 import type { Db } from '../../infra/db/db.js';
+import { nowOf } from '../../lib/clock.js';
 import type { InsightRow, InsightsQuery } from '../../contracts/insights.js';
 import { catchUpInsights } from '../../projections/insights.js';
 import { insightQueries, type Edges, type GroupBy, type InsightWindow, type Segment } from '../../sql/queries/insights.js';
@@ -44,15 +45,21 @@ export function windowOf(q: InsightsQuery, now: Date): { from: Date; to: Date; a
   return { from, to, asOf };
 }
 
-export async function projectInsights(db: Db, caller: ProjectCaller, projectRef: string, q: InsightsQuery, now: Date, loaded?: LoadedProject): Promise<InsightsReport> {
-  const project = await projectForCaller(db, caller, projectRef, loaded);
-  return insightsOf(db, { scope: 'project', id: project.project_id, ...windowOf(q, now), groupBy: q.group_by ?? null });
+/** The database, and the clock `as_of` defaults to (lib/clock.ts). */
+export interface InsightDeps {
+  db: Db;
+  now?: (() => Date) | undefined;
+}
+
+export async function projectInsights(deps: InsightDeps, caller: ProjectCaller, projectRef: string, q: InsightsQuery, loaded?: LoadedProject): Promise<InsightsReport> {
+  const project = await projectForCaller(deps.db, caller, projectRef, loaded);
+  return insightsOf(deps.db, { scope: 'project', id: project.project_id, ...windowOf(q, nowOf(deps)), groupBy: q.group_by ?? null });
 }
 
 /** An account's insights, for its members (anyone else: 404, as for an account that does not exist). */
-export async function accountInsights(db: Db, caller: ProjectCaller, accountId: string, q: InsightsQuery, now: Date): Promise<InsightsReport> {
-  if (!UUID.test(accountId) || !(await isMember(db, accountId.toLowerCase(), caller.user_id))) throw notFound('Account');
-  return insightsOf(db, { scope: 'account', id: accountId.toLowerCase(), ...windowOf(q, now), groupBy: q.group_by ?? null });
+export async function accountInsights(deps: InsightDeps, caller: ProjectCaller, accountId: string, q: InsightsQuery): Promise<InsightsReport> {
+  if (!UUID.test(accountId) || !(await isMember(deps.db, accountId.toLowerCase(), caller.user_id))) throw notFound('Account');
+  return insightsOf(deps.db, { scope: 'account', id: accountId.toLowerCase(), ...windowOf(q, nowOf(deps)), groupBy: q.group_by ?? null });
 }
 
 interface OutcomeRow {

@@ -6,6 +6,7 @@ import { llmUsageQueries } from '../../sql/queries/llm-usage.js';
 import { authenticateLlmKey, type SandboxPrincipal } from '../sessions/credentials.js';
 import { gatewayModels } from '../sessions/model-choice.js';
 import { UsageTap, type TokenUsage } from './usage-tap.js';
+import { priceOf } from './prices.js';
 
 /**
  * The model gateway (`/v1/llm`, docs/models.md): a sandbox's agent reaches the operator's
@@ -88,21 +89,9 @@ export async function callUpstream(deps: GatewayDeps, body: Record<string, unkno
 
 export async function recordUsage(deps: GatewayDeps, p: LlmPrincipal, model: string, u: TokenUsage, status: number): Promise<void> {
   await deps.db.run(
-    llmUsageQueries.insert({ accountId: p.account_id, projectId: p.project_id, sessionId: p.session_id, sandboxId: p.sandbox_id, model, inputTokens: u.input_tokens, outputTokens: u.output_tokens, status }),
+    llmUsageQueries.insert({ accountId: p.account_id, projectId: p.project_id, sessionId: p.session_id, sandboxId: p.sandbox_id, model, inputTokens: u.input_tokens, outputTokens: u.output_tokens, status, price: priceOf(deps.config.SVC_LLM_PRICES, model) }),
   );
   deps.logger.info({ session_id: p.session_id, sandbox_id: p.sandbox_id, model, ...u, status }, 'model call');
 }
 
 export { UsageTap };
-
-/** A session's usage, for its JSON (`usage`). */
-export async function sessionUsage(db: Db, sessionId: string) {
-  const rows = await db.rows<{ model: string; input_tokens: number; output_tokens: number; requests: number }>(llmUsageQueries.bySession(sessionId));
-  const sum = (k: 'input_tokens' | 'output_tokens' | 'requests') => rows.reduce((n, r) => n + Number(r[k]), 0);
-  return {
-    input_tokens: sum('input_tokens'),
-    output_tokens: sum('output_tokens'),
-    requests: sum('requests'),
-    by_model: rows.map((r) => ({ model: r.model, input_tokens: Number(r.input_tokens), output_tokens: Number(r.output_tokens), requests: Number(r.requests) })),
-  };
-}

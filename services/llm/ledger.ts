@@ -2,7 +2,12 @@ import { DomainError, validationError } from '../../domain/errors.js';
 import type { Config } from '../../infra/config.js';
 import type { Db } from '../../infra/db/db.js';
 import { llmLedgerQueries, type LedgerKey, type LedgerRow } from '../../sql/queries/llm-ledger.js';
+import { budgetExceeded, costOn, unpricedModel, type BudgetInForce, type Price } from '../../domain/budget/budget.js';
+import { budgetsInForce, ledgerKeyOf, noteCrossings, recordRefusal, scopeName } from '../budgets/service.js';
+import { SYSTEM_ACTOR } from '../manifest/audit-log.js';
+import { priceOf } from '../budgets/prices.js';
 import type { TokenUsage } from './usage-tap.js';
+import { systemClock } from '../../lib/clock.js';
 
 /**
  * The model gateway's budgets (docs/models.md "Budgets"): a call reserves what it may
@@ -10,8 +15,10 @@ import type { TokenUsage } from './usage-tap.js';
  * is the prompt's estimate plus the output the budget leaves, and the upstream is asked
  * for no more output than that (`max_tokens`), so no number of parallel calls, from any
  * number of API replicas, can make the upstream generate past a limit. The ledger's rows
- * (sql/queries/llm-ledger.ts) are written by conditional UPDATEs only: session first, then
- * account, in one transaction. A session's row also counts its calls in flight.
+ * (sql/queries/llm-ledger.ts) are written by conditional UPDATEs only, one per scope (the
+ * session, the operator's account budget, the budgets a person set on the project and the
+ * account), in one transaction, in ledger_id order. A session's row also counts its calls
+ * in flight.
  */
 export interface LedgerDeps {
   config: Config;
@@ -21,6 +28,8 @@ export interface LedgerDeps {
 export interface LedgerCaller {
   session_id: string;
   account_id: string;
+  /** The project whose budget (and its account's) a person set; absent: only the operator's budgets. */
+  project_id?: string;
 }
 
 export interface Reservation {
@@ -31,6 +40,10 @@ export interface Reservation {
   /** Output tokens per choice the upstream is asked for at most; null: no budget applies, the body is sent as it came. */
   outputAllowance: number | null;
   choices: number;
+  /** The model's price when it has one: what money rows are charged at settle. */
+  price: Price | null;
+  /** The budgets a person set that the call reserved on, for their thresholds once it settles. */
+  budgets: Array<{ ledgerId: string; budget: BudgetInForce }>;
 }
 
 /** Output a call may ask for when it names no max_tokens and a budget applies (the usual runtimes' own cap). */
@@ -112,33 +125,65 @@ export function accountPeriodStart(config: Config, now: Date): Date {
 
 const SESSION_PERIOD = new Date(0);
 
-type Decision = { kind: 'reserve'; amount: number; allowance: number | null } | { kind: 'refuse'; scope: 'session' | 'account' } | { kind: 'wait'; why: 'concurrency' | 'session' | 'account' };
+/**
+ * One scope a call reserves on. A call's tokens cost `input` per prompt token and
+ * `output` per output token on it: 1 and 1 on token rows, the model's price per million
+ * tokens (= micro-units per token) on money rows.
+ */
+interface Scope {
+  name: 'session' | 'account' | 'budget';
+  key: LedgerKey;
+  limit: number;
+  rate: { input: number; output: number };
+  money: boolean;
+  /** A person's budget (services/budgets). */
+  budget?: BudgetInForce;
+}
+
+type Decision = { kind: 'reserve'; amount: number; money: number; allowance: number | null } | { kind: 'refuse'; scope: Scope } | { kind: 'wait'; why: 'concurrency' | Scope };
+
+const TOKENS = { input: 1, output: 1 };
 
 /** What a call may reserve given the rows as read: a decision the conditional UPDATEs then hold to. */
-function decide(config: Config, session: LedgerRow, account: LedgerRow, prompt: number, want: number, choices: number): Decision {
-  const scopes = [
-    { scope: 'session' as const, row: session, limit: config.SVC_LLM_SESSION_TOKEN_BUDGET },
-    { scope: 'account' as const, row: account, limit: config.SVC_LLM_ACCOUNT_TOKEN_BUDGET },
-  ].filter((s) => s.limit > 0);
-  // Not even one token a choice with nothing in flight: spent, refused at once.
-  for (const s of scopes) if (s.limit - s.row.spent < prompt + choices) return { kind: 'refuse', scope: s.scope };
-  if (session.in_flight >= config.SVC_LLM_SESSION_CONCURRENCY) return { kind: 'wait', why: 'concurrency' };
-  if (!scopes.length) return { kind: 'reserve', amount: prompt, allowance: null };
-  let allowance = want;
-  for (const s of scopes) {
-    const room = Math.floor((s.limit - s.row.spent - s.row.reserved - prompt) / choices);
-    if (room < 1) return { kind: 'wait', why: s.scope };
-    allowance = Math.min(allowance, room);
+function decide(config: Config, scopes: Scope[], rows: Map<Scope, LedgerRow>, price: Price | null, prompt: number, want: number, choices: number): Decision {
+  const limited = scopes.filter((s) => s.limit > 0);
+  const cost = (s: Scope, out: number) => Math.ceil(prompt * s.rate.input + out * s.rate.output);
+  // Not even one token a choice with nothing in flight (or nothing left at all): spent, refused at once.
+  for (const s of limited) {
+    const spent = rows.get(s)!.spent;
+    if (spent >= s.limit || s.limit - spent < cost(s, choices)) return { kind: 'refuse', scope: s };
   }
-  return { kind: 'reserve', amount: prompt + allowance * choices, allowance };
+  const session = rows.get(scopes[0]!)!;
+  if (session.in_flight >= config.SVC_LLM_SESSION_CONCURRENCY) return { kind: 'wait', why: 'concurrency' };
+  const moneyOf = (out: number) => (price ? Math.ceil(prompt * price.input + out * price.output) : 0);
+  if (!limited.length) return { kind: 'reserve', amount: prompt, money: moneyOf(0), allowance: null };
+  let allowance = want;
+  for (const s of limited) {
+    const row = rows.get(s)!;
+    const room = s.limit - row.spent - row.reserved - Math.ceil(prompt * s.rate.input);
+    const fits = s.rate.output > 0 ? Math.floor(room / (s.rate.output * choices)) : room >= 0 ? want : 0;
+    if (fits < 1) return { kind: 'wait', why: s };
+    allowance = Math.min(allowance, fits);
+  }
+  return { kind: 'reserve', amount: prompt + allowance * choices, money: moneyOf(allowance * choices), allowance };
 }
 
 class Raced extends Error {}
 
+/** A scope's refusal: the operator's budgets in their words, a person's budget named. */
+async function refusal(db: Db, config: Config, s: Scope, row: LedgerRow, held: boolean, now: Date): Promise<DomainError> {
+  if (!s.budget) return budgetSpent(s.name === 'session' ? 'session' : 'account', config, held);
+  if (!held) await recordRefusal(db, s.budget, 'model calls', SYSTEM_ACTOR, now);
+  return budgetExceeded(s.budget, await scopeName(db, s.budget), held ? 'held' : row.spent >= s.limit ? 'spent' : 'short');
+}
+
 /**
- * Reserves a call's tokens and a place among its session's calls in flight. Over the
- * concurrency, or with the budget held by calls in flight, it waits up to QUEUE_WAIT_MS
- * (expiring orphaned reservations once) and then answers 429; a budget spent is 429 at once.
+ * Reserves a call's tokens and a place among its session's calls in flight, on every
+ * scope over it: its session, its account (the operator's budgets), and the budgets a
+ * person set on its project and account, in tokens or in money at the model's price.
+ * Over the concurrency, or with a budget held by calls in flight, it waits up to
+ * QUEUE_WAIT_MS (expiring orphaned reservations once) and then answers 429; a budget
+ * spent is 429 at once.
  */
 export async function reserve(
   deps: LedgerDeps,
@@ -148,46 +193,75 @@ export async function reserve(
 ): Promise<Reservation> {
   const { config, db } = deps;
   assertBudgetable(body);
-  const now = opts.now ?? (() => new Date());
+  const now = opts.now ?? systemClock.now;
   const prompt = promptEstimate(body);
   const choices = choicesOf(body);
   const want = requestedOutput(body);
-  const sessionKey: LedgerKey = { scope: 'session', scopeId: caller.session_id, periodStart: SESSION_PERIOD };
-  const accountKey: LedgerKey = { scope: 'account', scopeId: caller.account_id, periodStart: accountPeriodStart(config, now()) };
-  const read = () => db.rows<LedgerRow>(llmLedgerQueries.rows(sessionKey, accountKey));
-  // Created once per scope and period (summing the usage from before the ledger), read after.
-  if ((await read()).length < 2) await db.run(llmLedgerQueries.ensure(sessionKey, accountKey));
-  const deadline = Date.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
+  const model = typeof body.model === 'string' ? body.model : '';
+  const price = priceOf(config, model);
+  const scopes: Scope[] = [
+    { name: 'session', key: { scope: 'session', scopeId: caller.session_id, periodStart: SESSION_PERIOD, measure: 'tokens' }, limit: config.SVC_LLM_SESSION_TOKEN_BUDGET, rate: TOKENS, money: false },
+    { name: 'account', key: { scope: 'account', scopeId: caller.account_id, periodStart: accountPeriodStart(config, now()), measure: 'tokens' }, limit: config.SVC_LLM_ACCOUNT_TOKEN_BUDGET, rate: TOKENS, money: false },
+  ];
+  for (const b of caller.project_id ? await budgetsInForce(db, config, caller.project_id, caller.account_id, now()) : []) {
+    const money = b.unit === 'money';
+    // A call that cannot be priced in the budget's currency cannot be held to it.
+    if (money && (!price || price.currency !== b.currency)) throw unpricedModel(model, b);
+    scopes.push({ name: 'budget', key: ledgerKeyOf(b), limit: b.limit, rate: money ? { input: price!.input, output: price!.output } : TOKENS, money, budget: b });
+  }
+  const keys = scopes.map((s) => s.key);
+  const read = async () => {
+    const rows = await db.rows<LedgerRow>(llmLedgerQueries.rows(keys));
+    const byScope = new Map<Scope, LedgerRow>();
+    for (const s of scopes) {
+      const row = rows.find((r) => r.scope === s.key.scope && r.scope_id === s.key.scopeId && r.measure === s.key.measure && new Date(r.period_start).getTime() === s.key.periodStart.getTime());
+      if (row) byScope.set(s, row);
+    }
+    return byScope;
+  };
+  // Created once per scope and period (from the usage recorded before), read after.
+  if ((await read()).size < scopes.length) await db.run(llmLedgerQueries.ensure(keys));
+  const deadline = performance.now() + (opts.waitMs ?? QUEUE_WAIT_MS);
   let swept = false;
   for (;;) {
     opts.signal?.throwIfAborted();
     const rows = await read();
-    const session = rows.find((r) => r.scope === 'session');
-    const account = rows.find((r) => r.scope === 'account');
-    if (!session || !account) throw new Error('model ledger rows missing after ensure');
-    const d = decide(config, session, account, prompt, want, choices);
-    if (d.kind === 'refuse') throw budgetSpent(d.scope, config, false);
+    if (rows.size < scopes.length) throw new Error('model ledger rows missing after ensure');
+    const d = decide(config, scopes, rows, price, prompt, want, choices);
+    if (d.kind === 'refuse') throw await refusal(db, config, d.scope, rows.get(d.scope)!, false, now());
     if (d.kind === 'reserve') {
       const at = now();
+      const [session, ...others] = scopes.map((s) => ({ s, row: rows.get(s)! }));
+      // In ledger_id order, as settle and the sweep lock them: no two calls deadlock.
+      const ordered = [session!, ...others].sort((x, y) => Number(x.row.ledger_id) - Number(y.row.ledger_id));
       const id = await db
         .transaction(async (tx) => {
-          if (!(await tx.one(llmLedgerQueries.reserveSession(session.ledger_id, d.amount, config.SVC_LLM_SESSION_TOKEN_BUDGET, config.SVC_LLM_SESSION_CONCURRENCY)))) throw new Raced();
-          if (!(await tx.one(llmLedgerQueries.reserve(account.ledger_id, d.amount, config.SVC_LLM_ACCOUNT_TOKEN_BUDGET)))) throw new Raced();
+          for (const o of ordered) {
+            const held =
+              o === session
+                ? await tx.one(llmLedgerQueries.reserveSession(o.row.ledger_id, d.amount, config.SVC_LLM_SESSION_TOKEN_BUDGET, config.SVC_LLM_SESSION_CONCURRENCY))
+                : await tx.one(llmLedgerQueries.reserve(o.row.ledger_id, o.s.money ? d.money : d.amount, o.s.limit));
+            if (!held) throw new Raced();
+          }
           const expiresAt = new Date(at.getTime() + config.SVC_LLM_UPSTREAM_TIMEOUT_MS + EXPIRY_GRACE_MS);
-          return (await tx.one<{ reservation_id: string }>(llmLedgerQueries.insertReservation({ sessionId: caller.session_id, ledgerIds: [session.ledger_id, account.ledger_id], amount: d.amount, now: at, expiresAt })))!.reservation_id;
+          const ledgerIds = ordered.map((o) => o.row.ledger_id);
+          return (await tx.one<{ reservation_id: string }>(llmLedgerQueries.insertReservation({ sessionId: caller.session_id, ledgerIds, amount: d.amount, moneyAmount: d.money, now: at, expiresAt })))!.reservation_id;
         })
         .catch((err: unknown) => {
           if (err instanceof Raced) return null;
           throw err;
         });
-      if (id) return { id, amount: d.amount, promptEstimate: prompt, outputAllowance: d.allowance, choices };
+      if (id) {
+        const budgets = others.filter((o) => o.s.budget).map((o) => ({ ledgerId: o.row.ledger_id, budget: o.s.budget! }));
+        return { id, amount: d.amount, promptEstimate: prompt, outputAllowance: d.allowance, choices, price, budgets };
+      }
       // Another call took the room between the read and the UPDATE: read again.
     } else if (!swept) {
       swept = true;
       await expireOrphans(db, now());
       continue;
-    } else if (Date.now() >= deadline) {
-      throw d.why === 'concurrency' ? tooManyCalls(config) : budgetSpent(d.why, config, true);
+    } else if (performance.now() >= deadline) {
+      throw d.why === 'concurrency' ? tooManyCalls(config) : await refusal(db, config, d.why, rows.get(d.why)!, true, now());
     }
     await pause(RETRY_MS, opts.signal);
   }
@@ -237,17 +311,16 @@ export function usageOfCall(r: Reservation, end: CallEnd): TokenUsage {
   return { input_tokens: r.promptEstimate, output_tokens: capped };
 }
 
-export function chargeOf(r: Reservation, end: CallEnd): number {
-  const u = usageOfCall(r, end);
-  return u.input_tokens + u.output_tokens;
-}
-
 /** Settles a call: its reservation becomes its charge. A no-op when the sweep expired it first (charged in full then). */
 export async function settle(db: Db, r: Reservation, end: CallEnd): Promise<number> {
-  return db.run(llmLedgerQueries.settle(r.id, chargeOf(r, end)));
+  const u = usageOfCall(r, end);
+  const settled = await db.run(llmLedgerQueries.settle(r.id, u.input_tokens + u.output_tokens, r.price ? costOn('money', r.price, u.input_tokens, u.output_tokens) : 0));
+  // Budgets a person set hear when they pass 80% and 100% (once each per limit and period).
+  if (r.budgets.length) await noteCrossings(db, r.budgets);
+  return settled;
 }
 
 /** Reservations a dead process left past their expiry: charged in full, their calls no longer in flight. */
-export async function expireOrphans(db: Db, now = new Date()): Promise<number> {
+export async function expireOrphans(db: Db, now = systemClock.now()): Promise<number> {
   return (await db.one<{ expired: number }>(llmLedgerQueries.expire(now)))!.expired;
 }

@@ -7,9 +7,11 @@ import { MANIFEST_PATH, parseManifest, type ManifestIssue } from '../../domain/m
 import type { Manifest } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { projectQueries } from '../../sql/queries/projects.js';
-import { appendLog, SYSTEM_ACTOR } from './log.js';
+import { advisoryLockQueries } from '../../sql/queries/advisory-locks.js';
+import { appendLog, SYSTEM_ACTOR } from './audit-log.js';
 import { syncTriggers } from '../triggers/sync.js';
 import { syncApps, type AppJob } from '../apps/sync.js';
+import { nowOf } from '../../lib/clock.js';
 
 export interface ManifestDeps {
   db: Db;
@@ -44,11 +46,11 @@ export async function syncManifest(deps: ManifestDeps, project: ProjectRecord, r
   const sha = (await repo.readTips([branch]))[branch] ?? null;
   const bytes = sha ? await repo.readFileAt(sha, MANIFEST_PATH) : null;
   const parsed = bytes === null ? { manifest: parseManifest('').manifest, errors: [], warnings: [] } : parseManifest(bytes.toString('utf8'));
-  const now = deps.now ? deps.now() : new Date();
+  const now = nowOf(deps);
   const jobs: AppJob[] = [];
   const result = await deps.db.transaction(async (tx) => {
     // One sync per project at a time: a slower, older one never lands after a newer one.
-    await tx.run(manifestQueries.lockStream(`manifest-sync-${project.project_id}`));
+    await tx.run(advisoryLockQueries.xactLock(`manifest-sync-${project.project_id}`));
     // Decided under the lock: of two syncs of one new tip (a merge's and a read's), one records it.
     if (opts.onlyNewTip && sha && (await readManifest(tx, project.project_id))?.source_sha === sha) return null;
     if (parsed.manifest) {

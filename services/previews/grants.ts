@@ -1,6 +1,7 @@
 import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Executor } from '../../infra/db/db.js';
 import { previewQueries } from '../../sql/queries/previews.js';
+import { epochMsOf, systemClock } from '../../lib/clock.js';
 
 /**
  * How a browser gets into a preview. The dashboard (signed in, access checked) mints a
@@ -40,7 +41,7 @@ export function previewCookieKey(serverKey: Buffer): Buffer {
 const sha256 = (s: string) => createHash('sha256').update(s).digest();
 
 /** A code for one trip to the preview origin; only its hash is stored. */
-export async function mintPreviewCode(db: Executor, g: PreviewGrant & { path: string }, now = new Date()): Promise<string> {
+export async function mintPreviewCode(db: Executor, g: PreviewGrant & { path: string }, now = systemClock.now()): Promise<string> {
   const code = randomBytes(32).toString('base64url');
   await db.run(previewQueries.sweepCodes());
   await db.run(previewQueries.insertCode({
@@ -63,14 +64,14 @@ export async function projectOfSession(db: Executor, sessionId: string): Promise
 
 interface CookiePayload { u: string; pr: string; s: string; p: number; o: string; exp: number }
 
-export function signPreviewCookie(key: Buffer, g: PreviewGrant, nowMs = Date.now()): string {
+export function signPreviewCookie(key: Buffer, g: PreviewGrant, nowMs = epochMsOf()): string {
   const payload: CookiePayload = { u: g.user_id, pr: g.project_id, s: g.session_id, p: g.port, o: g.frame_origin, exp: Math.floor(nowMs / 1000) + PREVIEW_COOKIE_TTL_S };
   const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
   return `${body}.${createHmac('sha256', key).update(body).digest('base64url')}`;
 }
 
 /** The grant a cookie carries, if its signature holds and it has not expired. */
-export function verifyPreviewCookie(key: Buffer, value: string | undefined, nowMs = Date.now()): PreviewGrant | null {
+export function verifyPreviewCookie(key: Buffer, value: string | undefined, nowMs = epochMsOf()): PreviewGrant | null {
   if (!value) return null;
   const [body, sig, extra] = value.split('.');
   if (!body || !sig || extra !== undefined) return null;

@@ -10,6 +10,7 @@ import { handleCommand } from '../change-requests/handle.js';
 import { limitDiff } from '../change-requests/diff-limits.js';
 import { assertMay, isAgent } from '../tokens/agent-policy.js';
 import type { Principal } from '../tokens/service.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * Review comments on a CR: general, or on a line of the diff at a
@@ -28,7 +29,7 @@ export interface CommentInput {
   side?: 'LEFT' | 'RIGHT' | undefined;
 }
 
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 
 /** Writes review events with their rows: the transactional path of the CR command handler. */
 export const withReviewRows = (projectId: string) => ({

@@ -7,6 +7,7 @@ import { limitDiff, type LimitedDiff } from '../change-requests/diff-limits.js';
 import { assertMay } from '../tokens/agent-policy.js';
 import type { Principal } from '../tokens/service.js';
 import { withReviewRows } from './comments.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * "Changes since your last review": per person, the head they last
@@ -25,7 +26,7 @@ export interface ReviewState {
   changes: LimitedDiff | null;
 }
 
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 const iso = (v: unknown) => (v === null || v === undefined ? null : new Date(v as string).toISOString());
 
 /** A CR's comments and the reader's review state, the review row read with the comments in one statement (the CR page). */

@@ -1,4 +1,5 @@
 import { DomainError, isDomainError, type ErrorReason } from '../../domain/errors.js';
+import { isOwnBranch } from '../../domain/stack-branches.js';
 import { parseChangeRequestEvent, streamIdOf, type ChangeRequest } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { readStream } from '../../infra/event-store.js';
@@ -11,6 +12,7 @@ import { assertMay } from '../tokens/agent-policy.js';
 import type { Principal } from '../tokens/service.js';
 import { collectFeedback, commentFeedback, feedbackPrompt, type FeedbackSource } from './feedback.js';
 import { withReviewRows } from './comments.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * "Send to agent": the CR's feedback items (unresolved comments, and
@@ -41,7 +43,7 @@ export interface SentRound {
 export const DEFAULT_MAX_AGENT_ROUNDS = 3;
 
 const coded = (code: 'conflict' | 'unavailable', reason: ErrorReason, machine: string, message: string) => new DomainError(code, reason, message, { code: machine });
-const now = (deps: Pick<CrDeps, 'now'>) => (deps.now ? deps.now() : new Date());
+const now = (deps: Pick<CrDeps, 'now'>) => nowOf(deps);
 
 /** The rounds already sent, from the CR's stream (and whether its origin ever was a session). */
 async function historyOf(deps: CrDeps, cr: ChangeRequest) {
@@ -76,7 +78,8 @@ export async function sendToAgent(
     }
     throw err;
   }
-  if (cr.head_ref !== session.branch) {
+  // Its session branch, or one of its stack branches (the prompt names the branch to work on).
+  if (!isOwnBranch(session.branch, cr.head_ref)) {
     throw coded('conflict', 'Head is not the session branch', 'head_not_session_branch', `Change request #${cr.number}'s head is '${cr.head_ref}', not its session's branch '${session.branch}'.`);
   }
   if (opts.automatic) {
@@ -126,8 +129,8 @@ async function deliver(s: SessionDeps, project: ProjectRecord, session: SessionV
 }
 
 async function promptWhenReady(s: SessionDeps, project: ProjectRecord, sessionId: string, text: string): Promise<void> {
-  const deadline = Date.now() + (s.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS + 120) * 1000;
-  while (Date.now() < deadline && !s.stopping?.aborted) {
+  const deadline = performance.now() + (s.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS + 120) * 1000;
+  while (performance.now() < deadline && !s.stopping?.aborted) {
     const v = await findSession(s, project.project_id, sessionId);
     if (v.status === 'failed' || v.agent_state === 'error') throw new Error(`the session is ${v.status} (agent ${v.agent_state})`);
     if (v.status === 'running' && v.agent_state === 'ready') {

@@ -5,7 +5,7 @@ import { ENV_NAME, RESERVED_PREFIX } from '../../domain/manifest/schema.js';
 import type { Manifest } from '../../domain/manifest/schema.js';
 import type { SecretsListing } from '../../contracts/manifest.js';
 import { manifestQueries, secretQueries } from '../../sql/queries/manifest.js';
-import { appendLog } from '../manifest/log.js';
+import { appendLog } from '../manifest/audit-log.js';
 
 /**
  * Project secrets: names and times are readable, values never leave the server except

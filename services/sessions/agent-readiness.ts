@@ -3,6 +3,7 @@ import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { pause, probeSignal, type SessionDeps } from './deps.js';
 import { currentSandbox } from '../../domain/session/index.js';
 import { handleSessionCommand, loadSession } from './handle.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * After `running` (the daemon answers, the workspace is on the session branch), the
@@ -14,14 +15,14 @@ import { handleSessionCommand, loadSession } from './handle.js';
  * (recoverSessions).
  */
 export async function awaitAgentReady(
-  deps: Pick<SessionDeps, 'db' | 'logger' | 'stopping'>,
+  deps: Pick<SessionDeps, 'db' | 'logger' | 'stopping' | 'now'>,
   sessionId: string,
   h: SandboxHandle,
   deadline: number,
 ): Promise<'ready' | 'error' | 'gone' | 'interrupted'> {
   let last: string | undefined;
-  let checked = Date.now();
-  const sys = (s: { created_by: string }) => ({ actor: s.created_by, now: new Date() });
+  let checked = performance.now();
+  const sys = (s: { created_by: string }) => ({ actor: s.created_by, now: nowOf(deps) });
   for (;;) {
     if (deps.stopping?.aborted) return 'interrupted';
     const body = await sandboxFetch(h.url, '/svc/health', { signal: probeSignal(2000, deps.stopping) })
@@ -32,7 +33,7 @@ export async function awaitAgentReady(
       const r = await handleSessionCommand(deps.db, sessionId, (s) => (s && !s.removed ? { type: 'MarkAgentReady', data: { sandbox_id: h.sandboxId }, meta: sys(s) } : null)).catch(() => null);
       return r?.session.agent_state === 'ready' ? 'ready' : 'gone';
     }
-    if (Date.now() > deadline) {
+    if (performance.now() > deadline) {
       const message = `The agent runtime did not answer in time (last state: ${last ?? 'unknown'}); see the session's sandbox log, or restart the session.`;
       deps.logger.warn({ session_id: sessionId, last }, 'agent runtime not ready');
       await handleSessionCommand(deps.db, sessionId, (s) =>
@@ -40,9 +41,9 @@ export async function awaitAgentReady(
       ).catch(() => null);
       return 'error';
     }
-    if (Date.now() - checked > 1000) {
+    if (performance.now() - checked > 1000) {
       // Stopped, restarted or removed meanwhile: nothing left to wait for.
-      checked = Date.now();
+      checked = performance.now();
       const { state } = await loadSession(deps.db, sessionId);
       if (!state || state.removed || state.status !== 'running' || currentSandbox(state)?.sandbox_id !== h.sandboxId) return 'gone';
     }

@@ -18,7 +18,7 @@ export class CheckpointLimiter {
 
   constructor(
     private readonly o: CheckpointLimitOptions = { burst: 6, everyMs: 10_000, maxKeys: 10_000 },
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** Takes one checkpoint for `key`: 0 when allowed, else the whole seconds until one is. */

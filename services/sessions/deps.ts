@@ -73,8 +73,6 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
 export const probeSignal = (ms: number, stopping?: AbortSignal): AbortSignal =>
   stopping ? AbortSignal.any([AbortSignal.timeout(ms), stopping]) : AbortSignal.timeout(ms);
 
-export const nowOf = (deps: Pick<SessionDeps, 'now'>): Date => (deps.now ? deps.now() : new Date());
-
 export const idleMs = (config: Config): number => config.SVC_SESSION_IDLE_MINUTES * 60_000;
 
 /** The least idle time a project can set (`[sandbox] idle_timeout_minutes` ≥ 4). */

@@ -7,6 +7,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { handleSessionCommand } from './handle.js';
 import { manifestInForce } from './sandbox-settings.js';
 import type { SessionDeps } from './deps.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * The sessions' side of the egress proxy (infra/egress/proxy.ts): the project's
@@ -53,7 +54,7 @@ export function egressRefusals(deps: Pick<SessionDeps, 'db' | 'logger' | 'now'>)
   const last = new Map<string, number>();
   let tail: Promise<void> = Promise.resolve();
   let queued = 0;
-  const now = () => (deps.now ? deps.now() : new Date());
+  const now = () => nowOf(deps);
   const log = deps.logger.child({ component: 'egress' });
 
   const prune = (t: number) => {

@@ -15,7 +15,7 @@ import type { SessionDeps } from './deps.js';
 export const FAILURE_LOG_BYTES = 4000;
 
 /** The process and bwrap providers' `sandbox.log`; other providers keep no host file (''). */
-export async function sandboxLogTail(deps: Pick<SessionDeps, 'config'>, provider: SandboxProviderName, sandboxId: string, maxBytes = FAILURE_LOG_BYTES): Promise<string> {
+export async function sandboxLogTail(deps: { config: Pick<SessionDeps['config'], 'dataDir'> }, provider: SandboxProviderName, sandboxId: string, maxBytes = FAILURE_LOG_BYTES): Promise<string> {
   if (provider !== 'process' && provider !== 'bwrap') return '';
   const root = sandboxesRoot(deps.config);
   for (const dir of new Set([sandboxId, sandboxName(sandboxId)])) {

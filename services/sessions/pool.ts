@@ -20,7 +20,8 @@ import { INSTALL_LABEL, installIdOf } from './orphans.js';
  * SVC_SANDBOX_POOL_MAX): daemon and runtime running, no session, no credential but the
  * sandbox's own control key (`svc_pool_…`, sealed in `pool_sandboxes`). A create claims
  * one in the transaction that admits the session (`claimPoolSandbox`); the provisioning
- * hands it over (pool-claim.ts). Pool sandboxes are not sessions: no cap counts them.
+ * hands it over (pool-handover.ts; the daemon's side of the claim is agentd/pool-claim.ts).
+ * Pool sandboxes are not sessions: no cap counts them.
  */
 export const POOL_KEY_PREFIX = 'svc_pool_';
 const POOL_LABEL = 'svc.pool';
@@ -142,10 +143,10 @@ export function createPoolKeeper(deps: SessionDeps): PoolKeeper {
       row.url = h.url;
       row.ref = h.ref;
       await deps.db.run(poolQueries.started(sandboxId, h.url, h.ref));
-      const deadline = Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
+      const deadline = performance.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
       while (!(await healthy(row))) {
         if (stopped || deps.stopping?.aborted) return; // left booting: the next start's pass decides
-        if (Date.now() > deadline || (await provider.inspect(h)) === 'exited') throw new Error('the pool sandbox did not become ready');
+        if (performance.now() > deadline || (await provider.inspect(h)) === 'exited') throw new Error('the pool sandbox did not become ready');
         await pause(50, deps.stopping);
       }
       await deps.db.run(poolQueries.ready(sandboxId));

@@ -4,6 +4,7 @@ import { DomainError, isDomainError } from '../../domain/errors.js';
 import { currentSandbox, liveSandbox, type Session } from '../../domain/session/index.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
+import { costQueries } from '../../sql/queries/cost.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { SandboxError, type SandboxHandle } from '../../infra/sandbox/port.js';
 import { failpoint } from '../../lib/failpoints.js';
@@ -14,7 +15,7 @@ import { mintSandboxCredentials, revokeSandboxCredentials, revokeSessionCredenti
 import { agentEnv } from './agent-env.js';
 import { awaitAgentReady } from './agent-readiness.js';
 import { keepFailureLog, redactLog } from './failure-log.js';
-import { nowOf, pause, probeSignal, StopInterrupted, type SessionDeps } from './deps.js';
+import { pause, probeSignal, StopInterrupted, type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
 import { type StopJob } from './jobs.js';
 import { NO_SECRETS, repoUrlOf, sandboxEnv } from './sandbox-env.js';
@@ -22,7 +23,9 @@ import { checkpointEnv } from './saved-state.js';
 import { sandboxSettings } from './sandbox-settings.js';
 import { stopSession } from './service.js';
 import { INSTALL_LABEL, installIdOf } from './orphans.js';
-import { handOver, takeClaimed } from './pool-claim.js';
+import { handOver, takeClaimed } from './pool-handover.js';
+import { nowOf } from '../../lib/clock.js';
+import { withAdvisoryLock } from '../../infra/db/advisory-lock.js';
 
 /**
  * `session.provision`, resumable after a crash at any step: each step is recorded in the
@@ -37,20 +40,11 @@ import { handOver, takeClaimed } from './pool-claim.js';
  * is and its sandbox keeps running, and the next start's recovery re-enqueues the job.
  */
 export async function provisionSession(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped' | 'interrupted'> {
-  const client = await deps.db.connect();
-  let locked = false;
-  try {
-    const got = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS ok', [`session:${sessionId}`]);
-    locked = got.rows[0]?.ok === true;
-    if (!locked) return 'skipped';
-    return await provisionLocked(deps, sessionId);
-  } finally {
-    if (locked) await client.query('SELECT pg_advisory_unlock(hashtextextended($1, 0))', [`session:${sessionId}`]).catch(() => {});
-    client.release();
-  }
+  const r = await withAdvisoryLock(deps.db, `session:${sessionId}`, () => provisionLocked(deps, sessionId));
+  return r.locked ? r.value : 'skipped';
 }
 
-const sys = (s: Session) => ({ actor: s.created_by, now: new Date() });
+const sys = (deps: Pick<SessionDeps, 'now'>, s: Session) => ({ actor: s.created_by, now: nowOf(deps) });
 
 async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'running' | 'failed' | 'skipped' | 'interrupted'> {
   const log = deps.logger.child({ session_id: sessionId });
@@ -61,8 +55,8 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
   if (!provider) throw new Error('no sandbox provider in this process');
   const project = await deps.db.one<ProjectRecord>(projectQueries.byId(state.project_id));
   if (!project) return 'skipped';
-  const deadline = Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
-  const started = Date.now();
+  const deadline = performance.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000;
+  const started = performance.now();
   let handle: SandboxHandle | null = null;
   let secretValues: string[] = [];
   try {
@@ -75,8 +69,8 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
       ).catch((err: Error) => {
         throw new BranchCutFailed(`The session branch could not be cut from '${state!.base_ref}': ${err.message}`);
       });
-      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordBranchCut', data: { base_commit_sha: sha }, meta: sys(s!) }))).session;
-      log.debug({ ms: Date.now() - started }, 'branch cut');
+      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordBranchCut', data: { base_commit_sha: sha }, meta: sys(deps, s!) }))).session;
+      log.debug({ ms: performance.now() - started }, 'branch cut');
       failpoint('session.after-branch-cut');
     }
     let sb = liveSandbox(state);
@@ -89,7 +83,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         // Started before a crash and gone since (or on another provider): start another.
         if (own) await own.destroy(h);
         await revokeSandboxCredentials(deps.db, h.sandboxId);
-        state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxStopped', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }))).session;
+        state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxStopped', data: { sandbox_id: h.sandboxId }, meta: sys(deps, s!) }))).session;
         sb = null;
       }
     }
@@ -103,7 +97,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
         await handleSessionCommand(
           deps.db,
           sessionId,
-          (s) => ({ type: 'RequestSandbox', data: { sandbox_id: sandboxId, provider: provider.name }, meta: sys(s!) }),
+          (s) => ({ type: 'RequestSandbox', data: { sandbox_id: sandboxId, provider: provider.name }, meta: sys(deps, s!) }),
           {
             inTx: async (tx, s) => {
               await revokeSessionCredentials(tx, sessionId); // an interrupted attempt's keys
@@ -140,21 +134,21 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
             labels: { 'svc.session': sessionId, 'svc.project': project.project_id, 'svc.sandbox': sandboxId, [INSTALL_LABEL]: await installIdOf(deps.db) },
           });
       const h = handle;
-      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(s!) }))).session;
-      log.debug({ ms: Date.now() - started }, 'sandbox started');
+      state = (await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'RecordSandboxActive', data: { sandbox_id: sandboxId, url: h.url, ref: h.ref }, meta: sys(deps, s!) }))).session;
+      log.debug({ ms: performance.now() - started }, 'sandbox started');
       failpoint('session.after-sandbox-start');
     }
     await waitHealthy(deps, handle, state.branch, deadline);
     const h = handle;
-    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'MarkRunning', data: { sandbox_id: h.sandboxId }, meta: sys(s!) }));
-    log.info({ ms: Date.now() - started }, 'session running');
+    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'MarkRunning', data: { sandbox_id: h.sandboxId }, meta: sys(deps, s!) }));
+    log.info({ ms: performance.now() - started }, 'session running');
     const agent = await awaitAgentReady(deps, sessionId, h, deadline);
-    log.info({ ms: Date.now() - started, agent }, 'agent runtime');
+    log.info({ ms: performance.now() - started, agent }, 'agent runtime');
     return 'running';
   } catch (err) {
     if (err instanceof StopInterrupted) {
       // Not a failure: the sandbox runs on (detached), and a restarted server resumes from the stream.
-      log.info({ ms: Date.now() - started }, 'provisioning interrupted: this process is stopping');
+      log.info({ ms: performance.now() - started }, 'provisioning interrupted: this process is stopping');
       return 'interrupted';
     }
     // Read before destroy: the process and bwrap providers delete the sandbox's directory.
@@ -171,7 +165,7 @@ async function provisionLocked(deps: SessionDeps, sessionId: string): Promise<'r
     // A provider's message may quote the sandbox's output: redacted too (it goes into the event).
     const message = redactLog((err as Error).message, secretValues) + (tail ? " (the sandbox's last output: svc sessions info)" : '');
     log.warn({ err: (err as Error).message, code }, 'provisioning failed');
-    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'FailSession', data: { error: { code, message } }, meta: sys(s!) }), {
+    await handleSessionCommand(deps.db, sessionId, (s) => ({ type: 'FailSession', data: { error: { code, message } }, meta: sys(deps, s!) }), {
       inTx: (tx) => revokeSessionCredentials(tx, sessionId).then(() => undefined),
     });
     return 'failed';
@@ -199,22 +193,28 @@ class TimeoutError extends Error {
 
 /** `running` = the daemon answers and the workspace is on the session branch. */
 async function waitHealthy(deps: SessionDeps, h: SandboxHandle, branch: string, deadline: number): Promise<void> {
-  let lastInspect = 0;
+  let lastInspect = -Infinity;
   let last: unknown;
   for (;;) {
     if (deps.stopping?.aborted) throw new StopInterrupted();
-    if (Date.now() > deadline) throw new TimeoutError(`The sandbox did not become healthy in time (last health: ${JSON.stringify(last ?? null)}).`);
+    if (performance.now() > deadline) throw new TimeoutError(`The sandbox did not become healthy in time (last health: ${JSON.stringify(last ?? null)}).`);
     const body = await sandboxFetch(h.url, '/svc/health', { signal: probeSignal(2000, deps.stopping) })
       .then((r) => (r.ok ? (r.json() as Promise<{ branch?: string; commit?: string }>) : null))
       .catch(() => null);
     if (body) last = body;
     if (body?.branch === branch && body.commit) return;
-    if (Date.now() - lastInspect > 500) {
-      lastInspect = Date.now();
+    if (performance.now() - lastInspect > 500) {
+      lastInspect = performance.now();
       if ((await deps.provider!.inspect(h)) === 'exited') throw new SandboxError('create_failed', 'The sandbox exited while starting.');
     }
     await pause(20, deps.stopping);
   }
+}
+
+/** What the provider reports of the sandbox's CPU time, kept for its session's cost; a stop never fails for it. */
+async function recordCpu(deps: SessionDeps, sessionId: string, sandbox: SandboxHandle, read: (h: SandboxHandle) => Promise<number | null>): Promise<void> {
+  const cpu = await read(sandbox).catch(() => null);
+  if (cpu !== null) await deps.db.run(costQueries.recordCpu(sandbox.sandboxId, sessionId, cpu)).catch((err: Error) => deps.logger.warn({ sandbox_id: sandbox.sandboxId, err: err.message }, 'sandbox CPU time not recorded'));
 }
 
 /** `session.stop`: tears the sandbox down and records it. Idempotent. */
@@ -222,11 +222,12 @@ export async function stopSandbox(deps: SessionDeps, job: StopJob): Promise<void
   if (!deps.provider) throw new Error('no sandbox provider in this process');
   // The provider that made it, not the current one (a switch leaves the old ones to their own).
   const own = job.sandbox.provider === deps.provider.name ? deps.provider : deps.providers?.get(job.sandbox.provider);
+  if (own?.cpuSeconds) await recordCpu(deps, job.session_id, job.sandbox, own.cpuSeconds.bind(own));
   if (own) await own.destroy(job.sandbox);
   else deps.logger.warn({ sandbox_id: job.sandbox.sandboxId, provider: job.sandbox.provider }, 'sandbox left as it is: its provider cannot run on this host');
   await revokeSandboxCredentials(deps.db, job.sandbox.sandboxId);
   await handleSessionCommand(deps.db, job.session_id, (s) =>
-    s && !s.removed ? { type: 'RecordSandboxStopped', data: { sandbox_id: job.sandbox.sandboxId }, meta: sys(s) } : null,
+    s && !s.removed ? { type: 'RecordSandboxStopped', data: { sandbox_id: job.sandbox.sandboxId }, meta: sys(deps, s) } : null,
   ).catch((err) => {
     if (!(isDomainError(err) && err.code === 'not_found')) throw err;
   });
@@ -270,7 +271,7 @@ export async function recoverSessions(deps: SessionDeps, opts: { enqueue: (sessi
     if (h && deps.provider && h.provider === deps.provider.name && (await deps.provider.inspect(h)) === 'running') {
       out.attached++;
       // A worker that stopped while waiting for the agent left it `starting`: wait again.
-      if (state!.agent_state === 'starting') void awaitAgentReady(deps, r.session_id, h, Date.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000).catch(() => {});
+      if (state!.agent_state === 'starting') void awaitAgentReady(deps, r.session_id, h, performance.now() + deps.config.SVC_SESSION_PROVISION_TIMEOUT_SECONDS * 1000).catch(() => {});
       continue;
     }
     // Another provider's (SVC_SANDBOX_PROVIDER changed): stopped, its sandbox destroyed by its

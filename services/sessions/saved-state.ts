@@ -8,8 +8,9 @@ import { bundleHeadProblem, encodeFrame, FrameError, readFrameStream, type Archi
 import { sandboxFetch } from '../../lib/sandbox-dial.js';
 import { savedStateQueries, type SavedStateRow } from '../../sql/queries/session-saved-state.js';
 import { serviceKeyOf } from './credentials.js';
-import { nowOf, type SessionDeps } from './deps.js';
+import { type SessionDeps } from './deps.js';
 import { handleSessionCommand, loadSession } from './handle.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * Pause and resume (docs/sessions.md "Pause and resume"): an extension of

@@ -6,20 +6,22 @@ import type { Executor } from '../../infra/db/db.js';
 import { readStream } from '../../infra/event-store.js';
 import { assertBranchName } from '../../domain/refs.js';
 import type { ProjectRecord } from '../../domain/project.js';
+import { assertWithinBudgets } from '../budgets/service.js';
 import type { SandboxHandle } from '../../infra/sandbox/port.js';
 import { sessionQueries } from '../../sql/queries/sessions.js';
 import { sessionStreamId } from '../../domain/session/index.js';
 import { assertKnownAgent } from './agents.js';
 import { revokeSessionCredentials, serviceKeyOf } from './credentials.js';
-import { activityIntervalMs, nowOf, type SessionDeps } from './deps.js';
+import { activityIntervalMs, type SessionDeps } from './deps.js';
 import { handleSessionCommand } from './handle.js';
 import { dispatchProvision, dispatchStop } from './jobs.js';
 import { viewOfRow, viewOfState, type SessionView } from './view.js';
-import { sessionUsage } from '../llm/gateway.js';
+import { sessionCostUsage } from '../cost/cost.js';
 import { assertModelOffered } from './model-choice.js';
 import { assertModelAvailable } from './prompt-guard.js';
 import { dropSavedState, pauseIfRunning, savedSummary } from './saved-state.js';
 import { claimPoolSandbox } from './pool.js';
+import { nowOf } from '../../lib/clock.js';
 
 export type { SessionDeps } from './deps.js';
 export type { SessionView } from './view.js';
@@ -69,6 +71,8 @@ export async function createSession(deps: SessionDeps, input: CreateSessionInput
   // A first prompt no model can answer would be lost in the sandbox: refused now, like any
   // prompt, and before a sandbox boots that would count against the cap for nothing.
   if (input.prompt !== undefined || input.expectPrompt) await assertModelAvailable(deps, input.project, input.model ?? null);
+  // A spent budget a person set refuses new work (429), a trigger's fires included.
+  await assertWithinBudgets(deps, input.project, input.trigger ? `trigger ${input.trigger}` : 'sessions', input.userId);
   const sessionId = randomUUID();
   const { session } = await handleSessionCommand(
     deps.db,
@@ -109,7 +113,7 @@ export async function findSession(deps: SessionDeps, projectId: string, sessionI
 /** One session with what only its own page shows: the model usage and a failed sandbox's log tail. */
 export async function sessionDetail(deps: SessionDeps, projectId: string, sessionId: string): Promise<SessionView> {
   const v = await findSession(deps, projectId, sessionId);
-  const usage = await sessionUsage(deps.db, v.session_id);
+  const usage = await sessionCostUsage(deps, projectId, v.session_id);
   const failure = v.error ? await deps.db.one<{ log: string }>(sessionQueries.failureLog(v.session_id)) : undefined;
   return { ...v, error: v.error && failure ? { ...v.error, log: failure.log } : v.error, usage, saved: await savedSummary(deps, v.session_id) };
 }

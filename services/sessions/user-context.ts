@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * The signed `X-Svc-User-Context` value (contracts.md "The signed header"):
@@ -13,4 +14,4 @@ export function signUserContext(key: string, ctx: { sub: string; exp: number; po
 }
 
 export const freshContext = (key: string, sub: string, port?: number): string =>
-  signUserContext(key, { sub, exp: Math.floor(Date.now() / 1000) + USER_CONTEXT_TTL_SECONDS, ...(port !== undefined ? { port } : {}) });
+  signUserContext(key, { sub, exp: Math.floor(epochMsOf() / 1000) + USER_CONTEXT_TTL_SECONDS, ...(port !== undefined ? { port } : {}) });

@@ -1,5 +1,6 @@
 import { DomainError } from '../../domain/errors.js';
 import type { Principal } from './service.js';
+import { isOwnBranch, isOwnStackBranch } from '../../domain/stack-branches.js';
 
 /**
  * What an agent-grade principal may do: the one place that says it (contracts.md "Agent
@@ -8,21 +9,26 @@ import type { Principal } from './service.js';
  * SVC_TOKEN (the key itself authenticates nothing but the clone-credential route). An
  * agent assumes it is read whole by whatever runs in the sandbox, so it may:
  *  - read its project (every GET under it, smart HTTP fetch);
- *  - push its session branch (create or fast-forward; enforced by infra/git/pre-receive.ts,
- *    which the smart HTTP route tells who pushes);
- *  - open CRs whose head is its session branch, and edit, close or reopen the CRs of its
- *    session (head = its branch, origin_session_id = its session), and comment on those
- *    (its answer to a review round sent to it).
- * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no resolving
+ *  - push its session branch and its stack branches `<session branch>-<n>` (1..20; create
+ *    or fast-forward; enforced by infra/git/pre-receive.ts, which the smart HTTP route
+ *    tells who pushes);
+ *  - open CRs whose head is its session branch, or one of its stack branches based on its
+ *    session branch or another of its stack branches (a stack, docs/stacks.md); edit,
+ *    close or reopen the CRs of its session (head = one of its branches, origin_session_id
+ *    = its session), and comment on those (its answer to a review round sent to it).
+ * Nothing else: no merge (403 `agent_cannot_merge`, the CR goes to a person), no retarget
+ * (`PATCH base_ref`: a pending merge is never redirected by an agent), no resolving
  * review comments, marking reviewed or sending to an agent (a person reviews), no secret
- * writes, triggers, apps, channels, statuses, project settings, sessions, token minting,
+ * writes, budgets, triggers, apps, channels, statuses, project settings, sessions, token minting,
  * account routes or session proxy. A person's tokens (user tokens, and project tokens a
  * user mints with `POST .../cli-token`) pass every check here unchanged.
  */
 export type AgentAction =
   /** A read of the project (GET). */
   | { kind: 'read' }
-  | { kind: 'cr.open'; headRef: string; sessionId?: string | undefined }
+  | { kind: 'cr.open'; headRef: string; baseRef?: string | undefined; sessionId?: string | undefined }
+  /** A new base for a CR (`PATCH base_ref`): people only, an agent never redirects a pending merge. */
+  | { kind: 'cr.retarget' }
   /** Edit, close or reopen one CR. */
   | { kind: 'cr.change'; cr: { head_ref: string; origin_session_id: string | null } }
   | { kind: 'cr.merge' }
@@ -52,20 +58,26 @@ export function assertMay(p: Principal, action: AgentAction): void {
     case 'cr.merge':
       throw agentCannotMerge();
     case 'cr.open':
-      if (!branch || action.headRef !== branch) {
-        throw agentForbidden(`Agent credentials open change requests from their own session branch only (head_ref '${branch ?? '(none)'}').`);
+      if (!branch || !isOwnBranch(branch, action.headRef)) {
+        throw agentForbidden(`Agent credentials open change requests from their own session branch or its stack branches only (head_ref '${branch ?? '(none)'}' or '${branch ?? '(none)'}-<n>').`);
+      }
+      // A stack branch's CR stacks on the agent's own work: its session branch or another of its stack branches.
+      if (isOwnStackBranch(branch, action.headRef) && (action.baseRef === undefined || !isOwnBranch(branch, action.baseRef))) {
+        throw agentForbidden(`Agent credentials open a change request from a stack branch only based on their session branch or another of its stack branches (base_ref '${branch}' or '${branch}-<n>').`);
       }
       if (action.sessionId !== undefined && action.sessionId !== p.session_id) {
         throw agentForbidden('Agent credentials open change requests for their own session only (session_id).');
       }
       return;
+    case 'cr.retarget':
+      throw agentForbidden("Agent credentials cannot change a change request's base: a person retargets it (a pending merge is never redirected by an agent).");
     case 'cr.change':
-      if (!branch || action.cr.head_ref !== branch || action.cr.origin_session_id !== p.session_id) {
+      if (!branch || !isOwnBranch(branch, action.cr.head_ref) || action.cr.origin_session_id !== p.session_id) {
         throw agentForbidden('Agent credentials edit, close or reopen only the change requests of their own session.');
       }
       return;
     case 'cr.comment':
-      if (!branch || action.cr.head_ref !== branch || action.cr.origin_session_id !== p.session_id) {
+      if (!branch || !isOwnBranch(branch, action.cr.head_ref) || action.cr.origin_session_id !== p.session_id) {
         throw agentForbidden('Agent credentials comment only on the change requests of their own session.');
       }
       return;
@@ -77,8 +89,8 @@ export function assertMay(p: Principal, action: AgentAction): void {
 }
 
 /** The CR input an agent opens with: its own session recorded as the origin, always. */
-export function openInputFor<T extends { head_ref: string; session_id?: string | undefined }>(p: Principal, input: T): T {
-  assertMay(p, { kind: 'cr.open', headRef: input.head_ref, sessionId: input.session_id });
+export function openInputFor<T extends { head_ref: string; base_ref?: string | undefined; session_id?: string | undefined }>(p: Principal, input: T): T {
+  assertMay(p, { kind: 'cr.open', headRef: input.head_ref, baseRef: input.base_ref, sessionId: input.session_id });
   return isAgent(p) ? { ...input, session_id: p.session_id! } : input;
 }
 
@@ -112,6 +124,7 @@ export function agentActionOf(method: string, path: string): AgentAction | 'rout
     statuses: 'post commit statuses',
     sessions: 'create, stop, restart, prompt or remove sessions',
     'cli-token': 'mint tokens',
+    budget: 'set or remove budgets',
   };
   return { kind: 'other', what: (group && what[group]) ?? 'change project settings' };
 }

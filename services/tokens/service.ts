@@ -4,6 +4,7 @@ import { decodeLiveTokenProjectRow, tokenQueries, type LiveTokenRow } from '../.
 import type { ProjectRecord } from '../../domain/project.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
 import { crOfRow, decodeCrRow } from '../../sql/queries/change-request-row.js';
+import { epochMsOf } from '../../lib/clock.js';
 
 /**
  * Personal access tokens. The value is shown once, at minting; only its sha256 is stored.
@@ -132,7 +133,7 @@ export async function authenticateWithProject(
 export function principalOfTokenRow(db: Executor, hash: Buffer, row: LiveTokenRow | undefined): Principal | null {
   if (!row || !timingSafeEqual(row.token_hash, hash)) return null;
   const { token_hash: _h, last_used_at: used, credential_sandbox_id: sandboxId, credential_provider: provider, ...principal } = row;
-  if (!used || Date.now() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
+  if (!used || epochMsOf() - used.getTime() > 60_000) void db.run(tokenQueries.touch(principal.token_id)).catch(() => {});
   return { ...principal, credential: sandboxId ? { sandbox_id: sandboxId, provider } : null };
 }
 

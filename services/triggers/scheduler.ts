@@ -3,6 +3,7 @@ import { nextFire, parseCron } from '../../domain/manifest/cron.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
 import { fireScheduled, type TriggerDeps } from './service.js';
+import { nowOf } from '../../lib/clock.js';
 
 /**
  * Fires due triggers, exactly once per tick across any number of worker processes: a
@@ -13,7 +14,7 @@ import { fireScheduled, type TriggerDeps } from './service.js';
  * workers/trigger-scheduler.ts runs it every SVC_SCHEDULER_INTERVAL_MS. Returns the fires
  * this process won.
  */
-export async function fireDueTriggers(deps: TriggerDeps, now: Date = deps.now ? deps.now() : new Date()): Promise<Array<{ slug: string; tick: Date; outcome: string }>> {
+export async function fireDueTriggers(deps: TriggerDeps, now: Date = nowOf(deps)): Promise<Array<{ slug: string; tick: Date; outcome: string }>> {
   const won: Array<{ slug: string; tick: Date; outcome: string }> = [];
   const due = await deps.db.rows<TriggerRow>(triggerQueries.due(now, 100));
   for (const t of due) {

@@ -5,14 +5,16 @@ import type { Logger } from '../../lib/logger.js';
 import type { ProjectRepos } from '../../infra/git/project-repos.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { DomainError, notFound } from '../../domain/errors.js';
+import { isBudgetRefusal } from '../../domain/budget/budget.js';
 import { setTriggerEnabled } from '../../domain/manifest/edit.js';
 import { MANIFEST_PATH } from '../../domain/manifest/parse.js';
 import { SLUG } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
-import { appendLog } from '../manifest/log.js';
+import { appendLog } from '../manifest/audit-log.js';
 import { openCr } from '../change-requests/service.js';
 import type { ChangeRequest } from '../../domain/change-request/index.js';
+import { nowOf } from '../../lib/clock.js';
 
 /** Decision 4 of the plan: the sessions capability, when present, spawns sessions for us. */
 export interface SpawnSessionInput {
@@ -74,7 +76,11 @@ export async function getTrigger(db: Db, projectId: string, slug: string): Promi
   return t;
 }
 
-export type FireOutcome = { outcome: 'spawned'; session: Record<string, unknown> } | { outcome: 'sessions unavailable' | 'failed'; error: string };
+export type FireOutcome =
+  | { outcome: 'spawned'; session: Record<string, unknown> }
+  | { outcome: 'sessions unavailable' | 'failed'; error: string }
+  /** A budget a person set is spent: the refusal (429) is recorded once per period by the budget, not per fire. */
+  | { outcome: 'budget exceeded'; error: string; refusal: DomainError };
 
 /**
  * Spawns the trigger's session (the spawn is the sessions capability's; it injects
@@ -95,6 +101,7 @@ async function spawnFor(deps: TriggerDeps, project: ProjectRecord, t: TriggerRow
     });
     return { outcome: 'spawned', session };
   } catch (err) {
+    if (isBudgetRefusal(err)) return { outcome: 'budget exceeded', error: err.message, refusal: err };
     return { outcome: 'failed', error: err instanceof Error ? err.message : String(err) };
   }
 }
@@ -103,6 +110,9 @@ async function recordOutcome(deps: TriggerDeps, project: ProjectRecord, t: Trigg
   const sessionId = out.outcome === 'spawned' ? String(out.session.session_id) : null;
   await deps.db.transaction(async (tx) => {
     await tx.run(triggerQueries.settle(project.project_id, t.slug, tick, kind, out.outcome, sessionId));
+    // Past its budget, a trigger ticking every minute would log every tick: its refusal is
+    // the budget's BudgetRefused event, once per period; the fire's row still says why.
+    if (out.outcome === 'budget exceeded') return;
     await appendLog(tx, 'triggers', project.project_id, [
       { type: 'TriggerFired', data: { slug: t.slug, kind, tick: tick.toISOString(), outcome: out.outcome, session_id: sessionId, ...(out.outcome !== 'spawned' ? { error: out.error } : {}) } },
     ], actor);
@@ -112,7 +122,7 @@ async function recordOutcome(deps: TriggerDeps, project: ProjectRecord, t: Trigg
 /** `POST .../triggers/:slug/fire`: a manual fire, whatever `enabled` says. */
 export async function fireTrigger(deps: TriggerDeps, project: ProjectRecord, slug: string, actor: string): Promise<FireOutcome> {
   const t = await getTrigger(deps.db, project.project_id, slug);
-  const at = deps.now ? deps.now() : new Date();
+  const at = nowOf(deps);
   await deps.db.run(triggerQueries.claim(project.project_id, t.slug, at, 'manual'));
   await deps.db.run(triggerQueries.firedManually(project.project_id, t.slug, at));
   const out = await spawnFor(deps, project, t, actor);

@@ -2,7 +2,7 @@ import type { Executor } from '../../infra/db/db.js';
 import { nextFire, parseCron } from '../../domain/manifest/cron.js';
 import type { TriggerSpec } from '../../domain/manifest/schema.js';
 import { triggerQueries, type TriggerRow } from '../../sql/queries/triggers.js';
-import { appendLog, SYSTEM_ACTOR } from '../manifest/log.js';
+import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
 
 /**
  * Trigger rows follow the manifest in force: upserted from `[[triggers]]`, removed when

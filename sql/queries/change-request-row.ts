@@ -36,6 +36,8 @@ export const CR_COLUMNS = {
   created_at: 'timestamptz',
   updated_at: 'timestamptz',
   stream_version: 'bigint',
+  // Added after the table was made (sql/190_cr_stacks.sql): a new column comes last.
+  parent_cr_id: 'uuid',
 } as const satisfies Record<keyof CrRow, string>;
 
 export type CrColumn = keyof typeof CR_COLUMNS;

@@ -1,6 +1,7 @@
 import type { Query } from '../query.js';
 import type { AppendExtension } from './events.js';
 import { crGuardedRows, crSelectList, crSetAll, crSetFromPatch, encodeCrRow, type CrRow } from './change-request-row.js';
+import { advisoryLockQueries } from './advisory-locks.js';
 
 /** The tables a CR row can be written to: the live projection or a rebuild's scratch copy. */
 type CrTable = 'change_requests' | 'cr_rebuilt';
@@ -35,7 +36,9 @@ export const crPatchExtension: AppendExtension = {
 
 export const crQueries = {
   insertMany: (table: CrTable, rows: CrRow[]): Query => ({
-    text: `INSERT INTO ${table} ${crGuardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
+    // Columns named: a column added by a later migration sits wherever the install's
+    // migration order put it.
+    text: `INSERT INTO ${table} (${crSelectList}) ${crGuardedRows('jsonb_populate_recordset(null::change_requests, $1::jsonb)')}`,
     values: [JSON.stringify(rows.map(encodeCrRow))],
   }),
 
@@ -75,6 +78,53 @@ export const crQueries = {
       ORDER BY number DESC LIMIT $3`,
     values: [projectId, status, limit, before],
   }),
+
+  /**
+   * The project's open CRs as the stack rules need them (domain/change-request/stack.ts):
+   * read in the transaction that decides a parent.
+   */
+  stackNodes: (projectId: string): Query => ({
+    name: 'cr_stack_nodes',
+    text: `SELECT cr_id, number, head_ref, base_ref, parent_cr_id FROM change_requests
+      WHERE project_id = $1 AND status = 'open' ORDER BY number`,
+    values: [projectId],
+  }),
+
+  /** The CRs recorded as stacked on any of `parentIds` (every status), oldest first. */
+  childrenOf: (projectId: string, parentIds: string[]): Query => ({
+    name: 'cr_children_of',
+    text: `SELECT ${crSelectList} FROM change_requests
+      WHERE project_id = $1 AND parent_cr_id = ANY($2::uuid[]) ORDER BY number`,
+    values: [projectId, parentIds],
+  }),
+
+  /**
+   * The read by number with the CR's family beside it (the dashboard's CR page, in its
+   * one read of the CR): its parent, when it has one, and the CRs stacked on it, `rel`
+   * saying which.
+   */
+  byNumberWithFamily: (projectId: string, number: number): Query => ({
+    name: 'cr_by_number_with_family',
+    text: `SELECT to_json(c) AS cr,
+        (SELECT coalesce(json_agg(json_build_object('rel', CASE WHEN k.cr_id = c.parent_cr_id THEN 'parent' ELSE 'child' END,
+            'cr_id', k.cr_id, 'number', k.number, 'title', k.title, 'status', k.status, 'head_ref', k.head_ref, 'base_ref', k.base_ref) ORDER BY k.number), '[]'::json)
+          FROM change_requests k WHERE k.project_id = c.project_id AND (k.parent_cr_id = c.cr_id OR k.cr_id = c.parent_cr_id)) AS family
+      FROM change_requests c WHERE c.project_id = $1 AND c.number = $2`,
+    values: [projectId, number],
+  }),
+
+  /** A CR's family by uuid: its parent, when it has one, and the CRs stacked on it. */
+  family: (projectId: string, crId: string, parentId: string | null): Query => ({
+    name: 'cr_family',
+    text: `SELECT CASE WHEN cr_id = $3::uuid THEN 'parent' ELSE 'child' END AS rel, cr_id, number, title, status, head_ref, base_ref
+      FROM change_requests
+      WHERE project_id = $1 AND (parent_cr_id = $2::uuid OR cr_id = $3::uuid)
+      ORDER BY number`,
+    values: [projectId, crId, parentId],
+  }),
+
+  /** Held to the transaction's end: opens and retargets of one project decide stack parents one at a time. */
+  lockStacks: (projectId: string): Query => advisoryLockQueries.xactLock(`cr-stacks:${projectId}`),
 
   /** Allocates the next per-project number; the row lock holds until the transaction ends. */
   /**

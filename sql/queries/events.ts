@@ -1,4 +1,5 @@
 import type { Query } from '../query.js';
+import { advisoryLockQueries } from './advisory-locks.js';
 
 /**
  * Columns every read returns, in the shape of `StoredEvent`. The xid8 goes out as text
@@ -96,7 +97,7 @@ export const eventQueries = {
   }),
 
   /** Serialises appends to one stream for the rest of the transaction (the append-only mode). */
-  lockStream: (streamId: string): Query => ({ text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 12))', values: [streamId] }),
+  lockStream: (streamId: string): Query => advisoryLockQueries.xactLock(streamId),
 
   byEventIds: (ids: string[]): Query => ({
     text: `SELECT ${EVENT_COLUMNS} FROM events WHERE event_id = ANY($1::uuid[]) ORDER BY stream_id, stream_position`,

@@ -137,8 +137,6 @@ export const insightQueries = {
     text: 'UPDATE insight_checkpoint SET txid = $1::xid8, position = $2',
     values: [at.txid, at.position],
   }),
-  /** Serializes catch-ups: one at a time reads and writes the projection (held to commit). */
-  lock: (): Query => ({ text: `SELECT pg_advisory_xact_lock(hashtextextended('svc.insights.catch-up', 0))`, values: [] }),
   /**
    * The next page of the log after `after`, commit-safe (only transactions older than every
    * one still running, as the feed reads), `upTo`: no further than this checkpoint (a

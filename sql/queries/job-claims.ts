@@ -1,19 +1,12 @@
 import type { Query } from '../query.js';
 
-/** The advisory lock a worker process holds for its whole life (see sql/021_job_claims.sql). */
-const workerLockKey = (workerId: string) => `svc-worker:${workerId}`;
+/**
+ * The advisory lock (sql/queries/advisory-locks.ts) a worker process holds for its whole
+ * life (see sql/021_job_claims.sql): free means the worker is gone.
+ */
+export const workerLockKey = (workerId: string): string => `svc-worker:${workerId}`;
 
 export const jobClaimQueries = {
-  holdWorkerLock: (workerId: string): Query => ({
-    text: 'SELECT pg_advisory_lock(hashtextextended($1, 0))',
-    values: [workerLockKey(workerId)],
-  }),
-  /** True when no live session holds the worker's lock (the lock is released again at once). */
-  workerGone: (workerId: string): Query => ({
-    text: `SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0))
-      THEN pg_advisory_unlock(hashtextextended($1, 0)) ELSE false END AS gone`,
-    values: [workerLockKey(workerId)],
-  }),
   /** Claims of jobs just fetched, in the fetch's transaction (a worker that dies before its commit fetched nothing). */
   claimMany: (jobIds: string[], queue: string, workerId: string): Query => ({
     text: `INSERT INTO job_claims (job_id, queue, worker_id) SELECT unnest($1::uuid[]), $2, $3

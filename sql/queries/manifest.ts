@@ -23,8 +23,6 @@ export const manifestQueries = {
     values: [p.projectId, p.sha, JSON.stringify(p.errors), JSON.stringify(p.warnings)],
   }),
   allProjects: (): Query => ({ text: 'SELECT project_id FROM projects WHERE repo_url IS NOT NULL ORDER BY created_at', values: [] }),
-  /** Serialises appends to one log stream inside the caller's transaction. */
-  lockStream: (streamId: string): Query => ({ text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 12))', values: [streamId] }),
   /** Someone who may act for the project when no person does (a scheduled fire): the account's first owner. */
   accountOwner: (accountId: string): Query => ({
     text: `SELECT user_id FROM memberships WHERE account_id = $1 ORDER BY (role = 'owner') DESC, created_at LIMIT 1`,

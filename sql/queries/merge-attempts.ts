@@ -25,13 +25,4 @@ export const mergeAttemptQueries = {
   }),
   all: (): Query => ({ text: 'SELECT * FROM merge_attempts ORDER BY created_at', values: [] }),
   remove: (crId: string): Query => ({ text: 'DELETE FROM merge_attempts WHERE cr_id = $1', values: [crId] }),
-  /** Serialises merges into one base branch of one project, across processes. */
-  lock: (key: string): Query => ({ text: 'SELECT pg_advisory_lock(hashtextextended($1, 0))', values: [key] }),
-  /** The same lock without waiting: `locked` false when another session holds it. */
-  tryLock: (key: string): Query => ({
-    name: 'merge_try_lock',
-    text: 'SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS locked',
-    values: [key],
-  }),
-  unlock: (key: string): Query => ({ text: 'SELECT pg_advisory_unlock(hashtextextended($1, 0))', values: [key] }),
 };

@@ -1,11 +1,9 @@
 import type { Query } from '../query.js';
 
-/** An arbitrary constant: the advisory lock every migrating process takes. */
-const MIGRATION_LOCK = 7_301_447_112;
+/** An arbitrary constant: the advisory lock every migrating process takes (sql/queries/advisory-locks.ts). */
+export const MIGRATION_LOCK = 7_301_447_112n;
 
 export const migrationQueries = {
-  lock: (): Query => ({ text: 'SELECT pg_advisory_lock($1)', values: [MIGRATION_LOCK] }),
-  unlock: (): Query => ({ text: 'SELECT pg_advisory_unlock($1)', values: [MIGRATION_LOCK] }),
   createTable: (): Query => ({
     text: `CREATE TABLE IF NOT EXISTS schema_migrations (
       version integer PRIMARY KEY,

@@ -140,6 +140,26 @@ describe('svc cr (HTTP stubbed with nock)', () => {
       for (const line of meta) expect(line).to.match(/^[a-z_]+:\t/);
     });
 
+    it('an agent\'s CR shows what it cost: tokens, money, unpriced tokens, sandbox and check time', async () => {
+      const cr = makeCR();
+      api().get(`${CRS}/3`).reply(200, { change_request: cr });
+      api().get(`${CRS}/${cr.cr_id}/merge-preview`).reply(200, preview);
+      const spent = { input_tokens: 3000, output_tokens: 600, requests: 3, money: [{ currency: 'USD', amount: 0.018 }], unpriced_tokens: 1200 };
+      api()
+        .get(`${CRS}/${cr.cr_id}/cost`)
+        .reply(200, {
+          cost: {
+            cr_id: cr.cr_id, number: 3, session_id: '0b7c1b9e-1111-4a2b-9c3d-123456789abc', ...spent,
+            by_model: [{ model: 'beta', ...spent, priced: false }],
+            sandbox_seconds: 185, cpu_seconds: null, check_seconds: 42, check_runs: [], unmetered: false,
+          },
+        });
+      const r = await run(['cr', 'show', '3']);
+      expect(r.code).to.equal(0);
+      expect(r.stdout).to.contain('tokens:\t3000 in, 600 out (3 model calls)\n').and.contain('cost:\tUSD 0.02 + 1200 unpriced tokens (beta)\n');
+      expect(r.stdout).to.contain('sandbox_time:\t3 min 5 s\n').and.contain('check_time:\t42 s\n');
+    });
+
     it('piped, without a description: no bare `--` lines', async () => {
       api().get(`${CRS}/3`).reply(200, { change_request: makeCR({ description: '' }) });
       api().get(`${CRS}/${makeCR().cr_id}/merge-preview`).reply(200, preview);
@@ -329,6 +349,41 @@ describe('svc cr (HTTP stubbed with nock)', () => {
     it('merging a closed CR (409): exit 1', async () => {
       api().post(`${CRS}/3/merge`).reply(409, { error: 'Conflict', message: 'Change request is not open.' });
       await failsWith(['cr', 'merge', '3'], 'error: Change request is not open. (HTTP 409)');
+    });
+
+    it('merge --stack posts {"stack": true}; --stack with --when-green is a usage error', async () => {
+      const merged = makeCR({ status: 'merged', merge_commit_sha: 'a'.repeat(40) });
+      api().post(`${CRS}/3/merge`, { stack: true }).reply(200, { change_request: merged });
+      const r = await run(['cr', 'merge', '3', '--stack']);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stderr).to.contain('Merged the stack up to change request #3 into main (fast-forward aaaaaaa)');
+      const both = await run(['cr', 'merge', '3', '--stack', '--when-green']);
+      expect(both.code).to.equal(2);
+    });
+
+    it('stack: the chain bottom first, indented, the asked-for CR marked, a note under a CR that waits', async () => {
+      const id = (n: number) => `7c0e1f2a-3b4c-4d5e-8f60-7182930000${String(n).padStart(2, '0')}`;
+      const cr = (n: number, head: string, base: string, status = 'open') => makeCR({ cr_id: id(n), number: n, head_ref: head, base_ref: base, status, title: `step ${n}` });
+      const body = {
+        cr_id: id(5),
+        stack: [
+          { change_request: cr(4, 'one', 'main', 'closed'), parent_cr_id: null, child_cr_ids: [id(5)], note: null },
+          { change_request: cr(5, 'two', 'one'), parent_cr_id: id(4), child_cr_ids: [id(6)], note: 'Its parent #4 was closed without merging: this change request waits for a person.' },
+          { change_request: cr(6, 'three', 'two'), parent_cr_id: id(5), child_cr_ids: [], note: null },
+        ],
+      };
+      api().get(`${CRS}/5/stack`).reply(200, body);
+      const r = await run(['cr', 'stack', '5']);
+      expect(r.code, r.stderr).to.equal(0);
+      expect(r.stdout).to.equal([
+        '  #4 closed\tone -> main\tstep 4',
+        '*   #5 open\ttwo -> one\tstep 5',
+        '      Its parent #4 was closed without merging: this change request waits for a person.',
+        '      #6 open\tthree -> two\tstep 6',
+        '',
+      ].join('\n'));
+      api().get(`${CRS}/5/stack`).reply(200, body);
+      expect(JSON.parse((await run(['cr', 'stack', '5', '--json'])).stdout)).to.deep.equal(body);
     });
 
     it('close and reopen', async () => {

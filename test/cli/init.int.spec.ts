@@ -118,6 +118,13 @@ describe('svc init and svc <project-name>', function () {
       'Resolve the conflicts locally',
       'svc cr show <n>',
       'Do not merge to force the resolution',
+      // Stacks: when, how to name the branches, and --base.
+      'split it into a **stack**',
+      '`$SVC_BRANCH_NAME-<n>` (n from 1 to 20',
+      'svc cr open --head "$SVC_BRANCH_NAME-1" --base "$SVC_BRANCH_NAME"',
+      'Without `--base` a CR is based on the default branch',
+      'You never change a CR\'s base',
+      'svc cr stack <n>',
     ]) {
       expect(SKILL_MD.replace(/\s+/g, ' ').toLowerCase(), phrase).to.contain(phrase.toLowerCase());
     }

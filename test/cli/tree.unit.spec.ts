@@ -49,7 +49,8 @@ CHANGE REQUESTS
   cr show <cr>               Show a change request and its merge preview (alias: info, view)
   cr diff <cr>               Show the diff of a change request
   cr open                    Open a change request (alias: new, create)
-  cr merge <cr>              Merge an open change request (--when-green: once its checks pass)
+  cr merge <cr>              Merge an open change request (--when-green: once its checks pass; --stack: with those below it)
+  cr stack <cr>              Show the stack of a change request: the ones below it and above it
   cr checks <cr>             Show a change request's checks, statuses and merge-when-green
   cr close <cr>              Close an open change request
   cr reopen <cr>             Reopen a closed change request
@@ -66,6 +67,9 @@ CHANNELS
   channels ls            List the project's channels (alias: list)
   channels add <kind>    Connect a channel: add slack --webhook-url <url>
   channels rm <channel>  Disconnect a channel (alias: remove)
+
+BUDGETS
+  budget <action> [<limit>]  Show or set the project's (--account: your account's) model budget: set <limit>|none --per day|month
 
 SELF-HOST
   self-host start                      Create the config if needed, start the stack, log in to host selfhost

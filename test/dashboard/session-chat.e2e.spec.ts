@@ -129,13 +129,16 @@ describe('dashboard session page: the conversation (chromium, real runtime, scri
         expect(await conversation(page)).to.deep.equal(after);
         await inert();
 
-        // The CR the agent opened shows its origin session's totals, as the API reports them.
+        // The CR the agent opened shows what it cost, as the API reports it: every call of the
+        // session is its own (those before it opened belong to the next CR opened, this one).
         await page.locator('[data-live="session-crs"] a', { hasText: 'Agent change' }).click();
         await page.waitForURL(/\/change-requests\/1$/);
         const usage = (await p.api.get(`${p.sessions}/${id}`)).body.session.usage;
         expect(usage.by_model.map((m: { model: string }) => m.model)).to.deep.equal(['scripted']);
-        expect(await page.locator('[data-usage]').innerText()).to.equal(
-          `The session's model usage: ${usage.input_tokens.toLocaleString('en-US')} input · ${usage.output_tokens.toLocaleString('en-US')} output tokens (${usage.requests} model calls: scripted)`,
+        const cost = (await p.api.get(`${p.base}/1/cost`)).body.cost;
+        expect([cost.input_tokens, cost.output_tokens, cost.requests]).to.deep.equal([usage.input_tokens, usage.output_tokens, usage.requests]);
+        expect(await page.locator('[data-cost]').innerText()).to.contain(
+          `${cost.input_tokens.toLocaleString('en-US')} input · ${cost.output_tokens.toLocaleString('en-US')} output tokens (${cost.requests} model calls)`,
         );
 
         await p.api.post(`${p.sessions}/${id}/stop`, {});

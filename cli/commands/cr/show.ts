@@ -1,5 +1,6 @@
 import type { Argv } from 'yargs';
-import type { ChangeRequest, MergePreview } from '../../api-client.js';
+import type { ChangeRequest, CrCost, MergePreview } from '../../api-client.js';
+import { moneyText, secondsText } from '../../../lib/cost-text.js';
 import type { Args } from '../../command-table.js';
 import { describeError } from '../../errors.js';
 import type { Factory } from '../../factory.js';
@@ -32,17 +33,35 @@ export async function run(o: CrShowOptions): Promise<void> {
     }
   }
   // One line of checks (`svc cr checks` has them all); a server without checks: none.
-  const checks = await ctx.api.getChecks(ctx.projectId, cr.cr_id).then(checksSummary, () => null);
+  // What it cost (a server without the route: nothing).
+  const [checks, cost] = await Promise.all([
+    ctx.api.getChecks(ctx.projectId, cr.cr_id).then(checksSummary, () => null),
+    ctx.api.getCost(ctx.projectId, cr.cr_id).then(costRows, () => []),
+  ]);
   const c = colors(f.io, f.env);
   const url = crUrl(f, ctx.host.url, cr);
   f.io.out.write(
     f.io.stdoutIsTTY
-      ? renderTTY(f, c, cr, preview, previewError) + (checks ? `checks: ${checks}\n` : '') + `url: ${url}\n`
-      : renderPlain(cr, url, preview, previewError, checks),
+      ? renderTTY(f, c, cr, preview, previewError) + (checks ? `checks: ${checks}\n` : '') + cost.map(([k, v]) => `${k.replace(/_/g, ' ')}: ${v}\n`).join('') + `url: ${url}\n`
+      : renderPlain(cr, url, preview, previewError, checks, cost),
   );
   // The review comments follow (an older server without them: nothing).
   const comments = await reviewApi(ctx.api).comments(ctx.projectId, cr.cr_id).catch(() => []);
   if (comments.length) f.io.out.write(`\n${renderComments(comments)}`);
+}
+
+/** What the CR cost, as `key`/`value` rows: tokens and money (an agent's CR), sandbox and check time. */
+export function costRows(k: CrCost): Array<[string, string]> {
+  const rows: Array<[string, string]> = [];
+  if (k.session_id) {
+    const unpriced = k.by_model.filter((m) => !m.priced).map((m) => m.model);
+    rows.push(['tokens', `${k.input_tokens} in, ${k.output_tokens} out (${k.requests} model call${k.requests === 1 ? '' : 's'})`]);
+    rows.push(['cost', `${moneyText(k.money)}${k.unpriced_tokens ? ` + ${k.unpriced_tokens} unpriced tokens (${unpriced.join(', ')})` : ''}`]);
+    if (k.unmetered) rows.push(['model_calls', "unmetered (the agent uses its own provider's key: its calls bypass the gateway)"]);
+    rows.push(['sandbox_time', secondsText(k.sandbox_seconds)]);
+  }
+  if (k.session_id || k.check_runs.length) rows.push(['check_time', secondsText(k.check_seconds)]);
+  return rows;
 }
 
 export function previewSummary(p: MergePreview): { label: string; detail: string } {
@@ -77,7 +96,7 @@ function renderTTY(f: Factory, c: Colors, cr: ChangeRequest, p: MergePreview | u
 }
 
 /** gh's piped shape: `key:\tvalue` lines (the URL among them), then the description, if any, between `--` lines. */
-function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined, checks: string | null = null): string {
+function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined, previewError: string | undefined, checks: string | null = null, cost: Array<[string, string]> = []): string {
   const rows: Array<[string, string | number | null]> = [
     ['number', cr.number],
     ['id', cr.cr_id],
@@ -99,6 +118,7 @@ function renderPlain(cr: ChangeRequest, url: string, p: MergePreview | undefined
     rows.push(['preview', `unavailable: ${previewError}`]);
   }
   if (checks) rows.push(['checks', checks]);
+  rows.push(...cost);
   rows.push(['url', url]);
   const head = rows.map(([k, v]) => `${k}:\t${v ?? ''}`).join('\n');
   // No description: no empty `--` block (two bare lines that said nothing).

@@ -2,6 +2,7 @@ import type { Argv } from 'yargs';
 import type { Args } from '../../command-table.js';
 import type { Factory } from '../../factory.js';
 import { str } from '../../flags.js';
+import { moneyText, secondsText } from '../../../lib/cost-text.js';
 import { colors, formatTime, printJson } from '../../output.js';
 import { sessionsApi, type Session } from '../../sessions-api.js';
 import { ctxOf, sessionArg, sessionUrl, statusColor, withTarget } from './shared.js';
@@ -31,7 +32,13 @@ export async function run(f: Factory, o: { id: string; project?: string; host?: 
   if (s.usage) {
     const u = s.usage;
     rows.push(['tokens', `${u.input_tokens} in, ${u.output_tokens} out (${u.requests} model call${u.requests === 1 ? '' : 's'})`]);
-    for (const m of u.by_model) rows.push([`  ${m.model}`, `${m.input_tokens} in, ${m.output_tokens} out (${m.requests})`]);
+    for (const m of u.by_model) rows.push([`  ${m.model}`, `${m.input_tokens} in, ${m.output_tokens} out (${m.requests})${m.priced ? ` ${moneyText(m.money)}` : ' unpriced'}`]);
+    rows.push(['cost', `${moneyText(u.money)}${u.unpriced_tokens ? ` + ${u.unpriced_tokens} unpriced tokens` : ''}`]);
+    if (u.unmetered) rows.push(['model_calls', "unmetered (the agent uses its own provider's key: its calls bypass the gateway)"]);
+    rows.push(['sandbox_time', `${secondsText(u.sandbox_seconds)}${u.cpu_seconds !== null ? ` (${secondsText(u.cpu_seconds)} CPU)` : ''}`]);
+    for (const c of u.by_change_request) {
+      rows.push([`  ${c.number === null ? 'unattributed' : `#${c.number}`}`, `${c.input_tokens + c.output_tokens} tokens, ${moneyText(c.money)}, sandbox ${secondsText(c.sandbox_seconds)}`]);
+    }
   }
   // Pause and resume: what the last stop (or checkpoint) saved for the next restart.
   if (s.saved) {

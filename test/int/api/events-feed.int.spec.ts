@@ -12,6 +12,9 @@ import { serverAndRepo } from '../../support/suite.js';
 import { startTestServer } from '../../support/server.js';
 import { client } from '../../support/http.js';
 import { createEventsFeed } from '../../../api/routes/events-feed.js';
+import { feedReads } from '../../../services/api-services/server.js';
+import { bind } from '../../../services/api-services/bind.js';
+import { projectForCaller } from '../../../services/projects/access.js';
 import type { ApiDeps } from '../../../api/deps.js';
 import { silentLogger } from '../../../lib/logger.js';
 import { until } from '../../support/wait.js';
@@ -85,7 +88,7 @@ async function standaloneFeed(feedUnderTest: ReturnType<typeof createEventsFeed>
   app.use('/v1/projects/:projectId/events', (req, _res, next) => {
     req.principal = { token_id, user_id: standaloneUser.id, email: 'owner@example.test', user_name: 'Owner', project_id: null, grade: 'person', sandbox_id: null, session_id: null };
     next();
-  }, feedUnderTest.routes({ db: standaloneUser.db } as ApiDeps));
+  }, feedUnderTest.routes({ services: { projects: { forCaller: bind(standaloneUser.db, projectForCaller) } } } as unknown as ApiDeps));
   const server = http.createServer(app);
   server.on('upgrade', feedUnderTest.upgradeHandler(app));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -257,8 +260,8 @@ describe('events feed (WebSocket)', function () {
         return p;
       },
     };
-    const hub = createFeedHub({ db: observed, logger: silentLogger, watchMs: 10, pollMs: 10 });
-    const standalone = await standaloneFeed(createEventsFeed({ db: observed, logger: silentLogger, hub }));
+    const hub = createFeedHub({ reads: feedReads(observed), logger: silentLogger, watchMs: 10, pollMs: 10 });
+    const standalone = await standaloneFeed(createEventsFeed({ reads: feedReads(observed), logger: silentLogger, hub }));
     const meta = { actor: fx.srv.userId };
     const c1 = await fx.srv.db.db.connect();
     const c2 = await fx.srv.db.db.connect();
@@ -328,7 +331,7 @@ describe('events feed (WebSocket)', function () {
       }),
     );
     // The feed alone, with small limits, behind a stand-in for the auth middleware.
-    const feedUnderTest = createEventsFeed({ db: fx.srv.db.db, logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
+    const feedUnderTest = createEventsFeed({ reads: feedReads(fx.srv.db.db), logger: silentLogger, highWaterBytes: 64 * 1024, stallMs: 300 });
     const standalone = await standaloneFeed(feedUnderTest);
     // The signal: the server side closing a socket with 1013 (ws's own close, observed).
     const proto = WebSocket.prototype as unknown as { close(code?: number, reason?: string): void };

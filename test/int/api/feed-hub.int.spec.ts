@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { mock } from 'node:test';
 import { createFeedHub } from '../../../api/feed-hub.js';
+import { feedReads } from '../../../services/api-services/server.js';
 import type { Db, Query } from '../../../infra/db/db.js';
 import { START, type StoredEvent } from '../../../infra/event-store.js';
 import { silentLogger } from '../../../lib/logger.js';
@@ -42,7 +43,7 @@ describe('feed hub watcher', function () {
   it('queries once per tick whatever the number of subscribers, and not at all without them', async () => {
     mock.timers.enable({ apis: ['setInterval'] });
     const { db, counts } = counting(t.db);
-    const hub = createFeedHub({ db, logger: silentLogger, watchMs: 50, pollMs: 60_000 });
+    const hub = createFeedHub({ reads: feedReads(db), logger: silentLogger, watchMs: 50, pollMs: 60_000 });
     /** Advances the clock one watch interval and waits for that tick's query to finish. */
     const tick = async () => {
       mock.timers.tick(50);

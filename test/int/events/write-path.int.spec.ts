@@ -18,7 +18,7 @@ import type { CrDeps } from '../../../services/change-requests/service.js';
 import { appendCheckEvents } from '../../../services/checks/stream.js';
 import { withReviewRows } from '../../../services/review/comments.js';
 import { handleSessionCommand } from '../../../services/sessions/handle.js';
-import { appendLog } from '../../../services/manifest/log.js';
+import { appendLog } from '../../../services/manifest/audit-log.js';
 import { insertProjects, type BenchProject } from '../../../bench/support/cr-events.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 

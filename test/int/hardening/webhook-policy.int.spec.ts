@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { loadConfig } from '../../../infra/config.js';
 import { loadKeyring, secretBox } from '../../../infra/secret-box.js';
-import { outboundPolicy } from '../../../infra/net/url-policy.js';
+import { outboundPolicy } from '../../../infra/net/outbound-policy.js';
 import { silentLogger } from '../../../lib/logger.js';
 import { addChannel } from '../../../services/channels/service.js';
 import { startChannelDispatcher } from '../../../workers/channel-dispatcher.js';

@@ -106,6 +106,8 @@ describe('apps follow [[apps]] on the default branch', function () {
         return a?.deploys?.[0]?.status === 'failed' ? a : null;
       }, 'the failed deploy', 60_000, appsState(p));
       expect(failed.last_error).to.match(/exited/);
+      // Why: the tail of what the version printed, its exit code in it.
+      expect(failed.last_error).to.match(/its log ends:\n[\s\S]*"code":3/);
       expect(failed.url).to.equal(live.url);
       expect(await get(live.url)).to.match(/^v1:/);
     }));

@@ -34,7 +34,7 @@ describe('the change_requests column table', () => {
       base_ref: 'main', head_ref: 'feature/x', status: 'merged', head_commit_sha: 'a'.repeat(40), base_commit_sha: 'b'.repeat(40),
       origin_session_id: null, created_by: p!.userId, merged_at: '2026-11-25T10:00:00.123Z', merged_by: p!.userId,
       merge_commit_sha: 'c'.repeat(40), closed_at: null, closed_by: null, metadata: { k: [1, 'two'] },
-      created_at: '2026-11-25T09:00:00.000Z', updated_at: '2026-11-25T10:00:00.123Z', stream_version: 3,
+      created_at: '2026-11-25T09:00:00.000Z', updated_at: '2026-11-25T10:00:00.123Z', stream_version: 3, parent_cr_id: randomUUID(),
     };
     expect(Object.keys(encodeCrRow(row))).to.deep.equal(Object.keys(CR_COLUMNS));
     await t.db.run(crQueries.insertMany('change_requests', [row]));

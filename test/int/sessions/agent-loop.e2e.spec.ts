@@ -126,7 +126,10 @@ describe('the agent loop: chat → scripted model through the gateway → edit, 
           expect(info.usage.input_tokens).to.be.at.least(4200);
           expect(info.usage.by_model.map((m: { model: string }) => m.model)).to.deep.equal(['scripted']);
           const cli = await runSvc(['sessions', 'info', id, '--json'], { configPath: sb.configPath, cwd: sb.dir, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'loop' } });
-          expect(JSON.parse(cli.stdout).usage).to.deep.equal(info.usage);
+          // The sandbox still runs: its time grows between the two reads, the rest is the same.
+          const untimed = (u: { sandbox_seconds: number; by_change_request: { sandbox_seconds: number }[] }) => ({ ...u, sandbox_seconds: 0, by_change_request: u.by_change_request.map((c) => ({ ...c, sandbox_seconds: 0 })) });
+          expect(untimed(JSON.parse(cli.stdout).usage)).to.deep.equal(untimed(info.usage));
+          expect(JSON.parse(cli.stdout).usage.sandbox_seconds).to.be.at.least(info.usage.sandbox_seconds);
 
           // K is in no sandbox's environment, file or log.
           const row = (await p.srv.db.db.one<{ ref: string; sandbox_id: string }>({ text: "SELECT ref, sandbox_id FROM session_sandboxes WHERE session_id = $1 AND state = 'active'", values: [id] }))!;

@@ -59,7 +59,7 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
         const one = `${sessions}/${created.body.session.session_id}`;
         const s = await waitAgent(api, one, ['ready', 'error']);
         expect(s.agent_state).to.equal('ready');
-        expect(s.usage).to.deep.equal({ input_tokens: 0, output_tokens: 0, requests: 0, by_model: [] });
+        expect(s.usage).to.deep.include({ input_tokens: 0, output_tokens: 0, requests: 0, by_model: [], money: [], unpriced_tokens: 0, unmetered: false });
         const env = (await agentReady(api, `${one}/agent/fake/state`)).body.env as Record<string, string>;
         const key = env.SVC_LLM_API_KEY!;
         const base = env.SVC_LLM_BASE_URL!;
@@ -123,7 +123,9 @@ describe('the model gateway (/v1/llm) with a scripted upstream', function () {
         expect(((await plain.json()) as any).choices[0].message.content).to.equal('Scripted title');
         const info = (await api.get(one)).body.session;
         // The scripted model reports 120 + 30 tokens for a turn with tools, 100 + 10 for a plain call.
-        expect(info.usage).to.deep.equal({ input_tokens: 220, output_tokens: 40, requests: 2, by_model: [{ model: 'scripted', input_tokens: 220, output_tokens: 40, requests: 2 }] });
+        expect(info.usage).to.deep.include({ input_tokens: 220, output_tokens: 40, requests: 2, unpriced_tokens: 260 });
+        // No SVC_LLM_PRICES: counted in tokens, flagged unpriced, no money.
+        expect(info.usage.by_model).to.deep.equal([{ model: 'scripted', input_tokens: 220, output_tokens: 40, requests: 2, money: [], unpriced_tokens: 260, priced: false }]);
 
         // The budget (300 tokens a session): the third call passes (260 spent), the fourth is a 429 (370).
         expect((await chat(base, key, { model: 'scripted', messages: [] })).status).to.equal(200);

@@ -29,6 +29,15 @@ async function sandboxDirs(p: SessionProject, id: string) {
   return { sandbox: row.sandbox_id, pid: Number(String(row.ref).split(':')[0]), ws: path.join(p.srv.dataDir, 'sandboxes', row.sandbox_id, 'workspace') };
 }
 
+/** What the session looked like, for a wait that gives up (its message then says where it stood). */
+const sessionState = (p: SessionProject, one: string) => async () => {
+  const s = (await p.api.get(one)).body.session;
+  const events = ((await p.api.get(`${one}/events`)).body.events as { type: string }[]).map((e) => e.type);
+  return { status: s.status, agent_state: s.agent_state, error: s.error, events: events.slice(-8) };
+};
+/** A wait in this file: bounded, so a stuck step names itself instead of the test's timeout. */
+const bounded = (p: SessionProject, one: string) => ({ timeoutMs: 180_000, maxIntervalMs: 250, state: sessionState(p, one) });
+
 /**
  * Running with its agent ready. Each look also goes through the agent proxy, which is
  * activity: with the idle case's short timeout the sweep must not stop a session whose
@@ -40,7 +49,7 @@ async function agentReady(p: SessionProject, one: string): Promise<void> {
     const s = (await p.api.get(one)).body.session;
     if (s.status === 'failed' || s.status === 'stopped' || s.agent_state === 'error') throw new Error(`session ${s.status}: ${JSON.stringify(s.error)}`);
     return s.status === 'running' && s.agent_state === 'ready';
-  }, 'the agent ready');
+  }, 'the agent ready', bounded(p, one));
 }
 
 /**
@@ -122,7 +131,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           const prompt = await p.api.post(`${one}/prompt`, { text: FIRST });
           expect(prompt.status, JSON.stringify(prompt.body)).to.equal(202);
           const oc = prompt.body.session_id as string;
-          await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the first turn');
+          await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the first turn', bounded(p, one));
           step('first turn done');
           const first = await sandboxDirs(p, id);
           expect(await readFile(path.join(first.ws, 'notes', 'todo.txt'), 'utf8')).to.equal('buy milk\n');
@@ -144,7 +153,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
               if (!saved?.wip_sha) return false;
               const tree = execFileSync('git', ['--git-dir', store, 'ls-tree', '-r', '--name-only', saved.wip_sha], { encoding: 'utf8' });
               return tree.includes('after-turn.txt') && saved.conversation === true;
-            }, 'a checkpoint after the turn');
+            }, 'a checkpoint after the turn', bounded(p, one));
             process.kill(-first.pid, 'SIGKILL');
           }
           step('stopped');
@@ -160,7 +169,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
           expect(await readFile(path.join(second.ws, 'notes', 'todo.txt'), 'utf8')).to.equal('buy milk\n');
           expect(await readFile(path.join(second.ws, 'README.md'), 'utf8')).to.equal('fixture\nmore, uncommitted\n');
           // The earlier turns, as the runtime lists them (it may answer 503 for a moment after it reports ready).
-          await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the earlier turns');
+          await until(async () => (await messages(p, one, oc)).includes('Saved my work.'), 'the earlier turns', bounded(p, one));
           const events = (await p.api.get(`${one}/events`)).body.events as { type: string; data: any }[];
           // One resume for the one restart (its daemon may read the saved state twice: a quick probe, then after its clone).
           const resumes = events.filter((e) => e.type === 'SessionResumed');
@@ -174,7 +183,7 @@ describe('sessions: pause and resume with the real runtime (e2e)', function () {
             const m = await messages(p, one, oc);
             if (m.includes('Continuing: I see nothing before.')) throw new Error('the model did not see the earlier turns');
             return m.includes('Continuing: I see our earlier turns.');
-          }, 'the continued turn');
+          }, 'the continued turn', bounded(p, one));
           step('continued');
           expect(p.repo.tip(id)).to.equal(base);
 

@@ -42,7 +42,9 @@ describe('sessions: the manifest [sandbox] settings', function () {
   let deps: SessionDeps;
   let userId: string;
   let accountId: string;
-  let now = new Date('2026-01-05T10:00:00Z');
+  // Later than every sweep of the idle test below: the sessions the other tests provision
+  // (their events stamped by this clock) are never idle when that test sweeps.
+  let now = new Date('2026-01-06T10:00:00Z');
   const queue = new MemoryQueue();
   const handed: SandboxSpec[] = [];
   const started: SandboxHandle[] = [];

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { silentLogger } from '../../../lib/logger.js';
-import { backoffMs, createWorkerMetrics, jittered, supervise, type RunningJob } from '../../../workers/supervisor.js';
+import { backoffMs, createWorkerMetrics, supervise, type RunningJob } from '../../../workers/supervisor.js';
+import { exponential, jittered } from '../../../lib/backoff.js';
 import { createTestDb, type TestDb } from '../../support/db.js';
 import { until } from '../../support/wait.js';
 import { startTestServer } from '../../support/server.js';
@@ -32,6 +33,12 @@ describe('workers: the supervisor of periodic jobs', function () {
     expect(jittered(1000, 0, Math.random)).to.equal(1000);
     expect([0, 1, 2, 3, 4, 10].map((n) => backoffMs(100, n, 800))).to.deep.equal([100, 200, 400, 800, 800, 800]);
     expect(backoffMs(1000, 3, 10), 'the cap is never below the interval').to.equal(1000);
+    // Every other retry in the server uses the same two functions.
+    expect([0, 1, 2, 5, 6, 40].map((n) => exponential(10, n, 250))).to.deep.equal([10, 20, 40, 250, 250, 250]);
+    expect(jittered(10, 0.5, () => 0)).to.equal(5);
+    expect(jittered(10, 0.5, () => 1)).to.equal(15);
+    expect(jittered(25, 1, () => 0), 'full jitter from 0').to.equal(0);
+    expect(jittered(25, 1, () => 1), 'to twice the base').to.equal(50);
   });
 
   it('passes never overlap; a failure is counted and the next pass still runs; stop ends the loop', async () => {

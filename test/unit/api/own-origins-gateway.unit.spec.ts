@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { expect } from 'chai';
 import type { NextFunction, Request, Response } from 'express';
 import { appHostHandler } from '../../../api/app-host.js';
-import type { ApiDeps } from '../../../api/deps.js';
+import { settingsOf, type ApiDeps } from '../../../api/deps.js';
 import { attachGateway } from '../../../api/gateway.js';
 import { previewHostHandler } from '../../../api/preview-host.js';
 import { loadConfig } from '../../../infra/config.js';
@@ -15,9 +15,9 @@ import { loadConfig } from '../../../infra/config.js';
  */
 describe('app and preview hosts through a sandbox gateway', () => {
   const config = loadConfig({ SVC_DATA_DIR: '/tmp/svc-unit', SVC_APPS_DOMAIN: 'apps.svc.test', SVC_PREVIEW_DOMAIN: 'preview.svc.test', SVC_PUBLIC_URL: 'https://svc.test' });
-  // Any use of the database (looking the app or the grant up) fails the test.
-  const db = new Proxy({}, { get: () => { throw new Error('the database was asked'); } });
-  const deps = { config, db } as unknown as ApiDeps;
+  // Any use of a service (looking the app or the grant up) fails the test.
+  const services = new Proxy({}, { get: () => { throw new Error('a service was asked'); } });
+  const deps = { settings: settingsOf(config), services } as unknown as ApiDeps;
 
   const through = (host: string, gateway: boolean): { next: boolean; answered: boolean } => {
     const req = { headers: { host }, method: 'GET', path: '/', originalUrl: '/?d=secret', socket: {} } as unknown as Request;

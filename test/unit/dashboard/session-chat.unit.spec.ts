@@ -21,7 +21,19 @@ describe('session page: chat state, the session CRs, usage', () => {
 
   it('shows token totals per model, or none yet', () => {
     expect(String(usageFacts(undefined))).to.contain('none used yet');
-    const out = String(usageFacts({ input_tokens: 4200, output_tokens: 130, requests: 4, by_model: [{ model: 'a<b', input_tokens: 4200, output_tokens: 130, requests: 4 }] }));
-    expect(out).to.contain('4,200 input · 130 output').and.contain('4 model calls: a&lt;b 4,200 / 130');
+    const spent = { input_tokens: 4200, output_tokens: 130, requests: 4, money: [{ currency: 'USD', amount: 0.5 }], unpriced_tokens: 30 };
+    const out = String(
+      usageFacts({
+        ...spent,
+        by_model: [{ model: 'a<b', ...spent, priced: false }],
+        sandbox_seconds: 125,
+        cpu_seconds: null,
+        unmetered: false,
+        by_change_request: [{ cr_id: null, number: null, ...spent, sandbox_seconds: 125 }],
+      }),
+    );
+    expect(out).to.contain('4,200 input · 130 output').and.contain('4 model calls: a&lt;b 4,200 / 130').and.contain('data-unpriced="a&lt;b"');
+    expect(out).to.contain('USD 0.50').and.contain('+ 30 unpriced tokens').and.contain('2 min 5 s').and.contain('unattributed: 4,330 tokens');
+    expect(out).to.not.contain('data-unmetered');
   });
 });

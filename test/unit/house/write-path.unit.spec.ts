@@ -69,7 +69,7 @@ const AROUND: Record<string, string> = {
 };
 const KEEPS: Record<string, string> = {
   'infra/event-sourcing/pg-store.ts': "import { appendStatement, encodeAppends } from '../../sql/queries/events.js';\nimport { append } from '../event-store.js';",
-  'services/x.ts': "import { appendLog } from '../manifest/log.js';\nimport { readStream, type StoredEvent } from '../../infra/event-store.js';",
+  'services/x.ts': "import { appendLog } from '../manifest/audit-log.js';\nimport { readStream, type StoredEvent } from '../../infra/event-store.js';",
   'sql/queries/x.ts': "import type { AppendExtension } from './events.js';\nimport { type appendStatement } from './events.js';",
   'projections/x.ts': "import { handle } from '../infra/event-sourcing/handler.js';",
 };

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { createFdBudget, defaultFdReserve, readHardLimit, readNofileLimit } from '../../../lib/fd-budget.js';
+import { createFdBudget, defaultFdReserve } from '../../../lib/fd-budget.js';
+import { readHardLimit, readNofileLimit } from '../../../lib/proc.js';
 import { loadConfig } from '../../../infra/config.js';
 import { cappedResources, limitedLaunch, sandboxCapsOf } from '../../../infra/sandbox/limits.js';
 import { createGatewayLimits } from '../../../ops/wiring/gateway-limits.js';

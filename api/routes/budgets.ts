@@ -1,0 +1,43 @@
+import { Router, type Request } from 'express';
+import type { ApiDeps } from '../deps.js';
+import { principalOf, requireUserToken } from '../auth.js';
+import { resolveProject } from '../project-access.js';
+import { SetBudgetBody } from '../../contracts/budgets.js';
+import type { BudgetTarget } from '../../services/budgets/service.js';
+
+/**
+ * `/v1/projects/:projectId/budget` and `/v1/accounts/:accountId/budget`: the model budget
+ * a person sets (docs/models.md "Budgets a person sets"). `GET` -> `{"budget"}` (null: none);
+ * `PUT {"unit","period","limit"}` sets it, `PUT {"limit":null}` removes it. Agent
+ * credentials are refused before these routes (api/agent-gate.ts): an agent cannot raise
+ * the budget that holds it.
+ */
+export function projectBudgetRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'project', scopeId: (await resolveProject(deps, req)).project_id });
+  r.get('/', async (req, res) => {
+    res.json({ budget: await deps.services.budgets.get(await target(req)) });
+  });
+  r.put('/', async (req, res) => {
+    const t = await target(req);
+    const body = SetBudgetBody.parse(req.body ?? {});
+    res.json({ budget: await deps.services.budgets.set(t, body, principalOf(req).user_id) });
+  });
+  return r;
+}
+
+/** An account's: its members, with a user token (a project token is scoped to one project). */
+export function accountBudgetRoutes(deps: ApiDeps): Router {
+  const r = Router({ mergeParams: true });
+  r.use(requireUserToken);
+  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'account', scopeId: await deps.services.budgets.accountFor(principalOf(req).user_id, String(req.params.accountId ?? '')) });
+  r.get('/', async (req, res) => {
+    res.json({ budget: await deps.services.budgets.get(await target(req)) });
+  });
+  r.put('/', async (req, res) => {
+    const t = await target(req);
+    const body = SetBudgetBody.parse(req.body ?? {});
+    res.json({ budget: await deps.services.budgets.set(t, body, principalOf(req).user_id) });
+  });
+  return r;
+}
