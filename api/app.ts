@@ -33,6 +33,7 @@ import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
 import { checkRoutes, statusRoutes } from './routes/checks.js';
 import { costRoutes } from './routes/cost.js';
+import { accountInsightsRoutes, projectInsightsRoutes } from './routes/insights.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -68,6 +69,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   if (opts.feed) v1.use('/projects/:projectId/events', opts.feed.routes(deps));
   v1.use('/accounts/:accountId/budget', accountBudgetRoutes(deps)); // a person's model budget (agents refused by the gate)
   v1.use('/accounts', accountRoutes(deps));
+  v1.use('/accounts/:accountId/insights', accountInsightsRoutes(deps)); // after accountRoutes' user-token check
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
   v1.use('/projects/:projectId/change-requests/:crId/cost', costRoutes(deps)); // tokens, money, seconds
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
@@ -81,6 +83,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/sessions', sessionRoutes(deps));
   v1.use('/projects/:projectId/triggers', triggerRoutes(deps));
   v1.use('/projects/:projectId/apps', appRoutes(deps));
+  v1.use('/projects/:projectId/insights', projectInsightsRoutes(deps));
   v1.use('/projects/:projectId', manifestRoutes(deps));
   v1.use('/projects', projectRoutes(deps));
   app.use('/v1', v1);

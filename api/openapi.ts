@@ -121,6 +121,9 @@ const ops: Record<string, Record<string, Op>> = {
   ...reviewOps(),
   // --- checks, statuses, merge when green (docs/checks.md) ---
   ...checkOps(),
+  // --- outcomes and cost (docs/insights.md) ---
+  '/v1/projects/{projectId}/insights': { get: { summary: "Outcomes and cost of the project's agents: CRs opened, merged, closed unmerged, merge rate, median time to merge, review rounds, first check runs failed, queue ejections, sessions ended without a CR, tokens, money and cost per merged CR; per agent, model, trigger, person or week (group_by), in [from, to) by the events' recorded times, as_of: only what was recorded by then.", query: c.InsightsQuery, ok: { status: 200, schema: c.InsightsSchema }, errors: [400, 401, 403, 404] } },
+  '/v1/accounts/{accountId}/insights': { get: { summary: "The same over every project of an account (its members; user tokens only).", query: c.InsightsQuery, ok: { status: 200, schema: c.InsightsSchema }, errors: [400, 401, 403, 404] } },
 };
 
 /**

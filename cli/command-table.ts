@@ -139,6 +139,10 @@ export const SECTIONS: Section[] = [
       },
     ],
   },
+  {
+    title: 'Insights',
+    commands: [{ name: 'insights', describe: "What the project's agents delivered and what it cost (--group-by, --since 30d)", load: () => import('./commands/insights.js') }],
+  },
   // --- ops ---
   {
     title: 'Channels',

@@ -17,3 +17,4 @@ export * from './health.js';
 export * from './review.js';
 export * from './checks.js';
 export * from './cost.js';
+export * from './insights.js';

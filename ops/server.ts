@@ -25,6 +25,7 @@ import { CHECK_QUEUES } from '../services/checks/deps.js';
 import { wireChannels } from './wiring/channels.js';
 import { wireMaintenance } from './wiring/maintenance.js';
 import { wireLlmLedger } from './wiring/llm-ledger.js';
+import { wireInsights } from './wiring/insights.js';
 import { listenHttp } from './wiring/http.js';
 
 export interface ServerOptions {
@@ -90,7 +91,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   const manifest = await wireManifest(core, sessions.deps, sessions.appProvider);
   await wireMerges(core, opts.mergeConcurrency);
   const channels = wireChannels(core);
-  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireLlmLedger(core), wireChecks(core, sessions.appProvider, sessions.deps)];
+  const features: Running[] = [sessions, manifest, channels, wireMaintenance(core), wireLlmLedger(core), wireInsights(core), wireChecks(core, sessions.appProvider, sessions.deps)];
   // From here a failed start drains as stop() below does: intake, queue, resources.
   undo.pop();
   undo.push(async () => {

@@ -8,12 +8,14 @@ import { SessionFolder } from './sessions.js';
 import { sessionQueries } from '../sql/queries/sessions.js';
 import { ReviewFolder } from './review.js';
 import { reviewQueries } from '../sql/queries/review.js';
+import { rebuildInsights } from './insights.js';
+import type { InsightTable } from '../sql/queries/insights.js';
 
 export interface RebuildReport {
   events: number;
   rows: number;
   /** Rows that differ between live and replayed (verify), by side. */
-  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes' | 'cr_comments' | 'cr_reviews'; id?: string }[];
+  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes' | 'cr_comments' | 'cr_reviews' | InsightTable; id?: string }[];
   /** Session rows (project_sessions) replayed. */
   sessions: number;
   applied: boolean;
@@ -58,8 +60,11 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
         for (let i = 0; i < all.length; i += INSERT_CHUNK) await tx.run(reviewQueries.insertMany(table, all.slice(i, i + INSERT_CHUNK)));
       }
       const report = { events, rows: rows.length, sessions: s.sessions.length };
+      // Insights (docs/insights.md): kept after the fact from its own checkpoint, so verified up to it.
+      const insights = await rebuildInsights(tx, opts.verify);
       if (opts.verify) {
         const differences = [
+          ...insights.differences,
           ...(await tx.rows<RebuildReport['differences'][number]>(crQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(sessionQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(reviewQueries.diffScratch(100))),

@@ -11,7 +11,7 @@ const CSS = `
 body{margin:0;line-height:1.45}main{max-width:1100px;margin:0 auto;padding:1rem}
 .skip{position:absolute;left:-999px}.skip:focus{left:1rem;top:1rem;background:#fff;padding:.5rem;z-index:9}
 .top{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center;padding:.5rem 1rem;border-bottom:1px solid var(--line)}
-.brand{font-weight:700;text-decoration:none;color:var(--fg)}.sep{color:var(--muted);margin:0 .3rem}.me{margin-left:auto;display:flex;gap:.8rem;align-items:center}
+.brand{font-weight:700;text-decoration:none;color:var(--fg)}.sep{color:var(--muted);margin:0 .3rem}.me{margin-left:auto;display:flex;flex-wrap:wrap;gap:.8rem;align-items:center}.who{overflow-wrap:anywhere}
 a{color:var(--accent)}:focus-visible{outline:3px solid var(--accent);outline-offset:2px}
 .muted,.hint{color:var(--muted)}.warn{color:var(--warn)}.inline{display:inline}
 button{font:inherit;padding:.4rem .9rem;border:1px solid var(--line);border-radius:6px;background:#f6f8fa;cursor:pointer;min-height:2.2rem}
@@ -26,13 +26,15 @@ input,textarea{font:inherit;padding:.35rem;border:1px solid var(--line);border-r
 .s-open,.s-running,.s-live{background:var(--add);color:var(--ok)}.s-missing{background:var(--del);color:var(--bad);font-weight:600}.s-merged{background:#fbefff;color:#8250df}.s-closed,.s-failed{background:var(--del);color:var(--bad)}
 table.list{border-collapse:collapse;width:100%}table.list th,table.list td{text-align:left;padding:.4rem;border-bottom:1px solid var(--line)}
 .tabs{display:flex;flex-wrap:wrap;gap:.8rem;margin:.5rem 0}.tabs.sections{padding-bottom:.4rem;border-bottom:1px solid var(--line)}section.app{border-bottom:1px solid var(--line);padding-bottom:.6rem}.tabs a[aria-current]{font-weight:700;text-decoration:none;color:var(--fg)}
+.stats{display:grid;grid-template-columns:repeat(auto-fill,minmax(10rem,1fr));gap:.5rem;margin:.8rem 0}.stat{border:1px solid var(--line);border-radius:6px;padding:.4rem .6rem}.stat dt{color:var(--muted);font-size:.85em}.stat dd{margin:0;font-size:1.15em;font-weight:600;overflow-wrap:anywhere}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,22rem),1fr));gap:1rem;margin:1rem 0}.chart{margin:0;min-width:0}.chart figcaption{font-weight:600;margin-bottom:.3rem}.chart svg{display:block;max-width:34rem}.scroll{overflow-x:auto}.scroll table.list{font-size:.85em}
 .cards{list-style:none;padding:0}.cards li{padding:.6rem 0;border-bottom:1px solid var(--line)}
 .preview{padding:.6rem .8rem;border-radius:6px;border:1px solid var(--line);margin:.5rem 0}.preview.ok{border-color:var(--ok)}.preview.bad{border-color:var(--bad);background:var(--del)}
 pre.text{white-space:pre-wrap;font:inherit}code{font-family:ui-monospace,monospace;font-size:.9em;overflow-wrap:anywhere}
 .files{columns:2 20rem;font-size:.9em}.plus{color:var(--ok)}.minus{color:var(--bad)}
 .st{display:inline-block;width:1.2em;text-align:center;font-weight:700}.st-added{color:var(--ok)}.st-deleted{color:var(--bad)}.st-modified{color:var(--warn)}
 details.file{border:1px solid var(--line);border-radius:6px;margin:.6rem 0;content-visibility:auto;contain-intrinsic-size:auto 480px}details.file>summary{padding:.4rem .6rem;background:#f6f8fa;cursor:pointer;overflow-wrap:anywhere}
-.scroll{overflow-x:auto}table.diff{border-collapse:collapse;width:100%;font:12px/1.4 ui-monospace,monospace}
+.scroll{overflow-x:auto}.scroll table.list{font-size:.85em}table.diff{border-collapse:collapse;width:100%;font:12px/1.4 ui-monospace,monospace}
 table.diff td{padding:0 .4rem;white-space:pre;vertical-align:top}table.diff td:nth-child(-n+2){color:var(--muted);text-align:right;user-select:none;width:1%}
 tr.add td:last-child{background:var(--add)}tr.del td:last-child{background:var(--del)}tr.hunk td{background:#ddf4ff;color:var(--muted)}
 .timeline{padding-left:1.2rem}.timeline li{margin:.3rem 0}.timeline li.current{font-weight:700}.ev{font-weight:600}

@@ -22,6 +22,7 @@ export function page(o: PageOptions): string {
 <meta name="referrer" content="same-origin">
 ${o.csrf ? html`<meta name="csrf-token" content="${o.csrf}">` : ''}
 <title>${o.title} · svc</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>

@@ -51,12 +51,12 @@ export const tabs = (items: Array<{ href: string; label: string; current: boolea
   html`<nav class="tabs">${items.map((i) => html`<a href="${i.href}" ${i.current ? html`aria-current="page"` : ''}>${i.label}</a>`)}</nav>`;
 
 /** The project's sections, on the project page and each section's own page. */
-export type ProjectSection = 'crs' | 'sessions' | 'secrets' | 'triggers' | 'apps';
+export type ProjectSection = 'crs' | 'sessions' | 'secrets' | 'triggers' | 'apps' | 'insights';
 export function projectNav(projectId: string, current: ProjectSection): Html {
   const base = `/projects/${projectId}`;
   const items: Array<[ProjectSection, string, string]> = [
     ['crs', base, 'Change requests'], ['sessions', `${base}/sessions`, 'Sessions'], ['secrets', `${base}/secrets`, 'Secrets'],
-    ['triggers', `${base}/triggers`, 'Triggers'], ['apps', `${base}/apps`, 'Apps'],
+    ['triggers', `${base}/triggers`, 'Triggers'], ['apps', `${base}/apps`, 'Apps'], ['insights', `${base}/insights`, 'Insights'],
   ];
   return html`<nav class="tabs sections" aria-label="Project">${items.map(([k, href, label]) => html`<a href="${href}" ${k === current ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>`;
 }

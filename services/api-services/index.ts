@@ -25,6 +25,7 @@ import { previewServices, sandboxServices, sessionServices } from './sessions.js
 import { dashboardServices } from './dashboard.js';
 import { feedReads, healthServices } from './server.js';
 import { llmServices } from './llm.js';
+import { insightServices } from './insights.js';
 
 /** What the wiring builds the API's services from (one per process). */
 export interface ServiceWiring {
@@ -68,6 +69,7 @@ export function apiServices(w: ServiceWiring) {
     feed: feedReads(w.db),
     health: healthServices(w),
     llm: llmServices(w),
+    insights: insightServices(w),
   };
 }
 

@@ -60,6 +60,9 @@ CHANGE REQUESTS
   cr reviewed <cr>           Mark a change request reviewed at its head
   cr send-to-agent <cr>      Send the unresolved comments to the change request's session as one prompt
 
+INSIGHTS
+  insights  What the project's agents delivered and what it cost (--group-by, --since 30d)
+
 CHANNELS
   channels ls            List the project's channels (alias: list)
   channels add <kind>    Connect a channel: add slack --webhook-url <url>

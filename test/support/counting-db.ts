@@ -71,10 +71,11 @@ export function countingDb(db: Db): { db: Db; log: StatementLog } {
 
 /**
  * The idle server's own upkeep, not a request's: job claims, pg-boss, the sandbox pool
- * keeper (its claims and its scan of the manifests that ask for a pool).
+ * keeper (its claims and its scan of the manifests that ask for a pool), the insights
+ * projection's catch-up (every statement of it, or of its transaction, names its checkpoint).
  */
 export const idleUpkeep = (text: string): boolean =>
-  /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b|->>'pool'/.test(text);
+  /\bjob_claims\b|\bpgboss\b|\bpool_sandboxes\b|->>'pool'|\binsight_checkpoint\b/.test(text);
 
 /**
  * A server on a counting Db with no scheduler, app deploys or channel dispatcher polling

@@ -146,19 +146,21 @@ function segment(r: Rng, real: string[]): string {
   ]);
 }
 
-function query(r: Rng, which: 'status' | 'as_of' | 'after' | 'any'): string {
+function query(r: Rng, which: 'status' | 'as_of' | 'after' | 'window' | 'any'): string {
   if (r.chance(0.3)) return '';
   const enc = (v: string) => (r.chance(0.8) ? pct(v) : v.replace(/[^\x21-\x7e]/g, (c) => pct(c)));
   const parts: string[] = [];
   if (which === 'status') parts.push(`status=${enc(r.pick([...BAD_STATUS, 'open', 'all']))}`);
   if (which === 'as_of') parts.push(`as_of=${enc(r.pick(BAD_TIMES))}`);
+  if (which === 'window') for (const k of ['from', 'to', 'as_of']) if (r.chance(0.5)) parts.push(`${k}=${enc(r.pick(BAD_TIMES))}`);
+  if (which === 'window' && r.chance(0.5)) parts.push(`group_by=${enc(r.pick(['model', 'week', 'person', 'colour', '', 'agent,model', '__proto__']))}`);
   if (which === 'after') parts.push(`after=${enc(r.pick(['', '-1', '0', '1', '1.5', '1e3', 'x', '99999999999999999999', '999999']))}`);
   if (r.chance(0.2)) parts.push(parts[0] ?? 'status=open'); // repeated key: an array
   if (r.chance(0.2)) parts.push(r.pick(['status[]=open', 'as_of[a]=1', '__proto__[x]=1', '%=%', '&&', '=x', 'a=%zz', 'access_token=svc_pat_x']));
   return `?${parts.join('&')}`;
 }
 
-function request(r: Rng, ids: { project: string; slug: string; token: string }): FuzzRequest {
+function request(r: Rng, ids: { project: string; slug: string; token: string; account: string }): FuzzRequest {
   const p = segment(r, [ids.project, ids.slug]);
   const c = segment(r, ['1', '2', '#1'.replace('#', '%23')]);
   const crs = `/v1/projects/${p}/change-requests`;
@@ -173,6 +175,7 @@ function request(r: Rng, ids: { project: string; slug: string; token: string }):
     ['GET', `${crs}/${c}/events`, 'none'], ['POST', `${crs}/${c}/merge`, 'merge'], ['POST', `${crs}/${c}/merge`, 'merge'],
     ['POST', `${crs}/${c}/close`, 'none'], ['POST', `${crs}/${c}/reopen`, 'none'],
     ['GET', `/v1/projects/${p}/events${query(r, 'after')}`, 'none'],
+    ['GET', `/v1/projects/${p}/insights${query(r, 'window')}`, 'none'], ['GET', `/v1/accounts/${segment(r, [ids.account])}/insights${query(r, 'window')}`, 'none'],
     [r.pick(['PUT', 'DELETE', 'OPTIONS', 'PATCH', 'POST']), r.pick([crs, `/v1/projects/${p}`, '/v1/accounts/me', '/healthz', `/v1/${segment(r, [])}`]), 'cr'],
   ];
   let [method, path, kind] = r.pick(routes);
@@ -221,7 +224,7 @@ function send(base: URL, req: FuzzRequest, agent: http.Agent): Promise<Outcome> 
 describe('API fuzz', function () {
   this.timeout(180_000);
   const fx = serverAndRepo();
-  let ids: { project: string; slug: string; token: string };
+  let ids: { project: string; slug: string; token: string; account: string };
   const refs = () => fx.repo.git('--git-dir', fx.repo.bare, 'for-each-ref', '--format=%(refname) %(objectname)');
 
   before(async () => {
@@ -230,7 +233,7 @@ describe('API fuzz', function () {
     for (const b of ['feature', 'topic']) fx.repo.git('push', '-q', 'origin', `main:refs/heads/${b}`);
     const api = client(fx.srv.url, fx.srv.token);
     const p = (await api.post('/v1/projects', { name: 'Fuzz target', repo_url: fx.repo.url })).body.project;
-    ids = { project: p.project_id, slug: p.slug, token: fx.srv.token };
+    ids = { project: p.project_id, slug: p.slug, token: fx.srv.token, account: fx.srv.accountId };
     const crs = `/v1/projects/${p.project_id}/change-requests`;
     expect((await api.post(crs, { title: 'open one', head_ref: 'feature' })).status).to.equal(201);
     expect((await api.post(crs, { title: 'closed one', head_ref: 'topic' })).status).to.equal(201);
