@@ -31,6 +31,7 @@ import { previewUrlRoutes } from './routes/preview-url.js';
 import { llmGatewayRoutes } from './routes/llm-gateway.js';
 import { agentGate } from './agent-gate.js';
 import { checkRoutes, statusRoutes } from './routes/checks.js';
+import { mergeQueueRoutes } from './routes/merge-queue.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -67,6 +68,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/accounts', accountRoutes(deps));
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
+  v1.use('/projects/:projectId/merge-queue', mergeQueueRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
   v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent

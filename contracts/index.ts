@@ -15,3 +15,4 @@ export * from './channels.js';
 export * from './health.js';
 export * from './review.js';
 export * from './checks.js';
+export * from './merge-queue.js';

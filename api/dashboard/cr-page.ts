@@ -189,7 +189,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
       await mergeAs(deps, project, n(req), callerOf(res).user_id, body);
     } catch (e) {
       // A form post without JS comes back to the page with the reason; fetch gets the API's body.
-      if (isDomainError(e) && (e.code === 'head_modified' || e.code === 'merge_failed') && !(req.headers.accept ?? '').includes('application/json')) {
+      if (isDomainError(e) && (e.code === 'head_modified' || e.code === 'merge_failed' || e.code === 'merge_queue_enabled') && !(req.headers.accept ?? '').includes('application/json')) {
         return res.redirect(303, `${crBase(req)}?error=${e.code}`);
       }
       throw e;

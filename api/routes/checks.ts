@@ -5,11 +5,12 @@ import { resolveProject } from '../project-access.js';
 import { CrChecksQuery, PostStatusBody } from '../../contracts/checks.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { deleteCheckLog, LOG_HEADERS, readCheckLog } from '../../services/checks/log-store.js';
-import { requestAutoMerge } from '../../services/checks/auto-merge.js';
+import { mergeWhenGreen } from '../../services/merge-queue/enqueue.js';
+import { queueDepsOf } from './merge-queue.js';
 import { checksInForce } from '../../services/checks/config.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../../services/checks/deps.js';
 import { postStatus } from '../../services/checks/statuses.js';
-import { crChecksView, serializeAutoMerge, serializeStatus } from '../../services/checks/view.js';
+import { crChecksView, serializeAutoMerge, serializeCrQueue, serializeStatus } from '../../services/checks/view.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
 import { crDepsOf } from './change-requests.js';
 
@@ -26,10 +27,10 @@ export function checksDepsOf(deps: ApiDeps): ChecksDeps {
 }
 
 /** `POST .../merge {"when":"checks_pass"}` (the CR route hands it here): 202 with the request. */
-export async function mergeWhenGreen(deps: ApiDeps, req: Request, project: ProjectRecord, ref: string, body: { expected_head_sha?: string | undefined }) {
+export async function mergeWhenGreenRoute(deps: ApiDeps, req: Request, project: ProjectRecord, ref: string, body: { expected_head_sha?: string | undefined }) {
   assertMay(principalOf(req), { kind: 'cr.merge' }); // people only
-  const auto = await requestAutoMerge(checksDepsOf(deps), project, ref, principalOf(req).user_id, body);
-  return { auto_merge: serializeAutoMerge(auto) };
+  const out = await mergeWhenGreen(queueDepsOf(deps), project, ref, principalOf(req).user_id, body);
+  return { auto_merge: serializeAutoMerge(out.auto_merge), ...(out.merge_queue ? { merge_queue: serializeCrQueue(out.merge_queue) } : {}) };
 }
 
 /** `/v1/projects/:projectId/change-requests/:crId/checks`: the runs, the head's statuses, merge-when-green; each run's log. */
