@@ -64,7 +64,7 @@ export async function dequeueByPerson(deps: QueueDeps, project: ProjectRecord, r
   const at = (deps.now ? deps.now() : new Date()).toISOString();
   const { appended } = await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => {
     const q = s.checks.queue;
-    if (q?.status !== 'queued') throw new DomainError('conflict', 'Conflict', `Change request #${cr.number} is not in the merge queue.`, { queue: q?.status ?? null });
+    if (q?.status !== 'queued') throw new DomainError('conflict', 'Conflict', `Change request #${cr.number} is not in the merge queue.`);
     return [{ type: 'ChangeRequestDequeued', data: { head_sha: q.head_sha, reason: 'by_person', dequeued_at: at } }];
   });
   if (appended.length) await deps.enqueueStep({ project_id: project.project_id, base_ref: cr.base_ref }).catch(() => undefined);

@@ -341,7 +341,11 @@ async function extend(cx: Ctx, q: MergeQueueStateOrNull, waiting: QueuedRow[], b
     } catch (err) {
       if (!isDomainError(err) || (err.code !== 'merge_failed' && err.code !== 'validation')) throw err;
       const files = Array.isArray(err.details.conflicts) ? (err.details.conflicts as string[]).slice(0, 20).join(', ') : err.message;
-      await dequeue(cx, e, 'conflict', { context: files, ahead: chain });
+      // Named to the agent: the CRs ahead of it now, and those the queue landed since it entered.
+      const since = (await deps.db.rows<{ cr_id: string; type: string; recorded_at: Date }>(mq.recent(project.project_id, cx.baseRef, 50)))
+        .filter((r) => r.type === 'ChangeRequestMerged' && new Date(r.recorded_at).getTime() >= Date.parse(e.queued_at))
+        .map((r) => r.cr_id);
+      await dequeue(cx, e, 'conflict', { context: files, ahead: [...new Set([...since.reverse(), ...chain])] });
       if (chain.length) await command(cx, () => ({ type: 'HoldConflict', cr_id: e.cr_id, ahead: [...chain], meta: meta(deps) }));
       else await sendConflict(cx, e.cr_id);
       progressed = true;
