@@ -3,6 +3,7 @@ import { client } from '../../support/http.js';
 import { agentReady, waitForStatus, withSessionProject, type SessionProject } from '../../support/sessions.js';
 import { putManifest } from '../checks/support.js';
 import { until } from '../../support/wait.js';
+import { runSvc, sandbox } from '../../cli/helpers.js';
 import { checkScript, crEventsOf, crOf, eventually, firstParents, isAncestor, projectPath, queueManifest, queueOf, queueStateOf, streamEvents } from './support.js';
 
 /**
@@ -153,7 +154,14 @@ describe('merge queue', function () {
       const theirs = await p.repo.commit('mq-theirs', { 'theirs.txt': 'theirs\n' });
       const mine = (await p.api.post(p.base, { title: 'Agent work', head_ref: s.id, session_id: s.id })).body.change_request;
       const other = (await p.api.post(p.base, { title: 'A person\'s', head_ref: 'mq-theirs' })).body.change_request;
-      await queue(p, other.number, theirs);
+      const sb = await sandbox();
+      const svc = (args: string[]) => runSvc(args, { configPath: sb.configPath, env: { SVC_API_URL: `${p.srv.url}/v1`, SVC_CLI_TOKEN: p.srv.token, SVC_PROJECT_ID: 'mq-agent' }, cwd: sb.dir });
+      const direct = await svc(['cr', 'merge', String(other.number)]);
+      expect(direct.code, 'a direct merge is refused with the queue on').to.equal(1);
+      expect(direct.stderr).to.include('merge queue');
+      const green = await svc(['cr', 'merge', String(other.number), '--when-green']);
+      expect(green.code, green.stderr).to.equal(0);
+      expect(await queueStateOf(p, other.number)).to.include({ status: 'queued', head_sha: theirs });
       const agent = client(new URL(s.env.SVC_API_URL!).origin, s.env.SVC_CLI_TOKEN!);
       const P = projectPath(p);
       for (const n of [mine.number, other.number]) {
@@ -168,10 +176,17 @@ describe('merge queue', function () {
       expect(await queueStateOf(p, other.number)).to.include({ status: 'queued' });
       expect((await agent.get(`${P}/merge-queue`)).status, 'an agent may read the queue').to.equal(200);
 
-      const rm = await p.api.call('DELETE', `${P}/merge-queue/${other.number}`);
-      expect(rm.status, JSON.stringify(rm.body)).to.equal(200);
-      expect(rm.body.merge_queue).to.include({ status: 'left', reason: 'by_person' });
-      expect((await p.api.call('DELETE', `${P}/merge-queue/${other.number}`)).status, 'not queued any more').to.equal(409);
+      const ls = await svc(['queue', 'ls', '--json']);
+      expect(ls.code, ls.stderr).to.equal(0);
+      expect(JSON.parse(ls.stdout).entries.map((e: any) => [e.number, e.position])).to.deep.equal([[other.number, 1]]);
+      const rm = await svc(['queue', 'rm', String(other.number)]);
+      expect(rm.code, rm.stderr).to.equal(0);
+      expect(await queueStateOf(p, other.number)).to.include({ status: 'left', reason: 'by_person' });
+      const again = await svc(['queue', 'rm', String(other.number)]);
+      expect(again.code, 'not queued any more').to.equal(1);
+      expect(again.stderr).to.include('not in the merge queue');
+      expect((await p.api.call('DELETE', `${P}/merge-queue/${other.number}`)).status).to.equal(409);
+      await sb.cleanup();
       await eventually(async () => (await queueOf(p)).entries.length === 0, 'the queue empty');
       const events = (await crEventsOf(p.srv.db.db, other.cr_id)).map((e) => e.type);
       expect(events).to.include('ChangeRequestQueued').and.include('ChangeRequestDequeued').and.not.include('ChangeRequestMerged');
