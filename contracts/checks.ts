@@ -49,8 +49,8 @@ export const CrChecksSchema = z.strictObject({
   checks: z.array(CheckRunSchema),
   statuses: z.array(CommitStatusSchema),
   auto_merge: AutoMergeSchema.nullable(),
-  /** The CR's place in the merge queue (null: never queued). */
-  merge_queue: CrQueueSchema.nullable(),
+  /** The CR's place in the merge queue (null: never queued; absent from servers before the queue). */
+  merge_queue: CrQueueSchema.nullable().optional(),
 });
 export type CrChecks = z.infer<typeof CrChecksSchema>;
 

@@ -49,7 +49,11 @@ async function enqueue(deps: QueueDeps, project: ProjectRecord, ref: string, act
   if (preview.head_sha !== head) throw headModified(head, preview.head_sha);
   if (!preview.can_merge && !preview.is_up_to_date) throw mergeFailed(preview.conflicts);
   const at = (deps.now ? deps.now() : new Date()).toISOString();
-  await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, () => [{ type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at } }]);
+  await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => [
+    { type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at } },
+    // Its own pair runs not started yet pause (they take a check slot the queue's runs need); they come back when it leaves.
+    ...s.checks.runs.filter((r) => r.via === null && r.status === 'queued').map((r) => ({ type: 'CheckCancelled' as const, data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' as const } })),
+  ]);
   await deps.enqueueStep({ project_id: project.project_id, base_ref: cr.base_ref }).catch((err: Error) => deps.logger.warn({ cr_id: cr.cr_id, err: err.message }, 'queue step not asked; the sweeper takes it'));
   return (await readCrChecks(deps, cr.cr_id)).checks.queue!;
 }
