@@ -136,8 +136,8 @@ export function decideChecks(
   for (const r of s.checks.runs) {
     if (TERMINAL.has(r.status)) continue;
     if (r.via === 'queue' && open) continue; // the merge queue decides its own runs' fate
-    // A queued CR's own pair runs pause: one not started yet is dropped (it comes back when the CR leaves the queue).
-    if (open && r.status === 'queued' && isQueued(s.checks)) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
+    // A queued CR's own pair runs pause: dropped (they come back when the CR leaves the queue).
+    if (open && isQueued(s.checks)) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
     else if (!open) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'merged' ? 'merged' : 'closed' } });
     else if (r.base_sha !== pair.base || r.head_sha !== pair.head) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
   }

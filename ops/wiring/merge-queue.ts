@@ -4,6 +4,7 @@ import { CHECK_RUN } from '../../services/checks/deps.js';
 import { MQ_STEP, type QueueDeps } from '../../services/merge-queue/deps.js';
 import { queueConflictFeedback } from '../../services/merge-queue/feedback.js';
 import { takeRunLease } from '../../services/merge-queue/lease.js';
+import { stepQueue } from '../../services/merge-queue/step.js';
 import type { SessionDeps } from '../../services/sessions/deps.js';
 import { startMergeQueueSweeper } from '../../workers/merge-queue-sweeper.js';
 import { startMergeQueueWorkers } from '../../workers/merge-queue.js';
@@ -28,7 +29,15 @@ export function wireMergeQueue(core: Core, checks: ChecksDeps, sessions: Session
     onConflict: sessions ? (project, crId) => sendFailureAutomatically(checks, sessions, project, crId, [queueConflictFeedback]) : undefined,
   };
   checks.leaseRun = (runId) => takeRunLease(db, runId);
-  checks.onQueueRunDone = async (project, baseRef) => void (await queue.enqueue(MQ_STEP, { project_id: project.project_id, base_ref: baseRef }));
+  // The step a run's end asks for runs here at once (a job's pickup costs a hop between the
+  // last check passing and the swap); if it fails, a job takes it, and the sweeper besides.
+  checks.onQueueRunDone = async (project, baseRef) => {
+    const job = { project_id: project.project_id, base_ref: baseRef };
+    void stepQueue(deps, job.project_id, job.base_ref).catch(async (err: Error) => {
+      core.logger.info({ ...job, err: err.message }, 'merge queue step handed to a job');
+      await queue.enqueue(MQ_STEP, job).catch(() => undefined);
+    });
+  };
   startMergeQueueWorkers(deps, queue);
   const sweeper = startMergeQueueSweeper(deps, everyMs, core.workerMetrics);
   return { stop: () => sweeper.stop() };

@@ -1,5 +1,5 @@
 import { DomainError } from '../../domain/errors.js';
-import { assertCanMerge, type AutoMerge, type QueueEntry } from '../../domain/change-request/index.js';
+import { assertCanMerge, TERMINAL, type AutoMerge, type QueueEntry } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { headModified, mergeFailed } from '../../infra/git/errors.js';
 import { findCr, previewOfCr, refreshCr } from '../change-requests/service.js';
@@ -51,8 +51,8 @@ async function enqueue(deps: QueueDeps, project: ProjectRecord, ref: string, act
   const at = (deps.now ? deps.now() : new Date()).toISOString();
   await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => [
     { type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at } },
-    // Its own pair runs not started yet pause (they take a check slot the queue's runs need); they come back when it leaves.
-    ...s.checks.runs.filter((r) => r.via === null && r.status === 'queued').map((r) => ({ type: 'CheckCancelled' as const, data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' as const } })),
+    // Its own pair runs pause (they hold check slots the queue's runs need; a running one stops); they come back when it leaves.
+    ...s.checks.runs.filter((r) => r.via === null && !TERMINAL.has(r.status)).map((r) => ({ type: 'CheckCancelled' as const, data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' as const } })),
   ]);
   await deps.enqueueStep({ project_id: project.project_id, base_ref: cr.base_ref }).catch((err: Error) => deps.logger.warn({ cr_id: cr.cr_id, err: err.message }, 'queue step not asked; the sweeper takes it'));
   return (await readCrChecks(deps, cr.cr_id)).checks.queue!;

@@ -22,7 +22,7 @@ const REQUEUE_AFTER_MS = 5_000;
 /** Rounds of one step: each settles one thing (a landing, a failure, a rebuild) and looks again. */
 const MAX_ROUNDS = 16;
 
-type Ctx = { deps: QueueDeps; project: ProjectRecord; baseRef: string; repo: ProjectRepo; config: ChecksInForce };
+type Ctx = { deps: QueueDeps; project: ProjectRecord; baseRef: string; repo: ProjectRepo; config: ChecksInForce; sweep: boolean };
 
 const nowIso = (deps: QueueDeps) => (deps.now ? deps.now() : new Date()).toISOString();
 const meta = (deps: QueueDeps) => ({ actor: CHECKS_ACTOR, now: deps.now ? deps.now() : new Date() });
@@ -42,11 +42,17 @@ const meta = (deps: QueueDeps) => ({ actor: CHECKS_ACTOR, now: deps.now ? deps.n
  * compare-and-swap after every head in it is read again; held conflicts whose CRs ahead
  * settled go to their agents; then the chain is extended up to `max_batch`.
  */
-export async function stepQueue(deps: QueueDeps, projectId: string, baseRef: string): Promise<{ rounds: number; landed: number }> {
+export async function stepQueue(
+  deps: QueueDeps,
+  projectId: string,
+  baseRef: string,
+  /** The sweeper's step also looks for runs lost with their workers (a lease read per running run): a job's step, asked when something happened, does not wait for that. */
+  opts: { sweep?: boolean } = {},
+): Promise<{ rounds: number; landed: number }> {
   const project = await deps.db.one<ProjectRecord>(projectQueries.byId(projectId));
   if (!project) return { rounds: 0, landed: 0 };
   return withMergeLock(deps, projectId, baseRef, async (db) => {
-    const cx: Ctx = { deps: { ...deps, db }, project, baseRef, repo: deps.repos.for(project), config: await checksInForce(db, projectId) };
+    const cx: Ctx = { deps: { ...deps, db }, project, baseRef, repo: deps.repos.for(project), config: await checksInForce(db, projectId), sweep: opts.sweep ?? false };
     let landed = 0;
     let rounds = 0;
     while (rounds < MAX_ROUNDS) {
@@ -187,10 +193,10 @@ async function resultsOf(cx: Ctx, built: BuiltEntry[]): Promise<Result[]> {
     for (const c of cx.config.checks) {
       const r = byName.get(c.name);
       if (!r || r.status === 'cancelled') missing.push(c.name);
-      else if (r.status === 'running' && (await runIsOrphaned(cx.deps.db, r.run_id))) {
+      else if (r.status === 'running' && cx.sweep && (await runIsOrphaned(cx.deps.db, r.run_id))) {
         await replaceLostRun(cx, b, r);
         missing.push(c.name);
-      } else if (r.status === 'queued' && Date.now() - Date.parse(r.queued_at) > REQUEUE_AFTER_MS) {
+      } else if (r.status === 'queued' && cx.sweep && Date.now() - Date.parse(r.queued_at) > REQUEUE_AFTER_MS) {
         await (cx.deps.requeueRun ?? cx.deps.enqueueRun)({ project_id: cx.project.project_id, cr_id: b.cr_id, run_id: r.run_id });
         pending = true;
       } else if (r.status !== 'passed') pending = true;

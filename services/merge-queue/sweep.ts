@@ -9,7 +9,7 @@ export async function sweepQueues(deps: QueueDeps): Promise<number> {
   let stepped = 0;
   for (const q of queues) {
     try {
-      await stepQueue({ ...deps, lockWaitMs: 0 }, q.project_id, q.base_ref);
+      await stepQueue({ ...deps, lockWaitMs: 0 }, q.project_id, q.base_ref, { sweep: true });
       stepped++;
     } catch (err) {
       if (isDomainError(err) && err.reason === 'Merge in progress') continue; // another step has it
