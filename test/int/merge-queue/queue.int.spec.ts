@@ -4,6 +4,7 @@ import { agentReady, waitForStatus, withSessionProject, type SessionProject } fr
 import { putManifest } from '../checks/support.js';
 import { until } from '../../support/wait.js';
 import { runSvc, sandbox } from '../../cli/helpers.js';
+import { rebuildProjections } from '../../../projections/rebuild.js';
 import { checkScript, crEventsOf, crOf, eventually, firstParents, isAncestor, projectPath, queueManifest, queueOf, queueStateOf, streamEvents } from './support.js';
 
 /**
@@ -115,6 +116,9 @@ describe('merge queue', function () {
       const qEvents = await streamEvents(p.srv.db.db, `mq-${(await p.api.get(projectPath(p))).body.project.project_id}:main`);
       expect(qEvents.filter((e) => e.type === 'MergeQueueRebuilt').length).to.be.at.least(1);
       expect(qEvents.filter((e) => e.type === 'MergeQueueLanded').reduce((n, e) => n + e.data.count, 0)).to.equal(4);
+      // The queue's row is a projection like the others: a replay of the log gives exactly it.
+      const verify = await rebuildProjections(p.srv.db.db, { verify: true });
+      expect(verify.differences).to.deep.equal([]);
     }));
 
   it("an agent's push to a queued head during a batch: that CR leaves (head_moved), nothing of it lands, the one after it lands", () =>
