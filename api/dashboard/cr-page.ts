@@ -44,6 +44,8 @@ const EVENT_LABEL: Record<string, string> = {
   CheckCancelled: 'check cancelled',
   ChangeRequestAutoMergeRequested: 'merge when green asked',
   ChangeRequestAutoMergeCancelled: 'merge when green cancelled',
+  ChangeRequestQueued: 'entered the merge queue',
+  ChangeRequestDequeued: 'left the merge queue',
 };
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
