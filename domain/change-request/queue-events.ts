@@ -12,7 +12,14 @@ const time = z.iso.datetime({ offset: true });
 export const DEQUEUE_REASONS = ['check_failed', 'conflict', 'head_moved', 'base_changed', 'closed', 'by_person'] as const;
 export type DequeueReason = (typeof DEQUEUE_REASONS)[number];
 
-export const ChangeRequestQueued = z.object({ head_sha: sha, base_sha: sha, queued_by: uuid, queued_at: time });
+export const ChangeRequestQueued = z.object({
+  head_sha: sha,
+  base_sha: sha,
+  queued_by: uuid,
+  queued_at: time,
+  /** The queue it entered: a CR whose base_ref changes afterwards leaves it (base_changed). */
+  base_ref: z.string().min(1).max(255).optional(),
+});
 export const ChangeRequestDequeued = z.object({
   head_sha: sha,
   reason: z.enum(DEQUEUE_REASONS),

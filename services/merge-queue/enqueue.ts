@@ -50,7 +50,7 @@ async function enqueue(deps: QueueDeps, project: ProjectRecord, ref: string, act
   if (!preview.can_merge && !preview.is_up_to_date) throw mergeFailed(preview.conflicts);
   const at = (deps.now ? deps.now() : new Date()).toISOString();
   await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => [
-    { type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at } },
+    { type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at, base_ref: cr.base_ref } },
     // Its own pair runs pause (they hold check slots the queue's runs need; a running one stops); they come back when it leaves.
     ...s.checks.runs.filter((r) => r.via === null && !TERMINAL.has(r.status)).map((r) => ({ type: 'CheckCancelled' as const, data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' as const } })),
   ]);

@@ -92,6 +92,7 @@ async function round(cx: Ctx): Promise<{ progressed: boolean; landed: number }> 
   let left = false;
   for (const e of entries) {
     if (e.status !== 'open') left = (await dequeue(cx, e, 'closed')) || left;
+    else if (e.base_ref !== baseRef) left = (await dequeue(cx, e, 'base_changed')) || left;
     else if ((tips[e.head_ref] ?? null) !== e.head_sha) left = (await dequeue(cx, e, 'head_moved')) || left;
     else waiting.push(e);
   }

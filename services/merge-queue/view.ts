@@ -21,7 +21,7 @@ export async function queueView(db: Db, project: ProjectRecord, base?: string): 
   const baseRef = assertBranchName(base ?? project.default_branch, 'base');
   const config = await checksInForce(db, project.project_id);
   const q = await loadQueue(db, project.project_id, baseRef);
-  const entries = (await db.rows<QueuedRow>(mq.entries(project.project_id, baseRef))).filter((e) => e.status === 'open');
+  const entries = (await db.rows<QueuedRow>(mq.entries(project.project_id, baseRef))).filter((e) => e.status === 'open' && e.base_ref === baseRef);
   const out: MergeQueueJson['entries'] = [];
   for (const [i, e] of entries.entries()) {
     const b = q?.built.find((x) => x.cr_id === e.cr_id && x.head_sha === e.head_sha);

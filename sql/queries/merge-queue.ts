@@ -20,6 +20,8 @@ export interface QueuedRow {
   number: number;
   title: string;
   head_ref: string;
+  /** The CR's base_ref now (another than the queue's: it was retargeted after it entered). */
+  base_ref: string;
   status: string;
   origin_session_id: string | null;
   head_sha: string;
@@ -48,10 +50,10 @@ export const mergeQueueQueries = {
   /** The CRs waiting in one queue, first in first. Closed ones included: the queue takes them out with their reason. */
   entries: (projectId: string, baseRef: string): Query => ({
     name: 'merge_queue_entries',
-    text: `SELECT c.cr_id::text AS cr_id, c.number, c.title, c.head_ref, c.status::text AS status, c.origin_session_id,
+    text: `SELECT c.cr_id::text AS cr_id, c.number, c.title, c.head_ref, c.base_ref, c.status::text AS status, c.origin_session_id,
         q.data->>'head_sha' AS head_sha, q.data->>'base_sha' AS base_sha, q.data->>'queued_by' AS queued_by, q.data->>'queued_at' AS queued_at
       FROM events q JOIN change_requests c ON q.stream_id = 'cr-' || c.cr_id::text
-      WHERE q.project_id = $1 AND q.type = 'ChangeRequestQueued' AND c.project_id = $1 AND c.base_ref = $2 AND ${stillQueued}
+      WHERE q.project_id = $1 AND q.type = 'ChangeRequestQueued' AND c.project_id = $1 AND COALESCE(q.data->>'base_ref', c.base_ref) = $2 AND ${stillQueued}
       ORDER BY q.global_position`,
     values: [projectId, baseRef],
   }),
@@ -68,7 +70,7 @@ export const mergeQueueQueries = {
   /** Every queue with something to do: CRs waiting, or results built, a landing or conflicts held. */
   active: (): Query => ({
     name: 'merge_queue_active',
-    text: `SELECT DISTINCT c.project_id::text AS project_id, c.base_ref FROM events q JOIN change_requests c ON q.stream_id = 'cr-' || c.cr_id::text
+    text: `SELECT DISTINCT c.project_id::text AS project_id, COALESCE(q.data->>'base_ref', c.base_ref) AS base_ref FROM events q JOIN change_requests c ON q.stream_id = 'cr-' || c.cr_id::text
         WHERE q.type = 'ChangeRequestQueued' AND ${stillQueued}
       UNION SELECT project_id::text, base_ref FROM merge_queues WHERE built <> '[]'::jsonb OR landing IS NOT NULL OR held <> '[]'::jsonb`,
     values: [],
