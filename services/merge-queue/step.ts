@@ -143,9 +143,8 @@ async function dequeue(cx: Ctx, e: Pick<QueuedRow, 'cr_id' | 'head_sha'>, reason
         data: { head_sha: e.head_sha, reason, dequeued_at: at, ...(extra.context ? { context: extra.context.slice(0, 500) } : {}), ...(extra.ahead?.length ? { ahead: extra.ahead } : {}) },
       },
     ];
-    if (s.cr.status === 'open') {
-      for (const r of s.checks.runs) if (r.via === 'queue' && !TERMINAL.has(r.status)) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
-    }
+    const why = s.cr.status === 'open' ? 'superseded' : s.cr.status;
+    for (const r of s.checks.runs) if (r.via === 'queue' && !TERMINAL.has(r.status)) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: why } });
     return out;
   });
   if (appended.length) cx.deps.logger.info({ cr_id: e.cr_id, reason, context: extra.context }, 'left the merge queue');
@@ -157,11 +156,9 @@ async function rebuild(cx: Ctx, q: MergeQueueState, reason: 'base_changed' | 'en
   const at = nowIso(cx.deps);
   for (const b of q.built.slice(kept)) {
     await appendCheckEvents(cx.deps, cx.project.project_id, b.cr_id, CHECKS_ACTOR, (s) =>
-      s.cr.status !== 'open'
-        ? []
-        : s.checks.runs
-            .filter((r) => r.via === 'queue' && r.merge_sha === b.merge_sha && !TERMINAL.has(r.status))
-            .map((r): CheckEvent => ({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } })),
+      s.checks.runs
+        .filter((r) => r.via === 'queue' && r.merge_sha === b.merge_sha && !TERMINAL.has(r.status))
+        .map((r): CheckEvent => ({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'open' ? 'superseded' : s.cr.status } })),
     );
   }
   await command(cx, () => ({ type: 'Rebuild', project_id: cx.project.project_id, base_ref: cx.baseRef, reason, kept, meta: meta(cx.deps) }));

@@ -192,7 +192,18 @@ describe('merge queue', function () {
       expect((await p.api.call('DELETE', `${P}/merge-queue/${other.number}`)).status).to.equal(409);
       await sb.cleanup();
       await eventually(async () => (await queueOf(p)).entries.length === 0, 'the queue empty');
-      const events = (await crEventsOf(p.srv.db.db, other.cr_id)).map((e) => e.type);
-      expect(events).to.include('ChangeRequestQueued').and.include('ChangeRequestDequeued').and.not.include('ChangeRequestMerged');
+
+      // Queued again, then closed: it leaves with `closed`, its queue runs cancelled, nothing lands.
+      await queue(p, other.number, theirs);
+      await eventually(async () => (await queueOf(p)).entries[0]?.state === 'checking', 'built and checking again', 60_000);
+      expect((await p.api.post(`${p.base}/${other.number}/close`, {})).status).to.equal(200);
+      await eventually(async () => (await queueStateOf(p, other.number))?.reason === 'closed', 'it leaves with closed', 60_000);
+      const events = await crEventsOf(p.srv.db.db, other.cr_id);
+      expect(events.map((e) => e.type)).to.include('ChangeRequestQueued').and.include('ChangeRequestDequeued').and.not.include('ChangeRequestMerged');
+      expect(events.filter((e) => e.type === 'ChangeRequestDequeued').map((e) => e.data.reason)).to.deep.equal(['by_person', 'closed']);
+      const queueRuns = events.filter((e) => e.type === 'CheckQueued' && e.data.via === 'queue').map((e) => e.data.run_id);
+      const ended = new Set(events.filter((e) => ['CheckCancelled', 'CheckPassed', 'CheckFailed', 'CheckErrored'].includes(e.type)).map((e) => e.data.run_id));
+      expect(queueRuns.every((id) => ended.has(id)), 'no queue run left going').to.equal(true);
+      expect(isAncestor(p.repo.bare, theirs, 'main')).to.equal(false);
     }));
 });
