@@ -1,31 +1,23 @@
-import { randomUUID } from 'node:crypto';
 import { isDomainError } from '../../domain/errors.js';
-import { runsOfResult, TERMINAL, type CheckRun, type DequeueReason, type StatusState } from '../../domain/change-request/index.js';
-import { chainTip, type BuiltEntry, type MergeQueueCommand, type MergeQueueState, type MergeQueueStateOrNull } from '../../domain/merge-queue/index.js';
+import { runsOfResult, TERMINAL, type DequeueReason, type StatusState } from '../../domain/change-request/index.js';
+import { chainTip, type BuiltEntry, type MergeQueueState, type MergeQueueStateOrNull } from '../../domain/merge-queue/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import type { ProjectRepo } from '../../infra/git/port.js';
 import { failpointAsync } from '../../lib/failpoints.js';
 import { mergeQueueQueries as mq, type QueuedRow } from '../../sql/queries/merge-queue.js';
 import { projectQueries } from '../../sql/queries/projects.js';
 import { afterMerge, buildMergeCommit } from '../change-requests/merge.js';
 import { withMergeLock } from '../change-requests/merge-lock.js';
 import { handleCommand } from '../change-requests/handle.js';
-import { checksInForce, type ChecksInForce } from '../checks/config.js';
+import { checksInForce } from '../checks/config.js';
 import { CHECKS_ACTOR, statusesOf } from '../checks/schedule.js';
 import { appendCheckEvents, readCrChecks, type CheckEvent } from '../checks/stream.js';
 import type { QueueDeps } from './deps.js';
-import { handleQueueCommand, loadQueue } from './handle.js';
-import { runIsOrphaned } from './lease.js';
+import { loadQueue } from './handle.js';
+import { command, meta, nowIso, type Ctx } from './context.js';
+import { queueRuns, resultsOf, type Result } from './runs.js';
 
-/** A run queued this long with no worker on it is queued again (its job was lost with a worker). */
-const REQUEUE_AFTER_MS = 5_000;
 /** Rounds of one step: each settles one thing (a landing, a failure, a rebuild) and looks again. */
 const MAX_ROUNDS = 16;
-
-type Ctx = { deps: QueueDeps; project: ProjectRecord; baseRef: string; repo: ProjectRepo; config: ChecksInForce; sweep: boolean };
-
-const nowIso = (deps: QueueDeps) => (deps.now ? deps.now() : new Date()).toISOString();
-const meta = (deps: QueueDeps) => ({ actor: CHECKS_ACTOR, now: deps.now ? deps.now() : new Date() });
 
 /**
  * One step of the merge queue of (project, base branch), under the lock every merge, close
@@ -165,67 +157,6 @@ async function rebuild(cx: Ctx, q: MergeQueueState, reason: 'base_changed' | 'en
   cx.deps.logger.info({ project_id: cx.project.project_id, base_ref: cx.baseRef, reason, kept }, 'merge queue rebuilt');
 }
 
-const command = (cx: Ctx, c: (s: MergeQueueStateOrNull) => MergeQueueCommand | null) => handleQueueCommand(cx.deps, cx.project.project_id, cx.baseRef, c);
-
-type Result = { state: 'passed' | 'pending' | 'failed'; context?: string; runs: CheckRun[] };
-
-/**
- * What the checks say about each speculative result: every check in force passed on it,
- * one failed or errored, or some are still to come. A check with no run (a crash between
- * the build and the queueing) is queued now; a run whose worker died is replaced; a run
- * queued long ago with no worker is queued again.
- */
-async function resultsOf(cx: Ctx, built: BuiltEntry[]): Promise<Result[]> {
-  const out: Result[] = [];
-  for (const b of built) {
-    const { checks } = await readCrChecks(cx.deps, b.cr_id);
-    const runs = runsOfResult(checks, b.base_sha, b.merge_sha);
-    const byName = new Map(runs.map((r) => [r.name, r]));
-    const failed = cx.config.checks.find((c) => ['failed', 'errored'].includes(byName.get(c.name)?.status ?? ''));
-    if (failed) {
-      out.push({ state: 'failed', context: failed.name, runs });
-      continue;
-    }
-    const missing: string[] = [];
-    let pending = false;
-    for (const c of cx.config.checks) {
-      const r = byName.get(c.name);
-      if (!r || r.status === 'cancelled') missing.push(c.name);
-      else if (r.status === 'running' && cx.sweep && (await runIsOrphaned(cx.deps.db, r.run_id))) {
-        await replaceLostRun(cx, b, r);
-        missing.push(c.name);
-      } else if (r.status === 'queued' && cx.sweep && Date.now() - Date.parse(r.queued_at) > REQUEUE_AFTER_MS) {
-        await (cx.deps.requeueRun ?? cx.deps.enqueueRun)({ project_id: cx.project.project_id, cr_id: b.cr_id, run_id: r.run_id });
-        pending = true;
-      } else if (r.status !== 'passed') pending = true;
-    }
-    if (missing.length) await queueRuns(cx, b, missing);
-    out.push({ state: missing.length || pending ? 'pending' : 'passed', runs });
-  }
-  return out;
-}
-
-/** A running queue run whose worker died: cancelled (a run of the same check replaces it: nobody's check failed). */
-async function replaceLostRun(cx: Ctx, b: BuiltEntry, r: CheckRun): Promise<void> {
-  await appendCheckEvents(cx.deps, cx.project.project_id, b.cr_id, CHECKS_ACTOR, (s) => {
-    const now = s.checks.runs.find((x) => x.run_id === r.run_id);
-    return now?.status === 'running' ? [{ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: nowIso(cx.deps), reason: 'superseded' } }] : [];
-  });
-  cx.deps.logger.warn({ cr_id: b.cr_id, run_id: r.run_id }, 'a queue check lost with its worker runs again');
-}
-
-/** Queues the named checks on speculative result `b` (marked as the queue's), then their jobs. */
-async function queueRuns(cx: Ctx, b: BuiltEntry, names: string[]): Promise<void> {
-  const at = nowIso(cx.deps);
-  const { appended } = await appendCheckEvents(cx.deps, cx.project.project_id, b.cr_id, CHECKS_ACTOR, (s) => {
-    if (s.cr.status !== 'open') return [];
-    const have = new Set(runsOfResult(s.checks, b.base_sha, b.merge_sha).filter((r) => r.status !== 'cancelled').map((r) => r.name));
-    return names
-      .filter((n) => !have.has(n))
-      .map((name): CheckEvent => ({ type: 'CheckQueued', data: { run_id: randomUUID(), name, base_sha: b.base_sha, head_sha: b.head_sha, merge_sha: b.merge_sha, queued_at: at, via: 'queue' } }));
-  });
-  for (const e of appended) if (e.type === 'CheckQueued') await cx.deps.enqueueRun({ project_id: cx.project.project_id, cr_id: b.cr_id, run_id: e.data.run_id });
-}
 
 /**
  * The first `count` entries land: every head in them read again (one that moved leaves,
