@@ -34,6 +34,7 @@ import { agentGate } from './agent-gate.js';
 import { checkRoutes, statusRoutes } from './routes/checks.js';
 import { costRoutes } from './routes/cost.js';
 import { accountInsightsRoutes, projectInsightsRoutes } from './routes/insights.js';
+import { mergeQueueRoutes } from './routes/merge-queue.js';
 
 /** The HTTP API: thin routes over the services; errors mapped once, in api/errors.ts. */
 export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Express {
@@ -73,6 +74,7 @@ export function createApp(deps: ApiDeps, opts: { feed?: EventsFeed } = {}): Expr
   v1.use('/projects/:projectId/change-requests/:crId/checks', checkRoutes(deps)); // checks, logs
   v1.use('/projects/:projectId/change-requests/:crId/cost', costRoutes(deps)); // tokens, money, seconds
   v1.use('/projects/:projectId/statuses', statusRoutes(deps));
+  v1.use('/projects/:projectId/merge-queue', mergeQueueRoutes(deps));
   v1.use('/projects/:projectId/change-requests', changeRequestRoutes(deps));
   v1.use('/projects/:projectId/compare', compareRoutes(deps));
   v1.use('/projects/:projectId/change-requests', reviewRoutes(deps)); // comments, review, send to agent

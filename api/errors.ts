@@ -20,6 +20,7 @@ export const statusOf: Record<ErrorCode, number> = {
   head_modified: 409,
   concurrency: 409,
   no_required_checks: 422,
+  merge_queue_enabled: 409,
   payload_too_large: 413,
   rate_limited: 429,
   unavailable: 503,
@@ -33,7 +34,7 @@ export interface ErrorBody {
 }
 
 /** Refusals an agent must tell apart carry the machine-readable `code` (contracts.md "Agent tokens"). */
-const CODED = new Set<ErrorCode>(['agent_cannot_merge', 'agent_forbidden', 'no_required_checks']);
+const CODED = new Set<ErrorCode>(['agent_cannot_merge', 'agent_forbidden', 'no_required_checks', 'merge_queue_enabled']);
 
 export function bodyOf(err: DomainError): ErrorBody {
   return { error: err.reason, message: err.message, ...(CODED.has(err.code) ? { code: err.code } : {}), ...err.details };

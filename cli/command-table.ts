@@ -235,6 +235,14 @@ export const SECTIONS: Section[] = [
         ],
       },
       {
+        name: 'queue',
+        describe: 'The merge queue of a base branch ([merge_queue] in svc.toml)',
+        children: [
+          { name: 'ls', aliases: ['list'], describe: 'List the queue in order: state, speculative result, checks; who left and why', load: () => import('./commands/queue/ls.js') },
+          { name: 'rm', args: '<cr>', aliases: ['remove'], describe: 'Take a change request out of the queue', load: () => import('./commands/queue/rm.js') },
+        ],
+      },
+      {
         name: 'apps',
         aliases: ['app'],
         describe: 'Apps deployed from [[apps]] in svc.toml',

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { shaOut, text, time, uuid } from './common.js';
+import { CrQueueSchema } from './merge-queue.js';
 
 /** Checks, commit statuses and merge when green (docs/checks.md). */
 
@@ -48,6 +49,8 @@ export const CrChecksSchema = z.strictObject({
   checks: z.array(CheckRunSchema),
   statuses: z.array(CommitStatusSchema),
   auto_merge: AutoMergeSchema.nullable(),
+  /** The CR's place in the merge queue (null: never queued; absent from servers before the queue). */
+  merge_queue: CrQueueSchema.nullable().optional(),
 });
 export type CrChecks = z.infer<typeof CrChecksSchema>;
 
@@ -74,5 +77,5 @@ export const PostStatusBody = z.strictObject({
 });
 export const OneStatus = z.strictObject({ status: CommitStatusSchema });
 
-/** `202` of `POST .../merge {"when":"checks_pass"}`. */
-export const AutoMergeAccepted = z.strictObject({ auto_merge: AutoMergeSchema });
+/** `202` of `POST .../merge {"when":"checks_pass"}`; with the merge queue on, also the CR's queue entry (contracts/merge-queue.ts). */
+export const AutoMergeAccepted = z.strictObject({ auto_merge: AutoMergeSchema, merge_queue: CrQueueSchema.optional() });

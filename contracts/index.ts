@@ -18,3 +18,4 @@ export * from './review.js';
 export * from './checks.js';
 export * from './cost.js';
 export * from './insights.js';
+export * from './merge-queue.js';

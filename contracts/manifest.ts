@@ -27,6 +27,7 @@ export const ManifestSchema = z.strictObject({
   ),
   checks: z.array(z.strictObject({ name: z.string(), run: z.string(), timeout_minutes: z.number().int(), secrets: z.array(z.string()) })).optional(),
   review: z.strictObject({ required_statuses: z.array(z.string()), send_failures_to_agent: z.boolean(), max_agent_rounds: z.number().int() }).optional(),
+  merge_queue: z.strictObject({ enabled: z.boolean(), max_batch: z.number().int() }).optional(),
 });
 
 /** `GET .../manifest`: the last valid manifest, the commit last read, its errors and warnings. */

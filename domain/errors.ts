@@ -5,7 +5,7 @@
  */
 export const ERROR_CODES = [
   'validation', 'unauthorized', 'forbidden', 'agent_cannot_merge', 'agent_forbidden', 'not_found', 'gone', 'conflict', 'merge_failed',
-  'head_modified', 'concurrency', 'no_required_checks', 'payload_too_large', 'rate_limited', 'unavailable', 'timeout',
+  'head_modified', 'concurrency', 'no_required_checks', 'merge_queue_enabled', 'payload_too_large', 'rate_limited', 'unavailable', 'timeout',
 ] as const satisfies readonly ErrorCode[];
 
 export type ErrorCode =
@@ -21,6 +21,7 @@ export type ErrorCode =
   | 'head_modified' // 409: expected_head_sha no longer matches
   | 'concurrency' // 409: optimistic concurrency on a stream, or a moved ref
   | 'no_required_checks' // 422: merge-when-green asked where nothing is required (no checks, no required statuses)
+  | 'merge_queue_enabled' // 409: a direct merge where the manifest in force turns the merge queue on (merge when green instead)
   | 'payload_too_large' // 413
   | 'rate_limited' // 429
   | 'unavailable' // 503: a dependency (repo, runtime) cannot be reached
@@ -35,7 +36,7 @@ export const ERROR_REASONS = [
   'Validation failed', 'Bad request', 'Bad checkpoint', 'Payload too large',
   'Unauthorized', 'Forbidden', 'CSRF check failed', 'Cross-site request refused', 'Invalid login code', 'Wrong code', 'Login link used or expired',
   'Not found', 'No credential', 'No repository', 'Unknown model',
-  'Conflict', 'Concurrency conflict', 'Merge failed', 'Head branch was modified', 'Slug taken', 'No required checks',
+  'Conflict', 'Concurrency conflict', 'Merge failed', 'Head branch was modified', 'Slug taken', 'No required checks', 'Merge queue enabled',
   'No origin session', 'Origin session gone', 'Head is not the session branch', 'Too many rounds', 'Nothing to send',
   'Session not running', 'Refresh refused', 'Refused', 'Rejected by runtime', 'Method not allowed', 'No model', 'Merge in progress',
   'Too many sessions', 'Too many logins', 'Too many failed attempts', 'Too many requests', 'Too many calls',

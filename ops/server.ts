@@ -22,6 +22,7 @@ import { wireManifest } from './wiring/manifest.js';
 import { wireMerges } from './wiring/merges.js';
 import { wireChecks } from './wiring/checks.js';
 import { CHECK_QUEUES } from '../services/checks/deps.js';
+import { MQ_QUEUES } from '../services/merge-queue/deps.js';
 import { wireChannels } from './wiring/channels.js';
 import { wireMaintenance } from './wiring/maintenance.js';
 import { wireLlmLedger } from './wiring/llm-ledger.js';
@@ -81,7 +82,7 @@ async function startOn(opts: ServerOptions, database: Database, undo: Array<() =
   // The manifest in force follows the default branch: every tip read reports to the follower.
   const follower = createManifestFollower({ db, logger, enqueue: (projectId, sha, reason) => enqueueMovedSync(queue)(projectId, sha, reason) });
   const repos = createProjectRepos({ dataDir: config.dataDir, reposDir: reposDirOf(config), engine, secrets, logger, policy: repoUrlPolicy(config), onTips: follower.tipsRead });
-  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY, ...CHECK_QUEUES] });
+  const queue = await startQueue(db, logger, { queues: [CR_MERGE, ...SESSION_QUEUES, MANIFEST_SYNC, APP_DEPLOY, ...CHECK_QUEUES, ...MQ_QUEUES] });
   undo.push(() => queue.stop());
   const core: Core = { config, logger, roles, db, secrets, repos, queue, crCommands: createCrCommandPath(db), workerMetrics: createWorkerMetrics() };
 

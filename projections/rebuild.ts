@@ -10,12 +10,15 @@ import { ReviewFolder } from './review.js';
 import { reviewQueries } from '../sql/queries/review.js';
 import { rebuildInsights } from './insights.js';
 import type { InsightTable } from '../sql/queries/insights.js';
+import { MergeQueueFolder } from './merge-queues.js';
+import { mergeQueueQueries } from '../sql/queries/merge-queue.js';
+import { MERGE_QUEUE_STREAM_PREFIX } from '../domain/merge-queue/index.js';
 
 export interface RebuildReport {
   events: number;
   rows: number;
   /** Rows that differ between live and replayed (verify), by side. */
-  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes' | 'cr_comments' | 'cr_reviews' | InsightTable; id?: string }[];
+  differences: { side: 'live_only' | 'rebuilt_only'; cr_id?: string; table?: 'project_sessions' | 'session_sandboxes' | 'cr_comments' | 'cr_reviews' | 'merge_queues' | InsightTable; id?: string }[];
   /** Session rows (project_sessions) replayed. */
   sessions: number;
   applied: boolean;
@@ -36,9 +39,13 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
       const folder = new ChangeRequestFolder();
       const sessions = new SessionFolder();
       const review = new ReviewFolder();
+      const queues = new MergeQueueFolder();
       const events = await replay(
         tx,
-        (e) => (e.stream_id.startsWith('session-') ? sessions.apply(e) : (folder.apply(e), review.apply(e))),
+        (e) =>
+          e.stream_id.startsWith('session-') ? sessions.apply(e)
+          : e.stream_id.startsWith(MERGE_QUEUE_STREAM_PREFIX) ? queues.apply(e)
+          : (folder.apply(e), review.apply(e)),
         opts.pageSize ?? 10_000,
       );
       // Sessions first: a CR's origin_session_id is kept only when its session row exists.
@@ -59,6 +66,8 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
       for (const [table, all] of [['cr_comments_rebuilt', review.commentRows()], ['cr_reviews_rebuilt', review.reviewRows()]] as const) {
         for (let i = 0; i < all.length; i += INSERT_CHUNK) await tx.run(reviewQueries.insertMany(table, all.slice(i, i + INSERT_CHUNK)));
       }
+      await tx.run(mergeQueueQueries.createScratch());
+      await queues.writeTo(tx);
       const report = { events, rows: rows.length, sessions: s.sessions.length };
       // Insights (docs/insights.md): kept after the fact from its own checkpoint, so verified up to it.
       const insights = await rebuildInsights(tx, opts.verify);
@@ -68,6 +77,7 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
           ...(await tx.rows<RebuildReport['differences'][number]>(crQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(sessionQueries.diffScratch(100))),
           ...(await tx.rows<RebuildReport['differences'][number]>(reviewQueries.diffScratch(100))),
+          ...(await tx.rows<{ side: 'live_only' | 'rebuilt_only'; id: string }>(mergeQueueQueries.diffScratch(100))).map((d) => ({ ...d, table: 'merge_queues' as const })),
         ];
         return { ...report, differences, applied: false, millis: performance.now() - started };
       }
@@ -76,6 +86,7 @@ export async function rebuildProjections(db: Db, opts: { verify: boolean; pageSi
       await tx.run(sessionQueries.copyScratchToLive());
       await tx.run(crQueries.copyScratchToLive());
       await tx.run(reviewQueries.replaceLive());
+      await tx.run(mergeQueueQueries.replaceLive());
       return { ...report, differences: [], applied: true, millis: performance.now() - started };
     },
     { isolation: 'repeatable read' },

@@ -39,7 +39,9 @@ ${s.description ? html` ${s.description}` : ''}${s.target_url ? html` · <a href
   const auto = a
     ? html`<p data-auto-merge="${a.status}">Merge when green: <strong>${a.status}</strong> on <code>${shortSha(a.head_sha)}</code>${a.reason ? html` (${a.reason})` : ''}</p>`
     : '';
-  const canAsk = cr.status === 'open' && !!headSha && (ch.checks.length > 0 || ch.statuses.some((s) => s.required)) && a?.status !== 'pending';
+  const q = ch.merge_queue;
+  const queue = q ? queueLine(q, cr, base) : '';
+  const canAsk = cr.status === 'open' && !!headSha && (ch.checks.length > 0 || ch.statuses.some((s) => s.required)) && a?.status !== 'pending' && q?.status !== 'queued';
   const ask = canAsk
     ? html`<form method="post" action="${base}/merge-when-green" data-fetch class="merge-when-green"><input type="hidden" name="_csrf" value="${csrf}">
 <input type="hidden" name="expected_head_sha" value="${headSha}"><button type="submit">Merge when green</button>
@@ -47,7 +49,24 @@ ${s.description ? html` ${s.description}` : ''}${s.target_url ? html` · <a href
     : '';
   return html`<section aria-labelledby="checks-h" data-live="cr-checks"><h2 id="checks-h">Checks</h2>
 ${runs.length || statuses.length ? html`<ul class="checks">${runs}${statuses}</ul>` : html`<p class="muted">No checks: svc.toml names no [[checks]].</p>`}
-${auto}${ask}</section>`;
+${auto}${queue}${ask}</section>`;
+}
+
+const LEFT: Record<string, string> = {
+  check_failed: 'a check failed on its merge result',
+  conflict: 'it does not merge onto the change requests ahead of it',
+  head_moved: 'its head moved after it was queued',
+  base_changed: 'its base branch was changed',
+  closed: 'it was closed',
+  by_person: 'a person took it out',
+};
+
+/** Where the CR is in its base branch's merge queue, or why it left (its position: the queue's page). */
+function queueLine(q: NonNullable<CrChecks['merge_queue']>, cr: ChangeRequest, base: string): Html {
+  const page = html`<a href="${base.replace(/\/change-requests\/[^/]+$/, '')}/merge-queue?base=${encodeURIComponent(cr.base_ref)}">merge queue of <code>${cr.base_ref}</code></a>`;
+  if (q.status === 'queued') return html`<p data-merge-queue="queued">In the ${page} on <code>${shortSha(q.head_sha)}</code> since ${timeAgo(q.queued_at)}.</p>`;
+  if (q.status === 'merged') return html`<p data-merge-queue="merged">Landed by the ${page}${q.left_at ? html` ${timeAgo(q.left_at)}` : ''}.</p>`;
+  return html`<p data-merge-queue="left" data-reason="${q.reason ?? ''}">Left the ${page}: <strong>${q.reason ?? ''}</strong>, ${LEFT[q.reason ?? ''] ?? ''}${q.context ? html` (${q.context})` : ''}${q.left_at ? html` · ${timeAgo(q.left_at)}` : ''}.</p>`;
 }
 
 const AskBody = z.object({ _csrf: z.string().optional(), expected_head_sha: z.string().regex(/^[0-9a-f]{40}$/) });
@@ -61,7 +80,7 @@ export function checksPageRoutes(deps: ApiDeps): Router {
     const b = AskBody.parse(req.body ?? {});
     const project = await projectOf(deps, req, res);
     try {
-      await deps.services.checks.autoMerge(project, String(req.params.n), callerOf(res).user_id, { expected_head_sha: b.expected_head_sha });
+      await deps.services.checks.mergeWhenGreen(project, String(req.params.n), callerOf(res).user_id, { expected_head_sha: b.expected_head_sha });
     } catch (e) {
       if (isDomainError(e) && ['head_modified', 'merge_failed', 'no_required_checks'].includes(e.code) && !(req.headers.accept ?? '').includes('application/json')) {
         return res.redirect(303, `${crBase(req)}?error=${e.code}`);

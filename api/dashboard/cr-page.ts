@@ -46,6 +46,8 @@ const EVENT_LABEL: Record<string, string> = {
   CheckCancelled: 'check cancelled',
   ChangeRequestAutoMergeRequested: 'merge when green asked',
   ChangeRequestAutoMergeCancelled: 'merge when green cancelled',
+  ChangeRequestQueued: 'entered the merge queue',
+  ChangeRequestDequeued: 'left the merge queue',
 };
 
 const AsOf = z.object({ as_of: z.iso.datetime({ offset: true }).optional(), notice: z.string().optional(), error: z.string().optional() });
@@ -213,7 +215,7 @@ export function crPageRoutes(deps: ApiDeps): Router {
       await mergeAs(deps, project, n(req), callerOf(res).user_id, body);
     } catch (e) {
       // A form post without JS comes back to the page with the reason; fetch gets the API's body.
-      if (isDomainError(e) && (e.code === 'head_modified' || e.code === 'merge_failed') && !(req.headers.accept ?? '').includes('application/json')) {
+      if (isDomainError(e) && (e.code === 'head_modified' || e.code === 'merge_failed' || e.code === 'merge_queue_enabled') && !(req.headers.accept ?? '').includes('application/json')) {
         return res.redirect(303, `${crBase(req)}?error=${e.code}`);
       }
       throw e;

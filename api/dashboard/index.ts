@@ -21,6 +21,7 @@ import { secretsPage } from './secrets-page.js';
 import { triggersPage } from './triggers-page.js';
 import { appsPage } from './apps-page.js';
 import { insightsPage } from './insights-page.js';
+import { mergeQueuePage } from './merge-queue-page.js';
 import { previewEntry } from './preview-entry.js';
 import { previewFrameSource } from '../../services/previews/origin.js';
 import { appsSource } from '../../services/apps/origin.js';
@@ -66,6 +67,7 @@ export function dashboardRoutes(deps: ApiDeps): Router {
   r.use(triggersPage(deps));
   r.use(appsPage(deps));
   r.use(insightsPage(deps));
+  r.use(mergeQueuePage(deps));
   r.use(checksPageRoutes(deps)); // before the CR page: its /merge-when-green and /checks/:runId/log
   r.use(crPageRoutes(deps));
   r.use(crReviewRoutes(deps)); // review comments, send to agent

@@ -18,12 +18,14 @@ const NOTICES: Record<string, string> = {
   prompted: 'Prompt sent.',
   secret_set: 'Secret saved. Its value is not shown again.',
   secret_unset: 'Secret removed.',
+  dequeued: 'Taken out of the merge queue.',
   merge_when_green: 'The server merges this change request once every check passes on the head shown; a new push cancels it.',
 };
 const ERRORS: Record<string, string> = {
   head_modified: 'Head branch was modified since this page loaded. Review the new commits below, then merge again.',
   merge_failed: 'The merge has conflicts; see the merge preview.',
   no_required_checks: 'Nothing would have to pass: svc.toml names no checks and no required statuses. Merge directly.',
+  merge_queue_enabled: 'svc.toml turns the merge queue on: use Merge when green to queue this change request.',
 };
 
 export function noticeOf(q: { notice?: string | undefined; error?: string | undefined }): { kind: 'ok' | 'error'; text: string } | null {
@@ -51,12 +53,12 @@ export const tabs = (items: Array<{ href: string; label: string; current: boolea
   html`<nav class="tabs">${items.map((i) => html`<a href="${i.href}" ${i.current ? html`aria-current="page"` : ''}>${i.label}</a>`)}</nav>`;
 
 /** The project's sections, on the project page and each section's own page. */
-export type ProjectSection = 'crs' | 'sessions' | 'secrets' | 'triggers' | 'apps' | 'insights';
+export type ProjectSection = 'crs' | 'sessions' | 'secrets' | 'triggers' | 'apps' | 'insights' | 'queue';
 export function projectNav(projectId: string, current: ProjectSection): Html {
   const base = `/projects/${projectId}`;
   const items: Array<[ProjectSection, string, string]> = [
     ['crs', base, 'Change requests'], ['sessions', `${base}/sessions`, 'Sessions'], ['secrets', `${base}/secrets`, 'Secrets'],
-    ['triggers', `${base}/triggers`, 'Triggers'], ['apps', `${base}/apps`, 'Apps'], ['insights', `${base}/insights`, 'Insights'],
+    ['triggers', `${base}/triggers`, 'Triggers'], ['apps', `${base}/apps`, 'Apps'], ['queue', `${base}/merge-queue`, 'Merge queue'], ['insights', `${base}/insights`, 'Insights'],
   ];
   return html`<nav class="tabs sections" aria-label="Project">${items.map(([k, href, label]) => html`<a href="${href}" ${k === current ? html`aria-current="page"` : ''}>${label}</a>`)}</nav>`;
 }

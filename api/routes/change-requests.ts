@@ -18,7 +18,7 @@ import type { MergeRequest } from '../../services/change-requests/request-merge.
 import type { ProjectRecord } from '../../domain/project.js';
 import { formatSteps, step, traced } from '../../lib/step-trace.js';
 import { assertMay, isAgent, openInputFor } from '../../services/tokens/agent-policy.js';
-import { mergeWhenGreen } from './checks.js';
+import { mergeWhenGreenRoute } from './checks.js';
 
 /** The spec's columns, in its order: the CR object of every response. */
 export function serializeCr(cr: ChangeRequest): ChangeRequestJson {
@@ -139,7 +139,7 @@ export function changeRequestRoutes(deps: ApiDeps): Router {
       step('project');
       const body = MergeChangeRequestBody.parse(req.body ?? {});
       if (body.when === 'checks_pass') {
-        res.status(202).json(await mergeWhenGreen(deps, req, project, crRef(req), body));
+        res.status(202).json(await mergeWhenGreenRoute(deps, req, project, crRef(req), body));
         return;
       }
       const merged = await mergeAs(deps, project, crRef(req), actor, body);

@@ -5,14 +5,14 @@ import { resolveProject } from '../project-access.js';
 import { CrChecksQuery, PostStatusBody } from '../../contracts/checks.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { LOG_HEADERS } from '../../services/checks/log-store.js';
-import { serializeAutoMerge, serializeStatus } from '../../services/checks/view.js';
+import { serializeAutoMerge, serializeCrQueue, serializeStatus } from '../../services/checks/view.js';
 import { assertMay } from '../../services/tokens/agent-policy.js';
 
 /** `POST .../merge {"when":"checks_pass"}` (the CR route hands it here): 202 with the request. */
-export async function mergeWhenGreen(deps: ApiDeps, req: Request, project: ProjectRecord, ref: string, body: { expected_head_sha?: string | undefined }) {
+export async function mergeWhenGreenRoute(deps: ApiDeps, req: Request, project: ProjectRecord, ref: string, body: { expected_head_sha?: string | undefined }) {
   assertMay(principalOf(req), { kind: 'cr.merge' }); // people only
-  const auto = await deps.services.checks.autoMerge(project, ref, principalOf(req).user_id, body);
-  return { auto_merge: serializeAutoMerge(auto) };
+  const out = await deps.services.checks.mergeWhenGreen(project, ref, principalOf(req).user_id, body);
+  return { auto_merge: serializeAutoMerge(out.auto_merge), ...(out.merge_queue ? { merge_queue: serializeCrQueue(out.merge_queue) } : {}) };
 }
 
 /** `/v1/projects/:projectId/change-requests/:crId/checks`: the runs, the head's statuses, merge-when-green; each run's log. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { queueEventSchemas } from './queue-events.js';
 
 /**
  * Checks and merge-when-green on the CR stream (docs/checks.md). A check run is
@@ -20,6 +21,12 @@ export const CheckQueued = z.object({
   /** What the check runs on; null when the pair does not merge (the run then errors at once). */
   merge_sha: sha.nullable(),
   queued_at: time,
+  /**
+   * A run of the merge queue on a speculative merge result (base_sha is then the result
+   * before it): the refresher never supersedes it, the queue decides its fate. Absent on
+   * every run queued before the queue existed, which read as the CR's own pair runs.
+   */
+  via: z.literal('queue').optional(),
 });
 export const CheckStarted = z.object({ run_id: uuid, started_at: time });
 export const CheckPassed = z.object({ run_id: uuid, finished_at: time });
@@ -53,6 +60,7 @@ export const checkEventSchemas = {
   CheckCancelled,
   ChangeRequestAutoMergeRequested,
   ChangeRequestAutoMergeCancelled,
+  ...queueEventSchemas,
 } as const;
 
 export type CheckEventType = keyof typeof checkEventSchemas;

@@ -1,6 +1,6 @@
 import { DomainError, notFound } from '../errors.js';
 import type { CheckEventType } from './check-events.js';
-import { foldChecks, runsOfPair, TERMINAL, type ChecksState } from './checks.js';
+import { foldChecks, isQueued, runsOfPair, TERMINAL, type ChecksState } from './checks.js';
 import type { CommandMeta } from './commands.js';
 import { requireOpen } from './decide.js';
 import { fold } from './evolve.js';
@@ -66,6 +66,17 @@ export function decideCheckEvents(command: RecordCheckEvents, state: CrChecks): 
       case 'ChangeRequestAutoMergeCancelled':
         if (s.checks.auto_merge?.status !== 'pending' || s.checks.auto_merge.head_sha !== e.data.head_sha) continue;
         break;
+      case 'ChangeRequestQueued':
+        requireOpen(s.cr, 'merge');
+        if (s.checks.queue?.status === 'queued') {
+          if (s.checks.queue.head_sha === e.data.head_sha) continue; // asked again on the same head: one entry
+          throw conflict(`Change request #${s.cr.number} is queued already on head ${s.checks.queue.head_sha.slice(0, 12)}; remove it from the queue first.`, { head_sha: s.checks.queue.head_sha });
+        }
+        break;
+      case 'ChangeRequestDequeued':
+        // Only the entry it is about leaves, once: a late decision about an older entry changes nothing.
+        if (s.checks.queue?.status !== 'queued' || s.checks.queue.head_sha !== e.data.head_sha) continue;
+        break;
     }
     out.push(e);
     s = foldCrChecks([e], s)!;
@@ -106,7 +117,7 @@ const LOST_GRACE_MS = 300_000;
  */
 export function missingChecks<T extends CheckInForce>(s: NonNullable<CrChecks>, checks: T[], pair: { base: string | null; head: string | null }): T[] {
   const { base, head } = pair;
-  return s.cr.status === 'open' && base && head && s.cr.base_commit_sha === base && s.cr.head_commit_sha === head
+  return s.cr.status === 'open' && !isQueued(s.checks) && base && head && s.cr.base_commit_sha === base && s.cr.head_commit_sha === head
     ? checks.filter((c) => !runsOfPair(s.checks, base, head).some((r) => r.name === c.name && r.status !== 'cancelled'))
     : [];
 }
@@ -128,11 +139,14 @@ export function decideChecks(
   const pair = { base: s.cr.base_commit_sha, head: s.cr.head_commit_sha };
   for (const r of s.checks.runs) {
     if (TERMINAL.has(r.status)) continue;
-    if (!open) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'merged' ? 'merged' : 'closed' } });
+    if (r.via === 'queue' && open) continue; // the merge queue decides its own runs' fate
+    // A queued CR's own pair runs pause: dropped (they come back when the CR leaves the queue).
+    if (open && isQueued(s.checks)) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
+    else if (!open) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: s.cr.status === 'merged' ? 'merged' : 'closed' } });
     else if (r.base_sha !== pair.base || r.head_sha !== pair.head) out.push({ type: 'CheckCancelled', data: { run_id: r.run_id, cancelled_at: at, reason: 'superseded' } });
   }
   for (const r of s.checks.runs) {
-    if (r.status !== 'running' || !r.started_at || r.base_sha !== pair.base || r.head_sha !== pair.head) continue;
+    if (r.via === 'queue' || r.status !== 'running' || !r.started_at || r.base_sha !== pair.base || r.head_sha !== pair.head) continue;
     const limit = (input.checks.find((c) => c.name === r.name)?.timeout_minutes ?? 15) * 60_000 + LOST_GRACE_MS;
     if (input.nowMs - Date.parse(r.started_at) > limit) out.push({ type: 'CheckErrored', data: { run_id: r.run_id, finished_at: at, reason: 'the run was lost: its worker stopped before it finished' } });
   }
@@ -142,7 +156,8 @@ export function decideChecks(
     out.push({ type: 'ChangeRequestAutoMergeCancelled', data: { head_sha: auto.head_sha, cancelled_at: at, reason: 'head_moved' } });
   }
   const merge = input.merge;
-  if (merge && merge.base === pair.base && merge.head === pair.head) {
+  // A queued CR's own pair runs pause: the queue checks what would land instead.
+  if (merge && merge.base === pair.base && merge.head === pair.head && !isQueued(s.checks)) {
     for (const c of missingChecks(s, input.checks, { base: merge.base, head: merge.head })) {
       const run_id = input.newRunId();
       out.push({ type: 'CheckQueued', data: { run_id, name: c.name, base_sha: merge.base, head_sha: merge.head, merge_sha: merge.sha, queued_at: at } });

@@ -1,4 +1,5 @@
 import type { ChangeRequestEvent } from './events.js';
+import type { DequeueReason } from './queue-events.js';
 
 /**
  * The checks of one CR, folded from its stream (pure): every run with its status, and
@@ -20,6 +21,8 @@ export interface CheckRun {
   finished_at: string | null;
   exit_code: number | null;
   reason: string | null;
+  /** 'queue': a merge queue run on a speculative merge result; null: a run on the CR's own pair. */
+  via: 'queue' | null;
 }
 
 export interface AutoMerge {
@@ -31,18 +34,33 @@ export interface AutoMerge {
   reason: string | null;
 }
 
+/** The CR's place in its base branch's merge queue, the latest time it entered. */
+export interface QueueEntry {
+  status: 'queued' | 'merged' | 'left';
+  head_sha: string;
+  base_sha: string;
+  queued_by: string;
+  queued_at: string;
+  left_at: string | null;
+  reason: DequeueReason | null;
+  context: string | null;
+  ahead: string[];
+}
+
 export interface ChecksState {
   /** In queue order. */
   runs: CheckRun[];
   auto_merge: AutoMerge | null;
+  queue: QueueEntry | null;
 }
 
 export const TERMINAL: ReadonlySet<CheckStatus> = new Set(['passed', 'failed', 'errored', 'cancelled']);
 
 /** `events` applied to `from` (no checks by default), in order. */
-export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { runs: [], auto_merge: null }): ChecksState {
+export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { runs: [], auto_merge: null, queue: null }): ChecksState {
   const runs = new Map<string, CheckRun>(from.runs.map((r) => [r.run_id, r]));
   let auto = from.auto_merge;
+  let queue = from.queue ?? null;
   const finish = (id: string, patch: Partial<CheckRun>) => {
     const r = runs.get(id);
     if (r && !TERMINAL.has(r.status)) runs.set(id, { ...r, ...patch });
@@ -53,6 +71,7 @@ export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { r
         runs.set(e.data.run_id, {
           run_id: e.data.run_id, name: e.data.name, status: 'queued', base_sha: e.data.base_sha, head_sha: e.data.head_sha,
           merge_sha: e.data.merge_sha, queued_at: e.data.queued_at, started_at: null, finished_at: null, exit_code: null, reason: null,
+          via: e.data.via ?? null,
         });
         break;
       case 'CheckStarted':
@@ -78,6 +97,13 @@ export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { r
         break;
       case 'ChangeRequestMerged':
         if (auto?.status === 'pending') auto = { ...auto, status: 'merged', finished_at: e.data.merged_at };
+        if (queue?.status === 'queued') queue = { ...queue, status: 'merged', left_at: e.data.merged_at };
+        break;
+      case 'ChangeRequestQueued':
+        queue = { status: 'queued', head_sha: e.data.head_sha, base_sha: e.data.base_sha, queued_by: e.data.queued_by, queued_at: e.data.queued_at, left_at: null, reason: null, context: null, ahead: [] };
+        break;
+      case 'ChangeRequestDequeued':
+        if (queue?.status === 'queued') queue = { ...queue, status: 'left', left_at: e.data.dequeued_at, reason: e.data.reason, context: e.data.context ?? null, ahead: e.data.ahead ?? [] };
         break;
       case 'ChangeRequestClosed':
         if (auto?.status === 'pending') auto = { ...auto, status: 'cancelled', finished_at: e.data.closed_at, reason: 'closed' };
@@ -93,15 +119,25 @@ export function foldChecks(events: ChangeRequestEvent[], from: ChecksState = { r
         break;
     }
   }
-  return { runs: [...runs.values()], auto_merge: auto };
+  return { runs: [...runs.values()], auto_merge: auto, queue };
 }
 
-/** The runs of one pair, the latest per check name. */
+/** The runs of one pair, the latest per check name (the CR's own runs: the queue's are about its speculative results). */
 export function runsOfPair(state: ChecksState, base: string, head: string): CheckRun[] {
   const byName = new Map<string, CheckRun>();
-  for (const r of state.runs) if (r.base_sha === base && r.head_sha === head) byName.set(r.name, r);
+  for (const r of state.runs) if (r.via === null && r.base_sha === base && r.head_sha === head) byName.set(r.name, r);
   return [...byName.values()];
 }
+
+/** The queue's runs on one speculative merge result, the latest per check name. */
+export function runsOfResult(state: ChecksState, base: string, mergeSha: string): CheckRun[] {
+  const byName = new Map<string, CheckRun>();
+  for (const r of state.runs) if (r.via === 'queue' && r.base_sha === base && r.merge_sha === mergeSha) byName.set(r.name, r);
+  return [...byName.values()];
+}
+
+/** Whether the CR waits in its base branch's merge queue now. */
+export const isQueued = (state: ChecksState): boolean => state.queue?.status === 'queued';
 
 /** The latest run of every check name (what the API lists). */
 export function latestRuns(state: ChecksState): CheckRun[] {

@@ -57,6 +57,8 @@ export interface MergeChangeRequest {
     base_commit_sha: string;
     head_commit_sha: string;
     merge_commit_sha: string;
+    via?: 'queue';
+    check_runs?: string[];
   };
   meta: CommandMeta;
 }

@@ -49,6 +49,10 @@ export const ChangeRequestMerged = z.object({
   base_commit_sha: sha,
   head_commit_sha: sha,
   merge_commit_sha: sha,
+  /** Landed by the merge queue (absent: a direct merge or merge-when-green on its own pair). */
+  via: z.literal('queue').optional(),
+  /** The check runs that passed on exactly `merge_commit_sha` (the queue's merges). */
+  check_runs: z.array(uuid).max(100).optional(),
 });
 
 export const ChangeRequestClosed = z.object({ closed_by: uuid, closed_at: time });

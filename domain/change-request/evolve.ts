@@ -68,7 +68,9 @@ export function evolve(state: CrState, event: ChangeRequestEvent): CrState {
     case 'CheckCancelled':
     case 'ChangeRequestAutoMergeRequested':
     case 'ChangeRequestAutoMergeCancelled':
-      // Checks live beside the CR (domain/change-request/checks.ts): its JSON stays the spec's.
+    case 'ChangeRequestQueued':
+    case 'ChangeRequestDequeued':
+      // Checks and the merge queue live beside the CR (domain/change-request/checks.ts): its JSON stays the spec's.
       return state;
     default: {
       const unhandled: never = event;

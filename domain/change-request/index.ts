@@ -7,6 +7,7 @@ export * from './views.js';
 export * from './review.js';
 export * from './diff-lines.js';
 export * from './check-events.js';
+export * from './queue-events.js';
 export * from './checks.js';
 export * from './reference.js';
 export * from './decider.js';

@@ -70,7 +70,7 @@ function unknownKeys(raw: Record<string, unknown>): ManifestIssue[] {
     }
   };
   check(raw, '', '');
-  for (const t of ['agent', 'env', 'sandbox', 'review']) check(raw[t], t, t);
+  for (const t of ['agent', 'env', 'sandbox', 'review', 'merge_queue']) check(raw[t], t, t);
   for (const t of ['triggers', 'apps', 'checks']) {
     const list = raw[t];
     if (Array.isArray(list)) list.forEach((item, i) => check(item, t, `${t}.${i}`));

@@ -72,6 +72,13 @@ export const ReviewSpec = z.object({
   max_agent_rounds: z.number().int().min(0).max(100).default(3),
 });
 
+/** `[merge_queue]`: merge-when-green goes through a queue per base branch (docs/merge-queue.md). */
+export const MergeQueueSpec = z.object({
+  enabled: z.boolean().default(false),
+  /** How many speculative merge results are checked at once, each on the one before it. */
+  max_batch: z.number().int().min(1).max(32).default(4),
+});
+
 export const ManifestSchema = z
   .object({
     agent: z
@@ -99,6 +106,7 @@ export const ManifestSchema = z
     apps: z.array(AppSpec).default([]),
     checks: z.array(CheckSpec).default([]),
     review: ReviewSpec.default({ required_statuses: [], send_failures_to_agent: false, max_agent_rounds: 3 }),
+    merge_queue: MergeQueueSpec.default({ enabled: false, max_batch: 4 }),
   })
   .superRefine((m, ctx) => {
     const dup = (items: string[], key: string, what: string) => {
@@ -123,10 +131,11 @@ export type TriggerSpec = z.infer<typeof TriggerSpec>;
 export type AppSpec = z.infer<typeof AppSpec>;
 export type CheckSpec = z.infer<typeof CheckSpec>;
 export type ReviewSpec = z.infer<typeof ReviewSpec>;
+export type MergeQueueSpec = z.infer<typeof MergeQueueSpec>;
 
 /** Known keys per table, for the unknown-key warnings. */
 export const KNOWN_KEYS: Record<string, string[]> = {
-  '': ['agent', 'env', 'sandbox', 'triggers', 'apps', 'checks', 'review'],
+  '': ['agent', 'env', 'sandbox', 'triggers', 'apps', 'checks', 'review', 'merge_queue'],
   agent: ['config_dir', 'model'],
   env: ['required', 'optional'],
   sandbox: ['image', 'dockerfile', 'cpus', 'memory_mb', 'idle_timeout_minutes', 'egress', 'pool'],
@@ -134,4 +143,5 @@ export const KNOWN_KEYS: Record<string, string[]> = {
   apps: ['name', 'command', 'port', 'env', 'health_path', 'public'],
   checks: ['name', 'run', 'timeout_minutes', 'secrets'],
   review: ['required_statuses', 'send_failures_to_agent', 'max_agent_rounds'],
+  merge_queue: ['enabled', 'max_batch'],
 };

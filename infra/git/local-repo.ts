@@ -163,7 +163,10 @@ class LocalBareRepo implements ProjectRepo {
    * Compare-and-swap of the branch: without a git process where ./ref-cas.ts is certain
    * to act as git would, else `update-ref` under git's ref lock.
    */
-  private async moveBranch(branch: string, next: string, expectedOld: string): Promise<void> {
+  async moveBranch(branch: string, next: string, expectedOld: string): Promise<void> {
+    assertBranchName(branch, 'branch');
+    await this.o.check?.();
+    await this.ready();
     const cas = casBranch(this.o.refs, this.gitDir, branch, next, expectedOld, { message: 'svc: update branch' });
     if (cas === 'stale') throw refMoved(`refs/heads/${branch}`);
     if (cas === null) await this.git(() => this.o.engine.updateBranch(this.dir, branch, next, expectedOld));

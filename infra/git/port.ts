@@ -147,6 +147,12 @@ export interface ProjectRepo {
   computeMerge(baseSha: string, headSha: string, message: string): Promise<MergeResult>;
   /** Writes the tree of commit `sha` into the (empty) directory `dest` (`git archive`). */
   exportTree(sha: string, dest: string): Promise<void>;
+  /**
+   * Moves `branch` to the commit `next` (made here by `computeMerge`) only if it is still at
+   * `expectedOld`: the ref's compare-and-swap, or a push with lease for a remote. A branch
+   * elsewhere: `concurrency`, nothing moved. The merge queue lands what it checked this way.
+   */
+  moveBranch(branch: string, next: string, expectedOld: string): Promise<void>;
 }
 
 export interface CommitFileRequest {

@@ -240,6 +240,15 @@ class RemoteProjectRepo implements ProjectRepo {
     return this.engine.createMerge(this.mirror.path, { base_sha: baseSha, head_sha: headSha, message, author: SYSTEM_IDENTITY });
   }
 
+  /** A push with lease of a commit the mirror holds (made there by `computeMerge`); the mirror's ref follows. */
+  async moveBranch(branch: string, next: string, expectedOld: string): Promise<void> {
+    assertBranchName(branch, 'branch');
+    assertSha(next, 'next');
+    assertSha(expectedOld, 'expected_old');
+    await this.publisher.pushWithLease(branch, next, expectedOld, [expectedOld]);
+    this.notePublished(branch, next, expectedOld);
+  }
+
   async exportTree(sha: string, dest: string): Promise<void> {
     await this.commits.ensure([assertSha(sha)], () => notFound('Commit'));
     await exportTree(this.mirror.path, sha, dest);

@@ -6,6 +6,7 @@ import type { SessionDeps } from '../../services/sessions/deps.js';
 import { startCheckWorkers } from '../../workers/checks.js';
 import { onMergedResync } from '../../workers/manifest.js';
 import type { Core, Running } from './core.js';
+import { wireMergeQueue } from './merge-queue.js';
 
 /** What the API is handed to queue check runs and merge-when-green evaluations. */
 export function checksEnqueue(core: Core): Pick<ChecksDeps, 'enqueueRun' | 'evaluateLater'> {
@@ -38,8 +39,9 @@ export function wireChecks(core: Core, provider: SandboxProvider | undefined, se
   };
   // `[review] send_failures_to_agent`: a failure goes to the agent's session (auto-send.ts).
   if (sessions) deps.onFailed = (project, crId) => sendFailureAutomatically(deps, sessions, project, crId);
+  const mergeQueue = wireMergeQueue(core, deps, sessions, config.SVC_CHECKS_REFRESH_MS);
   startCheckWorkers(deps, queue, config.SVC_CHECKS_CONCURRENCY);
   const refresher = startChecksRefresher(deps, config.SVC_CHECKS_REFRESH_MS, core.workerMetrics);
   logger.info({ concurrency: config.SVC_CHECKS_CONCURRENCY, refresh_ms: config.SVC_CHECKS_REFRESH_MS }, 'checks ready');
-  return { stop: () => refresher.stop() };
+  return { stop: async () => void (await Promise.all([refresher.stop(), mergeQueue.stop?.()])) };
 }

@@ -10,8 +10,10 @@ import { listComments, postComment, setResolved } from '../review/comments.js';
 import { getReviewState, markReviewed, reviewPageOf } from '../review/reviewed.js';
 import { DEFAULT_MAX_AGENT_ROUNDS, sendToAgent, type ReviewDeps } from '../review/send-to-agent.js';
 import { checkFeedback } from '../checks/feedback.js';
+import { dequeueByPerson, mergeWhenGreen } from '../merge-queue/enqueue.js';
+import { queueView } from '../merge-queue/view.js';
+import { MQ_STEP, type QueueDeps } from '../merge-queue/deps.js';
 import { deleteCheckLog, readCheckLog } from '../checks/log-store.js';
-import { requestAutoMerge } from '../checks/auto-merge.js';
 import { checksInForce } from '../checks/config.js';
 import { CHECK_EVALUATE, CHECK_RUN, type ChecksDeps } from '../checks/deps.js';
 import { postStatus } from '../checks/statuses.js';
@@ -128,6 +130,20 @@ export function checkServices(w: ServiceWiring, crDeps: crs.CrDeps) {
     deleteLog: bind(w.db, deleteCheckLog),
     postStatus: bind(cd, postStatus),
     inForce: bind(w.db, checksInForce),
-    autoMerge: bind(cd, requestAutoMerge),
+    /** Merge when green: into the base branch's merge queue when it is on, else the CR's own auto-merge. */
+    mergeWhenGreen: bind(queueDepsOf(w, cd), mergeWhenGreen),
+  };
+}
+
+/** The merge queue's service from the API's side: its steps go to the workers. */
+function queueDepsOf(w: ServiceWiring, cd: ChecksDeps): QueueDeps {
+  return { ...cd, enqueueStep: async (job) => void (await w.queue.enqueue(MQ_STEP, job)) };
+}
+
+/** The merge queue: a base branch's queue as people see it; a person takes a CR out of it. */
+export function mergeQueueServices(w: ServiceWiring, crDeps: crs.CrDeps) {
+  return {
+    view: bind(w.db, queueView),
+    dequeue: bind(queueDepsOf(w, checksDepsOf(w, crDeps)), dequeueByPerson),
   };
 }

@@ -19,7 +19,7 @@ import type { SessionDeps } from '../sessions/deps.js';
 import type { SpawnSession } from '../triggers/service.js';
 import { authServices } from './auth.js';
 import { gitHosting } from '../git-hosting/smart-http.js';
-import { changeRequestServices, checkServices, crDepsOf, reviewServices } from './change-requests.js';
+import { changeRequestServices, checkServices, crDepsOf, mergeQueueServices, reviewServices } from './change-requests.js';
 import { appServices, budgetServices, channelServices, manifestDepsOf, manifestServices, projectServices, triggerServices } from './projects.js';
 import { previewServices, sandboxServices, sessionServices } from './sessions.js';
 import { dashboardServices } from './dashboard.js';
@@ -61,6 +61,7 @@ export function apiServices(w: ServiceWiring) {
     changeRequests: changeRequestServices(w, crDeps),
     review: reviewServices(w, crDeps, manifestDeps),
     checks: checkServices(w, crDeps),
+    mergeQueue: mergeQueueServices(w, crDeps),
     /** Absent where this process runs no sessions (the routes answer 503). */
     sessions: w.sessions ? sessionServices(w.sessions) : undefined,
     sandboxes: sandboxServices(w),

@@ -1,6 +1,6 @@
 import { DomainError, isDomainError, notFound } from '../../domain/errors.js';
 import { assertCanMerge, type ChangeRequest } from '../../domain/change-request/index.js';
-import { defaultMergeMessage, type MergeResult } from '../../infra/git/port.js';
+import { defaultMergeMessage, type MergeResult, type ProjectRepo } from '../../infra/git/port.js';
 import { failpoint } from '../../lib/failpoints.js';
 import { step } from '../../lib/step-trace.js';
 import { withMergeLock } from './merge-lock.js';
@@ -84,7 +84,7 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
           {
             base_ref: cr.base_ref,
             head_ref: cr.head_ref,
-            message: job.message ?? defaultMergeMessage(cr.number, cr.title),
+            message: mergeMessageOf(cr, job.message),
             ...(job.expected_head_sha ? { expected_head_sha: job.expected_head_sha } : {}),
             ...(job.expected_base_sha ? { expected_base_sha: job.expected_base_sha } : {}),
           },
@@ -142,6 +142,20 @@ export async function runMerge(deps: CrDeps, job: MergeJobData, loaded?: MergeCo
 }
 
 
+/** A merge's commit message: the person's, else the default. The direct merge and the queue's speculative results share it. */
+export const mergeMessageOf = (cr: Pick<ChangeRequest, 'number' | 'title'>, message?: string): string => message ?? defaultMergeMessage(cr.number, cr.title);
+
+/**
+ * The commit a merge of `headSha` into `baseSha` puts on the base, made now without moving
+ * any ref: the same engine call `repo.merge` makes (the engine's `createMerge`: fast-forward
+ * when the head is strictly ahead, else a merge commit by the system identity), with the
+ * same message. The merge queue builds its speculative results with it and later moves the
+ * base to exactly the commit it checked.
+ */
+export function buildMergeCommit(repo: ProjectRepo, cr: Pick<ChangeRequest, 'number' | 'title'>, baseSha: string, headSha: string, message?: string): Promise<MergeResult> {
+  return repo.computeMerge(baseSha, headSha, mergeMessageOf(cr, message));
+}
+
 /**
  * What the caller already read when it runs the merge in its own process (the API read
  * both to authorise the request): saves reading them again. The CR is read again under
@@ -157,7 +171,7 @@ export interface MergeContext {
  * holding up the answer: it must not fail the merge, and a process that dies before it
  * ran loses nothing (every project is re-synced when a worker starts).
  */
-function afterMerge(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): void {
+export function afterMerge(deps: CrDeps, project: ProjectRecord, cr: ChangeRequest): void {
   if (!deps.onMerged) return;
   void deps.onMerged(project, cr).catch((err: Error) => deps.logger.warn({ cr_id: cr.cr_id, err: err.message }, 'after-merge hook failed'));
 }

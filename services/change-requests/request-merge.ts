@@ -5,6 +5,15 @@ import type { Queue } from '../../infra/queue.js';
 import { step } from '../../lib/step-trace.js';
 import { CR_MERGE, type MergeContext, type MergeJobData } from './merge.js';
 import { findCr, type CrDeps } from './service.js';
+import { checksInForce } from '../checks/config.js';
+
+/** With the merge queue on, the queue is the way in: a direct merge would land something no queue run checked. */
+export const mergeQueueEnabled = (baseRef: string): DomainError =>
+  new DomainError(
+    'merge_queue_enabled',
+    'Merge queue enabled',
+    `svc.toml on the default branch turns the merge queue on: merges into '${baseRef}' go through it. Ask to merge when green ({"when":"checks_pass"}, svc cr merge --when-green) to queue it.`,
+  );
 
 /**
  * A merge asked for by a person (`POST .../merge` and the dashboard's Merge button): the
@@ -28,6 +37,7 @@ export async function requestMerge(
   const cr = await findCr(deps.db, project.project_id, ref);
   assertCanMerge(cr); // 409 at once for a CR that is not open (the decider's rule)
   step('load CR');
+  if ((await checksInForce(deps.db, project.project_id)).merge_queue.enabled) throw mergeQueueEnabled(cr.base_ref);
   const job: MergeJobData = {
     project_id: project.project_id,
     cr_id: cr.cr_id,

@@ -7,6 +7,7 @@ import { findCr } from '../change-requests/service.js';
 import { checksInForce } from './config.js';
 import type { ChecksDeps } from './deps.js';
 import { checkFeedback } from './feedback.js';
+import type { FeedbackSource } from '../review/feedback.js';
 
 /**
  * `[review] send_failures_to_agent = true`: a check that failed or errored on an agent's CR
@@ -16,7 +17,14 @@ import { checkFeedback } from './feedback.js';
  * creator); a refusal (no origin session, its head not the session branch, rounds spent,
  * no model) is logged, never an error of the check.
  */
-export async function sendFailureAutomatically(deps: ChecksDeps, sessions: SessionDeps, project: ProjectRecord, crId: string): Promise<'sent' | 'off' | string> {
+export async function sendFailureAutomatically(
+  deps: ChecksDeps,
+  sessions: SessionDeps,
+  project: ProjectRecord,
+  crId: string,
+  /** What is sent: the failing checks (default), or another source's items (the merge queue's conflict). */
+  sources: FeedbackSource[] = [checkFeedback],
+): Promise<'sent' | 'off' | string> {
   const cfg = await checksInForce(deps.db, project.project_id);
   if (!cfg.review.send_failures_to_agent) return 'off';
   const cr = await findCr(deps.db, project.project_id, crId);
@@ -33,7 +41,7 @@ export async function sendFailureAutomatically(deps: ChecksDeps, sessions: Sessi
   };
   try {
     const round = await sendToAgent(
-      { ...deps, sessions, feedbackSources: [checkFeedback], maxAgentRounds: async () => cfg.review.max_agent_rounds },
+      { ...deps, sessions, feedbackSources: sources, maxAgentRounds: async () => cfg.review.max_agent_rounds },
       project,
       cr.cr_id,
       who,

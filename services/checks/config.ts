@@ -1,10 +1,11 @@
 import type { Executor } from '../../infra/db/db.js';
-import type { CheckSpec, Manifest, ReviewSpec } from '../../domain/manifest/schema.js';
+import type { CheckSpec, Manifest, MergeQueueSpec, ReviewSpec } from '../../domain/manifest/schema.js';
 import { manifestQueries } from '../../sql/queries/manifest.js';
 
 export interface ChecksInForce {
   checks: CheckSpec[];
   review: ReviewSpec;
+  merge_queue: MergeQueueSpec;
 }
 
 const NO_REVIEW: ReviewSpec = { required_statuses: [], send_failures_to_agent: false, max_agent_rounds: 3 };
@@ -19,6 +20,7 @@ export async function checksInForce(db: Pick<Executor, 'one'>, projectId: string
   return {
     checks: (m?.checks ?? []).map((c) => ({ ...c, timeout_minutes: c.timeout_minutes ?? 15, secrets: c.secrets ?? [] })),
     review: { ...NO_REVIEW, ...(m?.review ?? {}) },
+    merge_queue: { enabled: false, max_batch: 4, ...(m?.merge_queue ?? {}) },
   };
 }
 

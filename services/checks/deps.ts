@@ -34,4 +34,11 @@ export interface ChecksDeps extends CrDeps {
   pollMs?: number;
   /** A run that ended failed or errored (the worker: `[review] send_failures_to_agent`, auto-send.ts). */
   onFailed?: ((project: ProjectRecord, crId: string) => Promise<unknown>) | undefined;
+  /** A merge queue run ended: the queue of the CR's base takes its next step (the queue decides what a failure means). */
+  onQueueRunDone?: ((project: ProjectRecord, baseRef: string) => Promise<unknown>) | undefined;
+  /**
+   * Held by the process while it runs a merge queue check (services/merge-queue/lease.ts):
+   * null when another process has the run. The queue replaces a running run nobody holds.
+   */
+  leaseRun?: ((runId: string) => Promise<(() => Promise<void>) | null>) | undefined;
 }

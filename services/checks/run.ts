@@ -10,6 +10,7 @@ import { checksInForce } from './config.js';
 import type { CheckRunJob, ChecksDeps } from './deps.js';
 import { boundedMaskedLog, maskSecrets } from './log.js';
 import { CHECKS_ACTOR, evaluateAutoMerge } from './schedule.js';
+import { failpointAsync } from '../../lib/failpoints.js';
 import { appendCheckEvents, readCrChecks, type CheckEvent } from './stream.js';
 import { nowOf } from '../../lib/clock.js';
 
@@ -36,12 +37,26 @@ type Outcome = { kind: 'exit'; code: number } | { kind: 'timeout' } | { kind: 'c
 export async function runCheck(deps: ChecksDeps, job: CheckRunJob): Promise<void> {
   const project = await deps.db.one<ProjectRecord>(projectQueries.byId(job.project_id));
   if (!project) return;
+  // A merge queue run is leased before it starts, so the queue can tell it from one whose worker died.
+  const before = (await readCrChecks(deps, job.cr_id)).checks.runs.find((r) => r.run_id === job.run_id);
+  if (!before || before.status !== 'queued') return;
+  const release = before.via === 'queue' && deps.leaseRun ? await deps.leaseRun(job.run_id) : undefined;
+  if (release === null) return; // another worker has it
+  try {
+    await runLeased(deps, project, job);
+  } finally {
+    await release?.();
+  }
+}
+
+async function runLeased(deps: ChecksDeps, project: ProjectRecord, job: CheckRunJob): Promise<void> {
   const { appended } = await appendCheckEvents(deps, project.project_id, job.cr_id, CHECKS_ACTOR, (s) => {
     const r = s.checks.runs.find((x) => x.run_id === job.run_id);
     return r?.status === 'queued' ? [{ type: 'CheckStarted', data: { run_id: r.run_id, started_at: now(deps) } }] : [];
   });
   if (appended.length === 0) return; // cancelled, or another worker has it
   const run = (await readCrChecks(deps, job.cr_id)).checks.runs.find((r) => r.run_id === job.run_id)!;
+  if (run.via === 'queue') await failpointAsync('merge-queue.checks-running');
   const spec = (await checksInForce(deps.db, project.project_id)).checks.find((c) => c.name === run.name);
   const dir = path.join(deps.dataDir, 'checks', run.run_id);
   const ws = path.join(dir, 'ws');
@@ -95,6 +110,12 @@ export async function runCheck(deps: ChecksDeps, job: CheckRunJob): Promise<void
     });
   }
   deps.logger.info({ cr_id: job.cr_id, run_id: run.run_id, check: run.name, outcome: outcome.kind }, 'check finished');
+  if (run.via === 'queue') {
+    // The queue decides what its run's result means (a failure leaves the queue and goes to the agent there).
+    const cr = (await readCrChecks(deps, job.cr_id)).cr;
+    await deps.onQueueRunDone?.(project, cr.base_ref);
+    return;
+  }
   await evaluateAutoMerge(deps, project, job.cr_id);
   const failed = outcome.kind === 'timeout' || outcome.kind === 'error' || (outcome.kind === 'exit' && outcome.code !== 0);
   if (failed && deps.onFailed) await deps.onFailed(project, job.cr_id).catch((err: Error) => deps.logger.warn({ cr_id: job.cr_id, err: err.message }, 'after a failed check'));

@@ -1,5 +1,5 @@
 import type { CrChecks } from '../../contracts/checks.js';
-import { foldChecks, latestRuns, parseChangeRequestEvent, type AutoMerge, type ChangeRequest, type CheckRun, type ChecksState } from '../../domain/change-request/index.js';
+import { foldChecks, latestRuns, parseChangeRequestEvent, type AutoMerge, type ChangeRequest, type CheckRun, type ChecksState, type QueueEntry } from '../../domain/change-request/index.js';
 import type { Manifest } from '../../domain/manifest/schema.js';
 import type { ProjectRecord } from '../../domain/project.js';
 import { checkQueries, type StatusRow } from '../../sql/queries/checks.js';
@@ -53,6 +53,7 @@ async function viewOf(deps: Pick<ChecksDeps, 'db'>, project: ProjectRecord, cr: 
     checks: latestRuns(checks).map((r) => serializeRun(project.project_id, cr.number, r)),
     statuses,
     auto_merge: checks.auto_merge ? serializeAutoMerge(checks.auto_merge) : null,
+    merge_queue: checks.queue ? serializeCrQueue(checks.queue) : null,
   };
 }
 
@@ -70,6 +71,11 @@ export function serializeRun(projectId: string, crNumber: number, r: CheckRun): 
     reason: r.reason,
     log_url: logPath(projectId, crNumber, r.run_id),
   };
+}
+
+/** The CR's place in the merge queue, as its stream says. */
+export function serializeCrQueue(q: QueueEntry): NonNullable<CrChecks['merge_queue']> {
+  return { ...q, queued_at: iso(q.queued_at)!, left_at: iso(q.left_at), ahead: [...q.ahead] };
 }
 
 export function serializeAutoMerge(a: AutoMerge): NonNullable<CrChecks['auto_merge']> {

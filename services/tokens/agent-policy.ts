@@ -116,6 +116,8 @@ export function agentActionOf(method: string, path: string): AgentAction | 'rout
     if (id !== undefined && verb === 'merge' && method === 'POST') return { kind: 'cr.merge' };
     return { kind: 'other', what: 'do this to a change request' };
   }
+  // Taking a CR out of the merge queue is deciding what merges: a person's, like the merge itself.
+  if (group === 'merge-queue') return { kind: 'cr.merge' };
   const what: Record<string, string> = {
     secrets: 'write secrets',
     triggers: 'fire or change triggers',

@@ -59,6 +59,14 @@ export const crQueries = {
     values: [JSON.stringify(pairs.map((p) => ({ project_id: p.projectId, cr_id: p.crId })))],
   }),
 
+  /** Number, title and status of some CRs of a project (the merge queue names the CRs ahead of a conflict). */
+  numbersOf: (projectId: string, crIds: string[]): Query => ({
+    name: 'cr_numbers_of',
+    text: `SELECT c.cr_id::text AS cr_id, c.number, c.title, c.status::text AS status FROM change_requests c
+      WHERE c.project_id = $1 AND c.cr_id = ANY($2::uuid[]) ORDER BY c.number`,
+    values: [projectId, crIds],
+  }),
+
   /**
    * The row as one JSON field (`cr`, decoded by `decodeCrRow` like the columns): the read of
    * a CR by number, the one most requests make, parses one field instead of twenty-two.

@@ -13,6 +13,6 @@ export const projectionQueries = {
       WHERE (e.transaction_id, e.global_position) > ($1::xid8, $2::bigint) AND s.stream_type = ANY($3::text[])
       ORDER BY e.transaction_id, e.global_position
       LIMIT $4`,
-    values: [after.txid, after.position, ['change_request', 'session'], limit],
+    values: [after.txid, after.position, ['change_request', 'session', 'merge_queue'], limit],
   }),
 };

@@ -97,6 +97,8 @@ SECRETS, ENV, TRIGGERS, APPS
   triggers fire <slug>         Fire a trigger now
   triggers enable <slug>       Open a CR setting enabled = true
   triggers disable <slug>      Open a CR setting enabled = false
+  queue ls                     List the queue in order: state, speculative result, checks; who left and why (alias: list)
+  queue rm <cr>                Take a change request out of the queue (alias: remove)
   apps ls                      List apps, their status and URL (alias: list)
   apps info <name>             Show an app and its recent deploys (alias: show)
 
