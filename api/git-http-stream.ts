@@ -12,20 +12,10 @@ import { createGunzip } from 'node:zlib';
 import { cleanEnv } from '../lib/git-run.js';
 import { spawnChild } from '../lib/spawn.js';
 import type { Logger } from '../lib/logger.js';
+import type { GitRun } from '../services/git-hosting/smart-http.js';
 
-export interface GitServiceRun {
-  /** git argv (after `git`), built by the router from constants and validated paths. */
-  args: string[];
-  env: Record<string, string>;
-  contentType: string;
-  /** Bytes written before git's output (the v0 `# service=` banner). */
-  prefix?: Buffer;
-  /** Whether the request body goes to git (POST) or git gets no input (info/refs). */
-  input: boolean;
-  maxInputBytes: number;
-  idleTimeoutMs: number;
-  logger: Logger;
-}
+/** The service's run (every argument is ours), streamed with this logger. */
+export type GitServiceRun = Omit<GitRun, 'streamed'> & { logger: Logger };
 
 class LimitExceeded extends Error {}
 

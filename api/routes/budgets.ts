@@ -13,24 +13,18 @@ import type { BudgetTarget } from '../../services/budgets/service.js';
  * the budget that holds it.
  */
 export function projectBudgetRoutes(deps: ApiDeps): Router {
-  const r = Router({ mergeParams: true });
-  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'project', scopeId: (await resolveProject(deps, req)).project_id });
-  r.get('/', async (req, res) => {
-    res.json({ budget: await deps.services.budgets.get(await target(req)) });
-  });
-  r.put('/', async (req, res) => {
-    const t = await target(req);
-    const body = SetBudgetBody.parse(req.body ?? {});
-    res.json({ budget: await deps.services.budgets.set(t, body, principalOf(req).user_id) });
-  });
-  return r;
+  return budgetRoutes(deps, Router({ mergeParams: true }), async (req) => ({ scope: 'project', scopeId: (await resolveProject(deps, req)).project_id }));
 }
 
 /** An account's: its members, with a user token (a project token is scoped to one project). */
 export function accountBudgetRoutes(deps: ApiDeps): Router {
   const r = Router({ mergeParams: true });
   r.use(requireUserToken);
-  const target = async (req: Request): Promise<BudgetTarget> => ({ scope: 'account', scopeId: await deps.services.budgets.accountFor(principalOf(req).user_id, String(req.params.accountId ?? '')) });
+  return budgetRoutes(deps, r, async (req) => ({ scope: 'account', scopeId: await deps.services.budgets.accountFor(principalOf(req).user_id, String(req.params.accountId ?? '')) }));
+}
+
+/** The two routes of a budget, whichever scope `target` resolves. */
+function budgetRoutes(deps: ApiDeps, r: Router, target: (req: Request) => Promise<BudgetTarget>): Router {
   r.get('/', async (req, res) => {
     res.json({ budget: await deps.services.budgets.get(await target(req)) });
   });

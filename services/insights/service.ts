@@ -3,7 +3,7 @@ import type { Db } from '../../infra/db/db.js';
 import { nowOf } from '../../lib/clock.js';
 import type { InsightRow, InsightsQuery } from '../../contracts/insights.js';
 import { catchUpInsights } from '../../projections/insights.js';
-import { insightQueries, type Edges, type GroupBy, type InsightWindow, type Segment } from '../../sql/queries/insights.js';
+import { insightQueries, type Edges, type InsightWindow, type Segment } from '../../sql/queries/insights.js';
 import { isMember } from '../accounts/service.js';
 import { projectForCaller, type LoadedProject, type ProjectCaller } from '../projects/access.js';
 
@@ -13,13 +13,7 @@ import { projectForCaller, type LoadedProject, type ProjectCaller } from '../pro
  * (over the API) and the dashboard's insights page all read `insightsOf`, so their numbers
  * are the same numbers.
  */
-export interface InsightsReport {
-  scope: 'project' | 'account';
-  id: string;
-  from: Date;
-  to: Date;
-  asOf: Date;
-  groupBy: GroupBy | null;
+export interface InsightsReport extends InsightWindow {
   groups: InsightRow[];
   total: InsightRow;
 }

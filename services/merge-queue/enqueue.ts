@@ -1,10 +1,9 @@
 import { DomainError } from '../../domain/errors.js';
-import { assertCanMerge, TERMINAL, type AutoMerge, type QueueEntry } from '../../domain/change-request/index.js';
+import { findCr } from '../change-requests/service.js';
+import { TERMINAL, type AutoMerge, type QueueEntry } from '../../domain/change-request/index.js';
 import type { ProjectRecord } from '../../domain/project.js';
-import { headModified, mergeFailed } from '../../infra/git/errors.js';
-import { findCr, previewOfCr, refreshCr } from '../change-requests/service.js';
-import { noRequiredChecks, requestAutoMerge } from '../checks/auto-merge.js';
-import { checksInForce, requiresSomething } from '../checks/config.js';
+import { readyWhenGreen, requestAutoMerge } from '../checks/auto-merge.js';
+import { checksInForce } from '../checks/config.js';
 import { appendCheckEvents, readCrChecks } from '../checks/stream.js';
 import type { QueueDeps } from './deps.js';
 import { nowOf } from '../../lib/clock.js';
@@ -37,18 +36,7 @@ export async function mergeWhenGreen(deps: QueueDeps, project: ProjectRecord, re
  * nothing is required (422). Asked again on the same head: the same entry.
  */
 async function enqueue(deps: QueueDeps, project: ProjectRecord, ref: string, actor: string, body: { expected_head_sha?: string | undefined }): Promise<QueueEntry> {
-  const found = await findCr(deps.db, project.project_id, ref);
-  assertCanMerge(found);
-  const config = await checksInForce(deps.db, project.project_id);
-  if (!requiresSomething(config)) throw noRequiredChecks();
-  const cr = await refreshCr(deps, project, found, actor);
-  const head = cr.head_commit_sha;
-  const base = cr.base_commit_sha;
-  if (!head || !base) throw new DomainError('unavailable', 'Repository unavailable', 'The branch tips could not be read; try again.');
-  if (body.expected_head_sha !== undefined && body.expected_head_sha !== head) throw headModified(body.expected_head_sha, head);
-  const preview = await previewOfCr(deps, project, cr);
-  if (preview.head_sha !== head) throw headModified(head, preview.head_sha);
-  if (!preview.can_merge && !preview.is_up_to_date) throw mergeFailed(preview.conflicts);
+  const { cr, head, base } = await readyWhenGreen(deps, project, ref, actor, body);
   const at = nowOf(deps).toISOString();
   await appendCheckEvents(deps, project.project_id, cr.cr_id, actor, (s) => [
     { type: 'ChangeRequestQueued', data: { head_sha: head, base_sha: base, queued_by: actor, queued_at: at, base_ref: cr.base_ref } },
