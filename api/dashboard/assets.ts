@@ -60,7 +60,20 @@ async function refreshLive() {
   const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
   for (const el of doc.querySelectorAll('[data-live]')) {
     const cur = document.querySelector('[data-live="' + el.getAttribute('data-live') + '"]');
-    if (cur) cur.replaceWith(document.importNode(el, true));
+    if (!cur) continue;
+    // What a person is typing survives the refresh (a check finishing, someone else's
+    // comment): fields changed from their default keep their value, and the focus.
+    const typed = [];
+    for (const f of cur.querySelectorAll('textarea[name], input[name]:not([type=hidden]), select[name]')) {
+      const changed = f.tagName === 'SELECT' ? Array.from(f.options).some((o) => o.selected !== o.defaultSelected) : f.value !== f.defaultValue;
+      if (changed) typed.push({ form: (f.form && f.form.id) || '', name: f.name, value: f.value, focused: f === document.activeElement });
+    }
+    const next = document.importNode(el, true);
+    cur.replaceWith(next);
+    for (const t of typed) {
+      const g = next.querySelector((t.form ? '#' + CSS.escape(t.form) + ' ' : '') + '[name="' + CSS.escape(t.name) + '"]');
+      if (g) { g.value = t.value; if (t.focused) g.focus(); }
+    }
   }
   bind(document);
   document.dispatchEvent(new CustomEvent('svc:live'));
@@ -86,7 +99,7 @@ function bind(root) {
       try {
         const res = await fetch(f.action, { method: 'POST', credentials: 'same-origin', headers: { accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded', 'x-csrf-token': csrf() }, body: new URLSearchParams(new FormData(f)) });
         const body = await res.json().catch(() => ({}));
-        if (res.ok) { notice('ok', body.notice || 'Done.'); await refreshLive(); }
+        if (res.ok) { f.reset(); notice('ok', body.notice || 'Done.'); await refreshLive(); } // sent: its fields start again
         else notice('error', (body.error ? body.error + ': ' : '') + (body.message || 'The request failed.'));
       } catch (_) { notice('error', 'The server could not be reached.'); }
       finally { if (btn && document.contains(btn)) btn.disabled = false; }

@@ -62,8 +62,14 @@ describe('dashboard: review comments on the CR page (chromium)', function () {
     expect(prev).to.contain('+two');
     expect(await page.evaluate(() => (globalThis as unknown as { __xss?: number }).__xss)).to.equal(undefined);
 
-    // A general comment, then resolve the line comment.
+    // A general comment, then resolve the line comment. While it is being typed the CR
+    // changes (its title, from the API): the live refresh keeps what was typed.
     await page.locator('#comment-form textarea[name=body]').fill('General <b>note</b>');
+    const refreshed = page.evaluate(() => new Promise<void>((r) => (globalThis as unknown as { document: { addEventListener(t: string, f: () => void, o: { once: boolean }): void } }).document.addEventListener('svc:live', () => r(), { once: true })));
+    expect((await api.call('PATCH', `/v1/projects/rv/change-requests/${cr.number}`, { title: 'Review me, renamed' })).status).to.equal(200);
+    await refreshed;
+    await page.locator('h1 .title', { hasText: 'Review me, renamed' }).waitFor();
+    expect(await page.locator('#comment-form textarea[name=body]').inputValue()).to.equal('General <b>note</b>');
     await page.getByRole('button', { name: 'Comment', exact: true }).click();
     await page.locator('.comments.general .comment-body', { hasText: 'General <b>note</b>' }).waitFor();
     await page.locator('tr.line-comments .comment').getByRole('button', { name: 'Resolve' }).click();

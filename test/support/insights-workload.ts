@@ -124,5 +124,19 @@ export async function runInsightsWorkload(db: Db, p: { projectId: string; accoun
   const cr5 = await open(c);
   await end(a);
   await end(b);
+  await belowHorizon(db);
   return { sessions: { a, b, c }, crs: { cr1, cr2, cr3, cr4, cr5 }, mid };
 }
+
+/**
+ * Until every event written here is older than every transaction still running: the
+ * projection reads only that far (the log's commit-safe horizon), and the horizon is the
+ * cluster's, so a transaction of another spec's database, running in parallel, holds it
+ * back for a moment.
+ */
+export const belowHorizon = (db: Db) =>
+  eventually(
+    async () => (await db.one<{ ok: boolean }>({ text: 'SELECT coalesce(max(transaction_id::text::numeric) < pg_snapshot_xmin(pg_current_snapshot())::text::numeric, true) AS ok FROM events', values: [] }))?.ok === true,
+    'every event below the commit-safe horizon',
+    { timeoutMs: 60_000, maxIntervalMs: 50 },
+  );
