@@ -150,6 +150,23 @@ describe('merge queue', function () {
       expect(ym[0]!.data.base_commit_sha, 'rebuilt without the moved CR').to.equal(base0);
     }));
 
+  it("a person's retarget of a queued CR: it leaves with base_changed and nothing of it lands on the old base", () =>
+    withSessionProject({ slug: 'mq-retarget', env: { SVC_SCHEDULER: '0', SVC_CHECKS_REFRESH_MS: '200' } }, async (p) => {
+      await putManifest(p, queueManifest({ maxBatch: 2 }), { 'check.sh': checkScript(3) });
+      await p.repo.commit('release', { 'release.txt': 'release\n' });
+      const head = await p.repo.commit('mq-retarget', { 'r.txt': 'r\n' });
+      const cr = (await p.api.post(p.base, { title: 'Retargeted', head_ref: 'mq-retarget' })).body.change_request;
+      await queue(p, cr.number, head);
+      await eventually(async () => ((await queueOf(p)).entries as { runs: { status: string }[] }[]).some((e) => e.runs.some((r) => r.status === 'running')), 'its result checking', 60_000);
+      const retargeted = await p.api.call('PATCH', `${p.base}/${cr.number}`, { base_ref: 'release' });
+      expect(retargeted.status, JSON.stringify(retargeted.body)).to.equal(200);
+      await eventually(async () => (await queueStateOf(p, cr.number))?.status === 'left', 'it to leave the queue', 60_000, async () => ({ queue: await queueOf(p) }));
+      expect(await queueStateOf(p, cr.number)).to.include({ status: 'left', reason: 'base_changed' });
+      expect((await crOf(p, cr.number)).status).to.equal('open');
+      expect(isAncestor(p.repo.bare, head, 'main'), 'nothing of it landed on main').to.equal(false);
+      expect((await queueOf(p)).entries).to.deep.equal([]);
+    }));
+
   it("an agent credential neither queues nor takes out a CR, its own or another's (403 agent_cannot_merge); a person takes one out (by_person)", () =>
     withSessionProject({ slug: 'mq-agent', env: { SVC_SCHEDULER: '0', SVC_CHECKS_REFRESH_MS: '200' } }, async (p) => {
       await putManifest(p, queueManifest(), { 'check.sh': checkScript(30) });
