@@ -13,7 +13,7 @@ import { projectQueries } from '../../sql/queries/projects.js';
 import { appendLog, SYSTEM_ACTOR } from '../manifest/audit-log.js';
 import { sandboxSecrets } from '../secrets/sandbox-env.js';
 import type { SandboxHandle, SandboxProvider } from '../../infra/sandbox/port.js';
-import { stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';
+import { EXITED, stopLegacyPid, waitHealthy, type OwnedApps } from './runner.js';
 import { isSocketUrl } from '../../lib/sandbox-dial.js';
 import type { AppJob } from './sync.js';
 import { redactLog, sandboxLogTail, tailOf } from '../sessions/failure-log.js';
@@ -34,6 +34,9 @@ export interface AppDeps {
   /** False: deploys are refused (recorded as failed), SVC_APPS=0. */
   enabled?: boolean;
 }
+
+/** How many times a version that exits before it answers is started. */
+const APP_STARTS = 2;
 
 /** How much of a failed version's log its error keeps. */
 const APP_LOG_TAIL = 1500;
@@ -87,25 +90,32 @@ export async function runAppJob(deps: AppDeps, job: AppJob): Promise<void> {
     if (deps.enabled === false) throw new Error('apps are disabled on this server (SVC_APPS=0)');
     const provider = deps.provider;
     if (!provider) throw new Error('no sandbox provider on this worker');
-    handle = await provider.create({
-      sandboxId: deployId,
-      sessionId: deployId,
-      projectId: job.project_id,
-      accountId: project.account_id,
-      env,
-      labels: { 'svc.app': job.name },
-      app: { command: app.spec.command, workspaceDir: dir },
-    });
-    deps.owned.track(provider, handle);
-    const h = handle;
     const url = `${deps.urlOf(job.name, job.project_id)}/`;
-    // process shares the host's network: the app listens on the server's loopback. bwrap
-    // and docker have their own: the app is reached through its socket only. Either way
-    // browsers reach it through the API at its own origin, never at a port of this host.
-    const gone = async () => (await provider.inspect(h).catch(() => 'unknown')) === 'exited';
-    const target = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
-    const problem = await waitHealthy(target, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
+    const spec = { sandboxId: deployId, sessionId: deployId, projectId: job.project_id, accountId: project.account_id, env, labels: { 'svc.app': job.name }, app: { command: app.spec.command, workspaceDir: dir } };
+    // A version that exits before it answers gets one more start, as a restart policy
+    // would: a start can die of something passing on a loaded host. One that exits again
+    // fails the deploy with its own log's tail.
+    let problem: string | null = null;
+    let target = '';
+    for (let attempt = 1; attempt <= APP_STARTS; attempt++) {
+      if (handle) {
+        await deps.owned.stop(provider, handle);
+        handle = undefined;
+      }
+      const h = await provider.create(spec);
+      handle = h;
+      deps.owned.track(provider, h);
+      // process shares the host's network: the app listens on the server's loopback. bwrap
+      // and docker have their own: the app is reached through its socket only. Either way
+      // browsers reach it through the API at its own origin, never at a port of this host.
+      const gone = async () => (await provider.inspect(h).catch(() => 'unknown')) === 'exited';
+      target = isSocketUrl(h.url) ? h.url : `http://127.0.0.1:${port}`;
+      problem = await waitHealthy(target, app.spec.health_path ?? '/', gone, deps.healthTimeoutMs ?? 60_000);
+      if (problem !== EXITED) break;
+      deps.logger.warn({ project_id: job.project_id, app: job.name, attempt }, 'app exited before it became healthy');
+    }
     if (problem) throw new Error(problem);
+    const h = handle!;
     // The app's URL and its deploy record switch together: a reader never sees one without the other.
     const switched = await deps.db.transaction(async (tx) => {
       const n = await tx.run(appQueries.setLive({ projectId: job.project_id, name: job.name, hash: job.manifest_hash, commit: job.commit_sha, url, sandbox: h, target }));

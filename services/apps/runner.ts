@@ -37,12 +37,15 @@ export function stopLegacyPid(pid: number): void {
   }
 }
 
+/** What waitHealthy says of a version whose sandbox ended before it answered. */
+export const EXITED = 'the app exited before it became healthy';
+
 /** Waits until `url` + `path` answers below 500, the sandbox is gone, or the time is up. */
 export async function waitHealthy(url: string, path: string, gone: () => Promise<boolean>, timeoutMs: number): Promise<string | null> {
   const deadline = performance.now() + timeoutMs;
   let last = 'no answer';
   while (performance.now() < deadline) {
-    if (await gone()) return 'the app exited before it became healthy';
+    if (await gone()) return EXITED;
     try {
       const res = await sandboxFetch(url, path, { signal: AbortSignal.timeout(2000), redirect: 'manual' });
       await res.arrayBuffer().catch(() => undefined);
@@ -54,6 +57,6 @@ export async function waitHealthy(url: string, path: string, gone: () => Promise
     await new Promise((r) => setTimeout(r, 100));
   }
   // A loaded machine may see the exit only now: say so rather than blame the health check.
-  if (await gone()) return 'the app exited before it became healthy';
+  if (await gone()) return EXITED;
   return `not healthy after ${Math.round(timeoutMs / 1000)} s (${last})`;
 }
